@@ -1,0 +1,64 @@
+"""The `elastichub` command: one subcommand per module, wired here.
+
+Each subcommand module exposes `add_arguments(parser)` and `run(args) -> int`
+and keeps its heavy imports inside `run`, so `elastichub --help` stays fast.
+Bad input raises `UsageError`; it is printed as one line naming the problem,
+with exit status 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+
+# name -> (module, one-line help)
+SUBCOMMANDS = {
+    "simulate": (
+        "elastichub.simulator.cli",
+        "simulate the scaling policy on a workload and report cloud node-hours and waiting times",
+    ),
+    "localcluster": (
+        "elastichub.localcluster.cli",
+        "run a local Kubernetes cluster (API emulator, scheduler, kubelet, cloud pool) in the foreground",
+    ),
+}
+
+
+class UsageError(Exception):
+    """Bad input from the user (an option, a file): reported in one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="elastichub",
+        description="ElasticHub: an elastic JupyterHub that bursts to cloud nodes and gives them back.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name and module_name.startswith(e.name):
+                continue  # subcommand not built yet in this checkout
+            raise
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run, _parser=p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except UsageError as e:
+        args._parser.exit(2, f"{args._parser.prog}: error: {e}\n")
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,52 @@
+"""The scaling policy: pure code shared by the live orchestrator and the simulator.
+
+No I/O, no clock reads, no asyncio (enforced by the import-linter contract in
+setup.cfg). Callers build a `ClusterSnapshot`, call a strategy's
+`decide(snapshot, state, now)` and carry out the returned action.
+"""
+
+from .controller import (
+    Action,
+    ControllerState,
+    PaperConfig,
+    PaperStrategy,
+    ScaleIn,
+    ScaleOut,
+    Strategy,
+)
+from .model import GiB, ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
+from .placement import (
+    Migration,
+    MigrationPlan,
+    candidate_order,
+    migration_order,
+    occupancy,
+    plan_migration,
+    scale_in_candidate,
+    scale_out_needed,
+)
+
+__all__ = [
+    "Action",
+    "ClusterSnapshot",
+    "ControllerState",
+    "GiB",
+    "Migration",
+    "MigrationPlan",
+    "Node",
+    "NodeStatus",
+    "PaperConfig",
+    "PaperStrategy",
+    "Resources",
+    "ScaleIn",
+    "ScaleOut",
+    "Server",
+    "Strategy",
+    "Tier",
+    "candidate_order",
+    "migration_order",
+    "occupancy",
+    "plan_migration",
+    "scale_in_candidate",
+    "scale_out_needed",
+]

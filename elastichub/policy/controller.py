@@ -1,0 +1,131 @@
+"""The Tmon/Tcool controller: one decision per monitoring period.
+
+`decide(snapshot, state, now)` is a pure state machine: the caller (the live
+orchestrator, or the simulator) observes the cluster every `tmon` seconds,
+passes the snapshot and its own clock reading, carries the returned state to
+the next call, and carries out the returned action.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Protocol, Union
+
+from .model import ClusterSnapshot, NodeStatus, Tier
+from .placement import MigrationPlan, Migration, candidate_order, plan_migration, scale_out_needed
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleOut:
+    """Start these stopped cloud nodes (VM start, wait Ready, uncordon)."""
+
+    nodes: tuple[str, ...]
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleIn:
+    """Cordon `node`, restart its servers in `moves` order onto their
+    destinations (checkpoint, stop, start, restore), then stop the VM."""
+
+    node: str
+    moves: tuple[Migration, ...]
+    reason: str = ""
+
+    @classmethod
+    def from_plan(cls, plan: MigrationPlan, reason: str = "") -> ScaleIn:
+        return cls(plan.node, plan.moves, reason)
+
+
+Action = Union[ScaleOut, ScaleIn]
+
+
+@dataclass(frozen=True)
+class ControllerState:
+    """What the controller remembers between cycles."""
+
+    last_action_at: float | None = None
+
+    def cooled(self, now: float, tcool: float) -> bool:
+        return self.last_action_at is None or now - self.last_action_at >= tcool
+
+
+def _check_number(name: str, value: float, *, minimum: float = 0.0, allow_inf: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if math.isinf(value) and not allow_inf:
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class PaperConfig:
+    """The published policy's knobs (plain values, so traitlets and CLI
+    options map onto them one to one)."""
+
+    theta_out: float = 80.0  # percent RAM occupancy of active nodes (eq. 2)
+    tmon: float = 15.0  # seconds between observations
+    tcool: float = 580.0  # seconds after a scaling action before the next one
+    scale_out: bool = True  # False: on-prem only, the cloud is never used
+    migration: bool = True  # False: only empty cloud nodes are removed
+
+    def __post_init__(self) -> None:
+        # theta_out may exceed 100 (or be inf) to mean "never scale out".
+        _check_number("theta_out", self.theta_out, allow_inf=True)
+        _check_number("tmon", self.tmon, minimum=1e-9)
+        _check_number("tcool", self.tcool)
+
+
+class Strategy(Protocol):
+    """A scaling policy: pure, deterministic, clock passed in."""
+
+    name: str
+
+    def decide(
+        self, snapshot: ClusterSnapshot, state: ControllerState, now: float
+    ) -> tuple[Action | None, ControllerState]: ...
+
+
+@dataclass(frozen=True)
+class PaperStrategy:
+    """Exactly the published policy (shared/PAPER.md, "EHO").
+
+    Once `tcool` has passed since the last action: scale out by one stopped
+    cloud node when eq. (2) holds; otherwise scale in the best candidate if
+    its servers all fit elsewhere (eq. 3). When eq. (2) holds but the pool is
+    empty nothing happens: scaling in a full cluster would only make it wait.
+    """
+
+    config: PaperConfig = PaperConfig()
+    name: str = "paper"
+
+    def decide(
+        self, snapshot: ClusterSnapshot, state: ControllerState, now: float
+    ) -> tuple[Action | None, ControllerState]:
+        cfg = self.config
+        if not state.cooled(now, cfg.tcool):
+            return None, state
+        if cfg.scale_out and scale_out_needed(snapshot, cfg.theta_out):
+            stopped = snapshot.with_status(NodeStatus.STOPPED, Tier.CLOUD)
+            if not stopped:
+                return None, state
+            first = min(stopped, key=lambda n: n.name)
+            action = ScaleOut((first.name,), reason=f"RAM occupancy above {cfg.theta_out:g} %")
+            return action, replace(state, last_action_at=now)
+        plan = self._scale_in_plan(snapshot)
+        if plan is None:
+            return None, state
+        return ScaleIn.from_plan(plan, reason="servers fit elsewhere"), replace(
+            state, last_action_at=now
+        )
+
+    def _scale_in_plan(self, snapshot: ClusterSnapshot) -> MigrationPlan | None:
+        order = candidate_order(snapshot.nodes)
+        if not order:
+            return None
+        candidate = order[0]  # the paper tries one candidate per cycle
+        if candidate.servers and not self.config.migration:
+            return None
+        return plan_migration(snapshot, candidate)

@@ -1,0 +1,128 @@
+"""Occupancy (eq. 1), the scale-out test (eq. 2) and scale-in planning (eq. 3).
+
+Pure functions over `model` values: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from .model import ClusterSnapshot, Node, Resources, Server, Tier
+
+
+def occupancy(nodes: Iterable[Node], resource: str = "ram") -> float:
+    """Equation (1): R^k(S) = sum O_i^k / sum C_i^k * 100, in percent.
+
+    A set with no capacity counts as full (100 %): with no active node at
+    all, the cluster cannot take anyone, and scale-out must be allowed.
+    """
+    used = capacity = 0.0
+    if resource == "ram":
+        for n in nodes:
+            used += n.used.ram
+            capacity += n.allocatable.ram
+    elif resource == "cpu":
+        for n in nodes:
+            used += n.used.cpu
+            capacity += n.allocatable.cpu
+    else:
+        raise ValueError(f"unknown resource {resource!r}: expected 'cpu' or 'ram'")
+    if capacity <= 0:
+        return 100.0
+    return used / capacity * 100.0
+
+
+def scale_out_needed(snapshot: ClusterSnapshot, theta_out: float) -> bool:
+    """Equation (2): RAM occupancy over N_total(t) above theta_out."""
+    return occupancy(snapshot.active_nodes, "ram") > theta_out
+
+
+def _ram_share(node: Node) -> float:
+    return node.used.ram / node.allocatable.ram if node.allocatable.ram > 0 else 1.0
+
+
+def candidate_order(nodes: Iterable[Node]) -> list[Node]:
+    """Active cloud nodes, best scale-in candidate first: fewest single-user
+    servers (fewest users disturbed), then lowest RAM occupancy, then name
+    (so equal snapshots give equal answers)."""
+    cloud = [n for n in nodes if n.tier is Tier.CLOUD and n.active]
+    cloud.sort(key=lambda n: (len(n.servers), _ram_share(n), n.name))
+    return cloud
+
+
+def scale_in_candidate(snapshot: ClusterSnapshot) -> Node | None:
+    order = candidate_order(snapshot.nodes)
+    return order[0] if order else None
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    server: Server
+    source: str
+    destination: str
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationPlan:
+    """Drain `node` by moving `moves` in order (RAM request descending)."""
+
+    node: str
+    moves: tuple[Migration, ...]
+
+
+def migration_order(servers: Iterable[Server]) -> list[Server]:
+    """Servers by RAM request descending (ties: CPU descending, then name)."""
+    return sorted(servers, key=lambda s: (-s.requests.ram, -s.requests.cpu, s.name))
+
+
+def plan_migration(
+    snapshot: ClusterSnapshot,
+    candidate: Node,
+    destinations: Sequence[Node] | None = None,
+) -> MigrationPlan | None:
+    """Feasibility of removing `candidate` (eq. 3), as a placement plan.
+
+    Simulates the scheduler: each server (RAM descending) goes to the fitting
+    destination with the highest tier priority (on-prem first), then the
+    *most* used by RAM (packing), then name. Placements accumulate. Returns
+    None when any server has no destination. Destinations default to every
+    active node but the candidate; cordoned, booting or not-ready nodes are
+    never targets.
+    """
+    if destinations is None:
+        destinations = snapshot.nodes
+    targets = [n for n in destinations if n.active and n.name != candidate.name]
+    servers = migration_order(candidate.servers)
+    if not servers:
+        return MigrationPlan(candidate.name, ())
+
+    # A necessary condition first: most infeasible cycles end here, cheaply.
+    demand = Resources.total(s.requests for s in servers)
+    free_total = Resources.total(n.free for n in targets)
+    if not demand.fits_in(free_total):
+        return None
+
+    # Mutable working copy: [priority, ram_used, ram_alloc, cpu_free, ram_free, name]
+    slots = [
+        [n.priority, n.used.ram, n.allocatable.ram, n.free.cpu, n.free.ram, n.name]
+        for n in targets
+    ]
+    moves = []
+    for server in servers:
+        need_cpu, need_ram = server.requests.cpu, server.requests.ram
+        best = None
+        best_key = None
+        for slot in slots:
+            if need_cpu <= slot[3] and need_ram <= slot[4]:
+                share = slot[1] / slot[2] if slot[2] > 0 else 1.0
+                key = (slot[0], share)
+                if best is None or key > best_key or (key == best_key and slot[5] < best[5]):
+                    best, best_key = slot, key
+        if best is None:
+            return None
+        best[1] += need_ram
+        best[3] -= need_cpu
+        best[4] -= need_ram
+        moves.append(Migration(server, candidate.name, best[5]))
+    return MigrationPlan(candidate.name, tuple(moves))
