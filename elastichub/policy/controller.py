@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Protocol, Union
+from typing import Callable, Protocol, Union
 
 from .model import ClusterSnapshot, NodeStatus, Tier
 from .placement import MigrationPlan, Migration, candidate_order, plan_migration, scale_out_needed
@@ -61,9 +61,10 @@ def _check_number(name: str, value: float, *, minimum: float = 0.0, allow_inf: b
 
 
 @dataclass(frozen=True)
-class PaperConfig:
-    """The published policy's knobs (plain values, so traitlets and CLI
-    options map onto them one to one)."""
+class PolicyConfig:
+    """Knobs every strategy shares (plain values, so traitlets and CLI
+    options map onto them one to one). `scale_out` and `migration` give the
+    three evaluation modes: on-prem only, no migration, migration."""
 
     theta_out: float = 80.0  # percent RAM occupancy of active nodes (eq. 2)
     tmon: float = 15.0  # seconds between observations
@@ -98,7 +99,7 @@ class PaperStrategy:
     empty nothing happens: scaling in a full cluster would only make it wait.
     """
 
-    config: PaperConfig = PaperConfig()
+    config: PolicyConfig = PolicyConfig()
     name: str = "paper"
 
     def decide(
@@ -129,3 +130,20 @@ class PaperStrategy:
         if candidate.servers and not self.config.migration:
             return None
         return plan_migration(snapshot, candidate)
+
+
+# name -> factory(config, **options); other modules register their strategies here.
+STRATEGIES: dict[str, Callable[..., Strategy]] = {
+    "paper": lambda config, **options: PaperStrategy(config, **options),
+}
+
+
+def make_strategy(name: str, config: PolicyConfig | None = None, **options) -> Strategy:
+    """Build the strategy registered under `name`; a clear error names the
+    unknown one and lists the known ones."""
+    try:
+        factory = STRATEGIES[name]
+    except KeyError:
+        known = ", ".join(sorted(STRATEGIES))
+        raise ValueError(f"unknown policy {name!r}: choose one of {known}") from None
+    return factory(config or PolicyConfig(), **options)
