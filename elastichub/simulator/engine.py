@@ -1,0 +1,462 @@
+"""Discrete-event model of a hybrid JupyterHub cluster driven by a policy strategy.
+
+Virtual clock in whole seconds (the paper's 1 s steps) but no stepping: the
+clock jumps from event to event. Within one second things happen in this
+order, so a second behaves like one of the paper's steps:
+
+1. departures, cloud nodes becoming Ready, migration steps (room appears);
+2. arrivals (requests join the FIFO queue);
+3. the scheduler scans the queue in order and binds every request that fits
+   (no head-of-line blocking) to the best node: on-prem first, then the most
+   allocated by RAM (the policy's preference, Kubernetes' MostAllocated);
+4. every `tmon_s` the controller observes a `ClusterSnapshot`, the strategy
+   decides, the engine carries out the action, and the scheduler scans again.
+
+Waiting time of a request = seconds from the request to being bound to a
+node (0 when room exists). A bound server starts after `server_start_s` and
+then runs for its lifetime; its departure time never moves (a migration
+costs the user downtime, not session time).
+
+Scale-in: the node is cordoned, then its servers restart one after another
+in plan order. Each restart puts the server back through the scheduler (the
+plan's destinations are a prediction; arrivals may have taken the room), its
+downtime is uniform in [migration_min_s, migration_max_s]; the next restart
+starts when the previous one's downtime ends, and the VM stops after the
+last one. A moved server that finds no room waits in the queue like anyone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from dataclasses import dataclass, field
+
+from ..policy import (
+    ClusterSnapshot,
+    ControllerState,
+    Node,
+    NodeStatus,
+    Resources,
+    ScaleIn,
+    ScaleOut,
+    Server,
+    Strategy,
+    Tier,
+)
+from .params import ClusterParams, ru
+from .workload import Workload
+
+# Event kinds, in the order they are handled within one second.
+_DEPART, _READY, _MIGRATE = 0, 1, 2
+
+READY = NodeStatus.READY
+
+
+class SimulationError(RuntimeError):
+    """The strategy asked for something impossible (a policy bug)."""
+
+
+class _Server:
+    __slots__ = ("name", "requests", "cpu", "ram", "created_at", "queued_since", "started_at",
+                 "duration", "node", "view", "kind", "bound_once", "gone")
+
+    def __init__(self, name: str, requests: Resources, created_at: int, duration: int, kind: str):
+        self.name = name
+        self.requests = requests
+        self.cpu = requests.cpu
+        self.ram = requests.ram
+        self.created_at = created_at
+        self.queued_since = created_at  # when it (last) asked the scheduler for room
+        self.started_at: int | None = None
+        self.duration = duration
+        self.node: _Node | None = None
+        self.view = Server(name, requests, None, None, created_at)
+        self.kind = kind
+        self.bound_once = False
+        self.gone = False
+
+
+class _Node:
+    __slots__ = ("name", "tier", "priority", "allocatable", "alloc_cpu", "alloc_ram", "used_cpu",
+                 "used_ram", "servers", "status", "status_since", "vm_started_at", "view",
+                 "dirty", "drain", "drain_index")
+
+    def __init__(self, name: str, tier: Tier, allocatable: Resources, status: NodeStatus):
+        self.name = name
+        self.tier = tier
+        self.priority = tier.priority
+        self.allocatable = allocatable
+        self.alloc_cpu = allocatable.cpu
+        self.alloc_ram = allocatable.ram
+        self.used_cpu = 0.0
+        self.used_ram = 0.0
+        self.servers: dict[str, _Server] = {}
+        self.status = status
+        self.status_since: float | None = 0.0 if status is READY else None
+        self.vm_started_at: int | None = None
+        self.view: Node | None = None
+        self.dirty = True
+        self.drain: tuple[str, ...] = ()
+        self.drain_index = 0
+
+
+@dataclass
+class RunResult:
+    """Everything one run measured. `series` is a step function: one row
+    (t, queue, oldest_queued_at, cloud_active, cloud_booting, cpu_used,
+    ram_used, cpu_running, ram_running, onprem_ram_used) each time a value
+    changes; `report.per_second` expands it."""
+
+    policy: str
+    mode: str
+    theta_out: float | None
+    workload: str
+    seed: int
+    cloud_node_hours: float
+    waits: list[tuple[int, int, str]]  # (request time, wait, kind); still-queued ones censored
+    migration_waits: list[int]
+    servers: int
+    still_queued: int
+    migrations: int
+    scale_outs: int
+    scale_ins: int
+    decisions: int
+    simulated_s: int
+    wall_s: float
+    series: list[tuple] = field(repr=False, default_factory=list)
+    onprem_ram: float = 0.0  # capacity, for occupancy plots
+
+
+def make_nodes(params: ClusterParams) -> list[_Node]:
+    """On-prem nodes (Ready) then the cloud pool (stopped VMs). Names are
+    zero-padded so name order, the policy's tie-break, is list order."""
+    nodes = []
+    for tier, count, size, status in ((Tier.ONPREM, params.onprem_nodes, params.onprem_node_ru, READY),
+                                      (Tier.CLOUD, params.cloud_nodes, params.cloud_node_ru, NodeStatus.STOPPED)):
+        width = len(str(count))
+        prefix = "onprem" if tier is Tier.ONPREM else "cloud"
+        for i in range(count):
+            nodes.append(_Node(f"{prefix}-{i + 1:0{width}d}", tier, ru(size), status))
+    return nodes
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return 0.0
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class Simulation:
+    def __init__(self, workload: Workload, strategy: Strategy, params: ClusterParams, *,
+                 seed: int = 1, mode: str = "", theta_out: float | None = None):
+        self.workload = workload
+        self.strategy = strategy
+        self.p = params
+        self.mode = mode
+        self.theta_out = theta_out
+        self.seed = seed
+        self.rng = random.Random(f"migration-{seed}")
+        # Whole seconds, as the paper's 1 s steps.
+        self.boot_s = round(params.cloud_boot_s)
+        self.start_s = round(params.server_start_s)
+        self.tmon_s = max(1, round(params.tmon_s))
+        self.nodes = make_nodes(params)
+        self.by_name = {n.name: n for n in self.nodes}
+        self.servers: dict[str, _Server] = {}
+        self.queue: dict[str, _Server] = {}  # FIFO: insertion order is request order
+        self.heap: list[tuple] = []
+        self.seq = 0
+        self.need_scan = False
+        self.version = 0  # bumped on any change a snapshot would show
+        self.snapshot: ClusterSnapshot | None = None
+        self.snapshot_version = -1
+        self.state = ControllerState()
+        # Aggregates kept incrementally (the series and snapshots read them).
+        self.ready_nodes = [n for n in self.nodes if n.status is READY]
+        self.cpu_used = self.ram_used = 0.0
+        self.onprem_ram_used = 0.0
+        self.cpu_running = sum(n.alloc_cpu for n in self.ready_nodes)
+        self.ram_running = sum(n.alloc_ram for n in self.ready_nodes)
+        self.cloud_active = self.cloud_booting = 0
+        self.node_seconds = 0.0
+        self.waits: list[tuple[int, int, str]] = []
+        self.migration_waits: list[int] = []
+        self.migrations = self.scale_outs = self.scale_ins = self.decisions = 0
+        self.series: list[tuple] = []
+        self._last_row: tuple | None = None
+
+    # --- events ------------------------------------------------------------
+
+    def _push(self, t: float, kind: int, obj) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, obj))
+
+    def run(self) -> RunResult:
+        wall0 = time.perf_counter()
+        horizon = self.workload.horizon_s
+        requests = self.workload.requests
+        n_req = len(requests)
+        i = 0
+        tmon = self.tmon_s
+        next_tick = 0.0
+        heap = self.heap
+        inf = math.inf
+        while True:
+            t_event = heap[0][0] if heap else inf
+            t_arrival = requests[i].arrival_s if i < n_req else inf
+            t = min(t_event, t_arrival, next_tick)
+            if t >= horizon:
+                break
+            while heap and heap[0][0] == t:
+                _, kind, _, obj = heapq.heappop(heap)
+                if kind == _DEPART:
+                    self._depart(obj)
+                elif kind == _READY:
+                    self._node_ready(obj, t)
+                else:
+                    self._drain_step(obj, t)
+            while i < n_req and requests[i].arrival_s == t:
+                r = requests[i]
+                i += 1
+                s = _Server(f"s{i}", r.requests, r.arrival_s, r.duration_s, r.kind)
+                self.servers[s.name] = s
+                self.queue[s.name] = s
+                self.version += 1
+                self.need_scan = True
+            if self.need_scan:
+                self._scan(t)
+            if t == next_tick:
+                self._monitor(t)
+                next_tick += tmon
+                if self.need_scan:
+                    self._scan(t)
+            self._record(t)
+
+        self._finish(horizon)
+        return self._result(horizon, i, time.perf_counter() - wall0)
+
+    def _depart(self, s: _Server) -> None:
+        s.gone = True
+        if s.node is not None:
+            self._unbind(s)
+            self.need_scan = True
+        elif s.name in self.queue:  # a moved server still waiting for room
+            del self.queue[s.name]
+            self.version += 1
+
+    def _node_ready(self, node: _Node, t: float) -> None:
+        self.cloud_booting -= 1
+        self._set_status(node, READY, t)
+        self.need_scan = True
+
+    # --- scheduler ---------------------------------------------------------
+
+    def _scan(self, t: float) -> None:
+        self.need_scan = False
+        if not self.queue:
+            return
+        targets = self.ready_nodes
+        if not targets:
+            return
+        max_cpu = max(n.alloc_cpu - n.used_cpu for n in targets)
+        max_ram = max(n.alloc_ram - n.used_ram for n in targets)
+        for s in list(self.queue.values()):
+            cpu, ram = s.cpu, s.ram
+            if cpu > max_cpu or ram > max_ram:
+                continue  # fits nowhere: skip the node loop
+            best = None
+            best_key = None
+            for n in targets:
+                if cpu <= n.alloc_cpu - n.used_cpu and ram <= n.alloc_ram - n.used_ram:
+                    key = (n.priority, n.used_ram / n.alloc_ram)
+                    if best is None or key > best_key:  # ties: first in name order wins
+                        best, best_key = n, key
+            if best is None:
+                continue
+            del self.queue[s.name]
+            self._bind(s, best, t)
+            max_cpu = max(n.alloc_cpu - n.used_cpu for n in targets)
+            max_ram = max(n.alloc_ram - n.used_ram for n in targets)
+
+    def _bind(self, s: _Server, node: _Node, t: float) -> None:
+        wait = int(t - s.queued_since)
+        if not s.bound_once:
+            s.bound_once = True
+            self.waits.append((s.created_at, wait, s.kind))
+            s.started_at = int(t + self.start_s)
+            end = s.started_at + s.duration
+            if end < self.workload.horizon_s:
+                self._push(end, _DEPART, s)
+        else:
+            self.migration_waits.append(wait)
+        s.node = node
+        s.view = Server(s.name, s.requests, node.name, s.started_at, s.created_at)
+        node.servers[s.name] = s
+        node.used_cpu += s.cpu
+        node.used_ram += s.ram
+        node.dirty = True
+        self.cpu_used += s.cpu
+        self.ram_used += s.ram
+        if node.tier is Tier.ONPREM:
+            self.onprem_ram_used += s.ram
+        self.version += 1
+
+    def _unbind(self, s: _Server) -> None:
+        node = s.node
+        del node.servers[s.name]
+        if node.servers:
+            node.used_cpu -= s.cpu
+            node.used_ram -= s.ram
+        else:  # reset exactly: no float drift on empty nodes
+            node.used_cpu = node.used_ram = 0.0
+        node.dirty = True
+        s.node = None
+        self.cpu_used -= s.cpu
+        self.ram_used -= s.ram
+        if node.tier is Tier.ONPREM:
+            self.onprem_ram_used -= s.ram
+        self.version += 1
+
+    # --- nodes -------------------------------------------------------------
+
+    def _set_status(self, node: _Node, status: NodeStatus, t: float) -> None:
+        was_running = node.status in (READY, NodeStatus.CORDONED)
+        node.status = status
+        node.status_since = t
+        node.dirty = True
+        now_running = status in (READY, NodeStatus.CORDONED)
+        if was_running != now_running:
+            sign = 1 if now_running else -1
+            self.cpu_running += sign * node.alloc_cpu
+            self.ram_running += sign * node.alloc_ram
+            if node.tier is Tier.CLOUD:
+                self.cloud_active += sign
+        self.ready_nodes = [n for n in self.nodes if n.status is READY]
+        self.version += 1
+
+    def _drain_step(self, node: _Node, t: float) -> None:
+        """Restart the next server of a cordoned node, or stop its VM."""
+        while node.drain_index < len(node.drain):
+            s = self.servers[node.drain[node.drain_index]]
+            node.drain_index += 1
+            if s.node is not node:
+                continue  # ended before its turn
+            self._unbind(s)
+            s.queued_since = t
+            s.view = Server(s.name, s.requests, None, s.started_at, t)
+            self.queue[s.name] = s
+            self.need_scan = True
+            self.migrations += 1
+            downtime = round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s))
+            self._push(t + max(1, downtime), _MIGRATE, node)
+            return
+        if node.servers:
+            raise SimulationError(f"node {node.name} still hosts servers after its drain")
+        self._stop(node, t)
+
+    def _stop(self, node: _Node, t: float) -> None:
+        self.node_seconds += t - node.vm_started_at
+        node.vm_started_at = None
+        node.drain = ()
+        self._set_status(node, NodeStatus.STOPPED, t)
+        self.scale_ins += 1
+
+    # --- controller --------------------------------------------------------
+
+    def _build_snapshot(self) -> ClusterSnapshot:
+        if self.snapshot_version == self.version:
+            return self.snapshot
+        views = []
+        for n in self.nodes:
+            if n.dirty:
+                n.view = Node(
+                    n.name, n.tier, n.allocatable, Resources(n.used_cpu, n.used_ram),
+                    tuple(s.view for s in n.servers.values()), n.status, n.status_since,
+                )
+                n.dirty = False
+            views.append(n.view)
+        pending = tuple(s.view for s in self.queue.values())
+        self.snapshot = ClusterSnapshot(tuple(views), pending)
+        self.snapshot_version = self.version
+        return self.snapshot
+
+    def _monitor(self, t: float) -> None:
+        snapshot = self._build_snapshot()
+        action, self.state = self.strategy.decide(snapshot, self.state, t)
+        self.decisions += 1
+        if action is None:
+            return
+        if isinstance(action, ScaleOut):
+            for name in action.nodes:
+                node = self._node(name, "start")
+                if node.tier is not Tier.CLOUD or node.status is not NodeStatus.STOPPED:
+                    raise SimulationError(f"policy {self.strategy.name!r} asked to start node {name}, "
+                                          f"a {node.tier.value} node that is {node.status.value}")
+                node.vm_started_at = t
+                self.cloud_booting += 1
+                self._set_status(node, NodeStatus.BOOTING, t)
+                self._push(t + self.boot_s, _READY, node)
+                self.scale_outs += 1
+        elif isinstance(action, ScaleIn):
+            node = self._node(action.node, "remove")
+            if node.tier is not Tier.CLOUD or node.status is not READY:
+                raise SimulationError(f"policy {self.strategy.name!r} asked to remove node {node.name}, "
+                                      f"a {node.tier.value} node that is {node.status.value}")
+            planned = [m.server.name for m in action.moves]
+            if sorted(planned) != sorted(node.servers) or any(m.source != node.name for m in action.moves):
+                raise SimulationError(f"policy {self.strategy.name!r}: scale-in plan for {node.name} "
+                                      f"does not move exactly the servers on it")
+            self._set_status(node, NodeStatus.CORDONED, t)
+            node.drain = tuple(planned)
+            node.drain_index = 0
+            self._drain_step(node, t)
+        else:
+            raise SimulationError(f"policy {self.strategy.name!r} returned an unknown action {action!r}")
+
+    def _node(self, name: str, verb: str) -> _Node:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            raise SimulationError(f"policy {self.strategy.name!r} asked to {verb} unknown node {name!r}") from None
+
+    # --- measurements ------------------------------------------------------
+
+    def _record(self, t: float) -> None:
+        oldest = next(iter(self.queue.values())).queued_since if self.queue else -1
+        row = (len(self.queue), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
+               self.ram_used, self.cpu_running, self.ram_running, self.onprem_ram_used)
+        if row != self._last_row:
+            self._last_row = row
+            self.series.append((int(t),) + row)
+
+    def _finish(self, horizon: int) -> None:
+        for n in self.nodes:
+            if n.vm_started_at is not None:
+                self.node_seconds += horizon - n.vm_started_at
+        for s in self.queue.values():
+            if not s.bound_once:  # censored: still waiting when the simulation ends
+                self.waits.append((s.created_at, int(horizon - s.created_at), s.kind))
+
+    def _result(self, horizon: int, servers: int, wall: float) -> RunResult:
+        return RunResult(
+            policy=self.strategy.name, mode=self.mode, theta_out=self.theta_out,
+            workload=self.workload.name, seed=self.seed,
+            cloud_node_hours=self.node_seconds / 3600.0,
+            waits=self.waits, migration_waits=self.migration_waits,
+            servers=servers, still_queued=sum(1 for s in self.queue.values() if not s.bound_once),
+            migrations=self.migrations, scale_outs=self.scale_outs, scale_ins=self.scale_ins,
+            decisions=self.decisions, simulated_s=horizon, wall_s=wall, series=self.series,
+            onprem_ram=sum(n.alloc_ram for n in self.nodes if n.tier is Tier.ONPREM),
+        )
+
+
+def simulate(workload: Workload, strategy: Strategy, params: ClusterParams | None = None, *,
+             seed: int = 1, mode: str = "", theta_out: float | None = None) -> RunResult:
+    return Simulation(workload, strategy, params or ClusterParams(), seed=seed, mode=mode,
+                      theta_out=theta_out).run()

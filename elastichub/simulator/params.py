@@ -1,0 +1,85 @@
+"""Model parameters of the simulated cluster (the paper's numbers are the defaults).
+
+Every field maps to one `elastichub simulate` option (`OPTION_NAMES`), so a
+validation error can name the option the user typed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from ..policy import GiB, Resources
+
+# A resource unit (paper): 0.5 vCPU and 1 GiB of RAM.
+RU_CPU = 0.5
+RU_RAM = 1 * GiB
+
+
+def ru(units: float) -> Resources:
+    """`units` resource units as a CPU/RAM request."""
+    return Resources(units * RU_CPU, units * RU_RAM)
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    """The simulated hybrid cluster and its delays (seconds)."""
+
+    onprem_nodes: int = 8
+    onprem_node_ru: float = 50.0
+    cloud_nodes: int = 8  # the pool: as large as on-prem, so bursts never exhaust it
+    cloud_node_ru: float = 50.0
+    cloud_boot_s: float = 290.0  # VM start -> node Ready and uncordoned
+    server_start_s: float = 6.0  # bound to a node -> running
+    migration_min_s: float = 11.0  # downtime of one moved server, uniform in [min, max]
+    migration_max_s: float = 22.2
+    tmon_s: float = 15.0
+    tcool_s: float = 580.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            option = OPTION_NAMES[f.name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+                raise ValueError(f"{option} must be a number, got {value!r}")
+            if math.isinf(value):
+                raise ValueError(f"{option} must be finite, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{option} must not be negative, got {value:g}")
+        for name in ("onprem_nodes", "cloud_nodes"):
+            if int(getattr(self, name)) != getattr(self, name):
+                raise ValueError(f"{OPTION_NAMES[name]} must be a whole number, got {getattr(self, name)!r}")
+        if self.onprem_nodes + self.cloud_nodes < 1:
+            raise ValueError("--onprem-nodes and --cloud-nodes are both 0: no node to run servers on")
+        for name in ("onprem_node_ru", "cloud_node_ru", "tmon_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{OPTION_NAMES[name]} must be > 0, got {getattr(self, name):g}")
+        if self.migration_min_s > self.migration_max_s:
+            raise ValueError(
+                f"--migration-min-s ({self.migration_min_s:g}) is larger than "
+                f"--migration-max-s ({self.migration_max_s:g})"
+            )
+
+    @property
+    def largest_node(self) -> Resources:
+        """Allocatable of the largest node there is (a request above it never fits)."""
+        sizes = []
+        if self.onprem_nodes:
+            sizes.append(self.onprem_node_ru)
+        if self.cloud_nodes:
+            sizes.append(self.cloud_node_ru)
+        return ru(max(sizes))
+
+
+OPTION_NAMES = {
+    "onprem_nodes": "--onprem-nodes",
+    "onprem_node_ru": "--onprem-node-ru",
+    "cloud_nodes": "--cloud-nodes",
+    "cloud_node_ru": "--cloud-node-ru",
+    "cloud_boot_s": "--cloud-boot-s",
+    "server_start_s": "--server-start-s",
+    "migration_min_s": "--migration-min-s",
+    "migration_max_s": "--migration-max-s",
+    "tmon_s": "--tmon-s",
+    "tcool_s": "--tcool-s",
+}

@@ -1,0 +1,130 @@
+"""Runs: policies x modes x theta_out values on one workload.
+
+The three evaluation modes are `PolicyConfig` switches of any strategy, so
+every registered strategy (`elastichub.policy.STRATEGIES`) can be compared
+in each. On-prem only never uses the cloud, so theta_out cannot matter
+there: it runs once per policy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..policy import PolicyConfig, make_strategy
+from .engine import RunResult, percentile, simulate
+from .params import ClusterParams
+from .workload import DAY_S, Workload
+
+# mode -> PolicyConfig switches
+MODES: dict[str, dict[str, bool]] = {
+    "onprem-only": {"scale_out": False},
+    "no-migration": {"migration": False},
+    "migration": {},
+}
+
+# Extra keyword arguments a strategy's factory needs from the scenario (for
+# instance a class calendar): policy name -> f(workload, params) -> kwargs.
+STRATEGY_OPTIONS: dict[str, Callable[[Workload, ClusterParams], dict[str, Any]]] = {}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    policy: str
+    mode: str
+    theta_out: float | None  # None: not applicable (on-prem only)
+    config_overrides: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def label(self) -> str:
+        theta = "" if self.theta_out is None else f"-theta{self.theta_out:g}"
+        return f"{self.policy}-{self.mode}{theta}"
+
+
+def plan_runs(policies: Iterable[str], modes: Iterable[str], thetas: Iterable[float],
+              config_overrides: dict[str, Any] | None = None) -> list[RunSpec]:
+    policies, modes, thetas = list(policies), list(modes), list(thetas)
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
+    overrides = dict(config_overrides or {})
+    specs = []
+    for policy in policies:
+        for mode in modes:
+            for theta in ([None] if mode == "onprem-only" else thetas):
+                specs.append(RunSpec(policy, mode, theta, overrides))
+    return specs
+
+
+def policy_config(spec: RunSpec, params: ClusterParams) -> PolicyConfig:
+    values: dict[str, Any] = {"tmon": params.tmon_s, "tcool": params.tcool_s, **MODES[spec.mode]}
+    values["theta_out"] = math.inf if spec.theta_out is None else spec.theta_out
+    values.update(spec.config_overrides)
+    return PolicyConfig(**values)
+
+
+def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:
+    options = STRATEGY_OPTIONS.get(spec.policy, lambda w, p: {})(workload, params)
+    strategy = make_strategy(spec.policy, policy_config(spec, params), **options)
+    return simulate(workload, strategy, params, seed=seed, mode=spec.mode, theta_out=spec.theta_out)
+
+
+def run_all(specs: list[RunSpec], workload: Workload, params: ClusterParams, seed: int,
+            progress: Callable[[int, int, RunSpec], None] | None = None) -> list[RunResult]:
+    results = []
+    for done, spec in enumerate(specs):
+        if progress:
+            progress(done, len(specs), spec)
+        results.append(execute(spec, workload, params, seed))
+    if progress:
+        progress(len(specs), len(specs), None)
+    return results
+
+
+def summary(result: RunResult) -> dict[str, Any]:
+    """The JSON fields of one run (issue 2) plus a few that explain them."""
+    waits = sorted(w for _, w, _ in result.waits)
+    by_kind: dict[str, list[int]] = {}
+    for _, w, kind in result.waits:
+        by_kind.setdefault(kind, []).append(w)
+    return {
+        "policy": result.policy,
+        "mode": result.mode,
+        "theta_out": result.theta_out,
+        "cloud_node_hours": round(result.cloud_node_hours, 3),
+        "wait_mean_s": round(sum(waits) / len(waits), 3) if waits else 0.0,
+        "wait_p95_s": round(percentile(waits, 95), 3),
+        "wait_max_s": max(waits, default=0),
+        "servers": result.servers,
+        "migrations": result.migrations,
+        "scale_outs": result.scale_outs,
+        "scale_ins": result.scale_ins,
+        "simulated_s": result.simulated_s,
+        "wall_s": round(result.wall_s, 4),
+        "workload": result.workload,
+        "seed": result.seed,
+        "waited": sum(1 for w in waits if w > 0),
+        "still_queued": result.still_queued,
+        "migration_wait_max_s": max(result.migration_waits, default=0),
+        "wait_by_kind": {kind: _wait_stats(sorted(ws)) for kind, ws in sorted(by_kind.items())},
+        "wait_max_by_day_s": _max_by_day(result),
+    }
+
+
+def _max_by_day(result: RunResult) -> list[int]:
+    """Longest wait of the requests made on each simulated day."""
+    days = [0] * max(1, math.ceil(result.simulated_s / DAY_S))
+    for created, w, _ in result.waits:
+        day = int(created // DAY_S)
+        days[day] = max(days[day], w)
+    return days
+
+
+def _wait_stats(waits: list[int]) -> dict[str, float]:
+    return {
+        "servers": len(waits),
+        "mean_s": round(sum(waits) / len(waits), 3) if waits else 0.0,
+        "p95_s": round(percentile(waits, 95), 3),
+        "max_s": max(waits, default=0),
+    }

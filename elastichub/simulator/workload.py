@@ -1,0 +1,219 @@
+"""Workloads: who asks for a notebook server, when, how big, for how long.
+
+A workload is a list of `Request`s sorted by arrival. Workloads are built by
+factories registered in `WORKLOADS` (`--workload NAME`); a module of its own
+can add more with `register_workload` (list it in `WORKLOAD_MODULES` so the
+CLI loads it). Trace replay lives in `trace.py`.
+
+The `paper` scenario (docs/simulator.md has the numbers and the reasoning):
+day 1 is an ordinary weekday, a diurnal load peaking near on-prem capacity;
+day 2 is a teaching day, a lighter background plus classes whose students
+all open a notebook within about five minutes. Further days alternate.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from ..policy import Resources
+from .params import ru
+
+DAY_S = 86_400
+HOUR_S = 3_600
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One user asking for a server. `duration_s` is how long it runs once
+    started (the session lifetime); waiting comes on top of it."""
+
+    arrival_s: int
+    duration_s: int
+    requests: Resources
+    kind: str = "user"  # "ordinary", "class", "trace": lets reports split waits by source
+
+
+@dataclass(frozen=True, slots=True)
+class ClassSession:
+    """A known burst: `users` students open a server within `spread_s` of
+    `start_s`. Workloads expose these as a calendar that schedule-aware
+    strategies may read (a real hub knows its course timetable)."""
+
+    name: str
+    start_s: int
+    users: int
+    spread_s: int
+    requests: Resources
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    requests: tuple[Request, ...]  # sorted by arrival_s
+    horizon_s: int  # simulate [0, horizon_s)
+    description: str = ""
+    classes: tuple[ClassSession, ...] = ()  # calendar of known bursts, if any
+    meta: dict = field(default_factory=dict, compare=False)  # free-form facts for reports
+
+    def __post_init__(self) -> None:
+        arrivals = [r.arrival_s for r in self.requests]
+        if arrivals != sorted(arrivals):
+            raise ValueError(f"workload {self.name!r}: requests must be sorted by arrival")
+
+
+@dataclass(frozen=True)
+class LifetimeModel:
+    """Session lifetime: normal(mean, sd), truncated below at `min_s`
+    (re-drawn, so the shape above the cut is kept), rounded to seconds."""
+
+    mean_s: float = 60 * 60.0
+    sd_s: float = 15 * 60.0
+    min_s: float = 5 * 60.0
+
+    def __post_init__(self) -> None:
+        for name, option in (("mean_s", "--lifetime-mean-min"), ("sd_s", "--lifetime-sd-min"),
+                             ("min_s", "--lifetime-min-min")):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) or value < 0:
+                raise ValueError(f"{option} must be a finite number >= 0, got {value!r}")
+        if self.mean_s <= 0:
+            raise ValueError(f"--lifetime-mean-min must be > 0, got {self.mean_s / 60:g}")
+        if self.min_s > self.mean_s + 3 * self.sd_s:
+            raise ValueError("--lifetime-min-min is above the lifetime mean + 3 SD: almost no lifetime qualifies")
+
+    def sample(self, rng: random.Random) -> int:
+        while True:
+            value = rng.gauss(self.mean_s, self.sd_s)
+            if value >= self.min_s:
+                return max(1, round(value))
+
+
+class WorkloadFactory(Protocol):
+    def __call__(self, *, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload: ...
+
+
+WORKLOADS: dict[str, WorkloadFactory] = {}
+
+# Modules that register workloads of their own, imported on first lookup.
+WORKLOAD_MODULES: list[str] = ["elastichub.simulator.scenarios"]  # teaching-day, weekend (issue 5)
+
+
+def register_workload(name: str, factory: WorkloadFactory) -> None:
+    if name in WORKLOADS:
+        raise ValueError(f"workload {name!r} is already registered")
+    WORKLOADS[name] = factory
+
+
+def _load_modules() -> None:
+    for module in WORKLOAD_MODULES:
+        importlib.import_module(module)
+
+
+def workload_names() -> list[str]:
+    _load_modules()
+    return sorted(WORKLOADS)
+
+
+def make_workload(name: str, *, days: float | None = None, seed: int = 1,
+                  lifetime: LifetimeModel | None = None) -> Workload:
+    _load_modules()
+    try:
+        factory = WORKLOADS[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r}: choose one of {', '.join(sorted(WORKLOADS))}") from None
+    return factory(days=days, seed=seed, lifetime=lifetime or LifetimeModel())
+
+
+# --- the paper scenario -------------------------------------------------------
+
+# Server sizes of the ordinary background (share, resource units): most users
+# take the default profile, some a larger one, a few the largest.
+ORDINARY_SIZES = ((0.6, 2.0), (0.3, 4.0), (0.1, 8.0))  # mean 3.2 RU
+CLASS_SIZE_RU = 2.0  # a course profile: 1 vCPU, 2 GiB
+
+# Arrivals per hour of an ordinary weekday, hour 0..23 (linearly interpolated
+# between hour midpoints). With 60-minute sessions the number of running
+# servers follows the rate (Little's law): ~110 at the 14:00 peak, i.e.
+# ~350 of the 400 on-prem RU, so on-prem alone just copes.
+ORDINARY_RATE = (
+    4, 3, 2, 2, 2, 3, 6, 15, 35, 65, 90, 100,
+    95, 105, 110, 105, 90, 70, 55, 45, 38, 30, 18, 8,
+)
+# A teaching day is an ordinary weekday plus the classes: students of other
+# courses keep working as usual.
+TEACHING_BACKGROUND = 1.0
+
+# Classes on a teaching day: (name, start hour, students). 5-minute spread.
+TEACHING_CLASSES = (
+    ("intro-python", 9.0, 100),
+    ("data-science", 13.0, 120),
+    ("ml-lab", 15.5, 100),
+)
+CLASS_SPREAD_S = 300
+
+
+def _rate_at(t_in_day: float, scale: float) -> float:
+    """Arrivals per second at second `t_in_day` of an ordinary day."""
+    h = t_in_day / HOUR_S - 0.5
+    i = math.floor(h)
+    frac = h - i
+    a, b = ORDINARY_RATE[i % 24], ORDINARY_RATE[(i + 1) % 24]
+    return scale * (a + (b - a) * frac) / HOUR_S
+
+
+def _size(rng: random.Random) -> Resources:
+    x = rng.random()
+    for share, units in ORDINARY_SIZES:
+        if x < share:
+            return ru(units)
+        x -= share
+    return ru(ORDINARY_SIZES[-1][1])
+
+
+def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
+    days = 2.0 if days is None else days
+    if not days > 0 or math.isinf(days):
+        raise ValueError(f"--days must be a positive number, got {days!r}")
+    horizon = int(round(days * DAY_S))
+    rng = random.Random(seed)
+    requests: list[Request] = []
+    classes: list[ClassSession] = []
+
+    # Background: inhomogeneous Poisson process by thinning, per day.
+    peak = max(ORDINARY_RATE) / HOUR_S
+    for day in range(math.ceil(horizon / DAY_S)):
+        teaching = day % 2 == 1
+        scale = TEACHING_BACKGROUND if teaching else 1.0
+        t = 0.0
+        while True:
+            t += rng.expovariate(peak)
+            if t >= DAY_S:
+                break
+            if rng.random() * peak < _rate_at(t, scale):
+                requests.append(Request(day * DAY_S + int(t), lifetime.sample(rng), _size(rng), "ordinary"))
+        if teaching:
+            for name, hour, users in TEACHING_CLASSES:
+                start = day * DAY_S + int(hour * HOUR_S)
+                size = ru(CLASS_SIZE_RU)
+                classes.append(ClassSession(f"day{day + 1}-{name}", start, users, CLASS_SPREAD_S, size))
+                for _ in range(users):
+                    # Most students are on time: the triangle peaks a minute in.
+                    offset = int(rng.triangular(0, CLASS_SPREAD_S, 60))
+                    requests.append(Request(start + offset, lifetime.sample(rng), size, "class"))
+
+    requests = [r for r in requests if r.arrival_s < horizon]
+    requests.sort(key=lambda r: r.arrival_s)  # stable: equal arrivals keep generation order
+    return Workload(
+        name="paper",
+        requests=tuple(requests),
+        horizon_s=horizon,
+        description="day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)",
+        classes=tuple(c for c in classes if c.start_s < horizon),
+    )
+
+
+register_workload("paper", paper_workload)

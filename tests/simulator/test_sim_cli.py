@@ -1,0 +1,144 @@
+"""`elastichub simulate`: JSON fields, table, outputs, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from elastichub.cli import main
+
+from sim_helpers import write_csv
+
+ISSUE_FIELDS = {"mode", "theta_out", "cloud_node_hours", "wait_mean_s", "wait_p95_s", "wait_max_s",
+                "servers", "migrations", "scale_outs", "scale_ins", "simulated_s", "wall_s"}
+
+
+def simulate(capsys, *argv):
+    code = main(["simulate", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_document_has_the_issue_fields(capsys):
+    code, out, _ = simulate(capsys, "--json", "--policy", "paper", "--days", "0.25", "--theta-out", "70,80")
+    assert code == 0
+    doc = json.loads(out)
+    runs = doc["runs"]
+    assert [(r["mode"], r["theta_out"]) for r in runs] == [
+        ("onprem-only", None), ("no-migration", 70), ("no-migration", 80), ("migration", 70), ("migration", 80)]
+    for r in runs:
+        assert ISSUE_FIELDS | {"policy"} <= set(r)
+        assert r["policy"] == "paper" and r["simulated_s"] == 21_600
+        assert isinstance(r["cloud_node_hours"], float) and r["wall_s"] > 0
+    assert doc["workload"]["name"] == "paper" and doc["workload"]["seed"] == 1
+
+
+def test_table_by_default(capsys):
+    code, out, _ = simulate(capsys, "--policy", "paper", "--days", "0.1", "--mode", "migration", "--seed", "3")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("workload paper") and "seed 3" in lines[0]
+    assert lines[1].split()[:3] == ["policy", "mode", "theta_out"]
+    assert lines[3].split()[:3] == ["paper", "migration", "80.0"]
+    assert len(lines) == 4
+
+
+def test_trace_replay(capsys, tmp_path):
+    trace = write_csv(tmp_path / "hub.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n10,600,1,2\n")
+    code, out, _ = simulate(capsys, "--json", "--policy", "paper", "--trace", str(trace), "--onprem-nodes", "1",
+                            "--onprem-node-ru", "2", "--cloud-nodes", "0")
+    assert code == 0
+    onprem = json.loads(out)["runs"][0]
+    assert onprem["workload"] == "trace:hub.csv" and onprem["servers"] == 2
+    assert onprem["wait_max_s"] == 596  # the second waits for the first (start 6 s + 600 s) - 10
+
+
+def test_out_writes_csv_series_and_plots(capsys, tmp_path):
+    out_dir = tmp_path / "res"
+    code, _, _ = simulate(capsys, "--policy", "paper", "--days", "0.05", "--theta-out", "60,90",
+                          "--out", str(out_dir))
+    assert code == 0
+    names = {p.name for p in out_dir.iterdir()}
+    assert names >= {
+        "paper-onprem-only.csv", "paper-no-migration-theta60.csv", "paper-no-migration-theta90.csv",
+        "paper-migration-theta60.csv", "paper-migration-theta90.csv", "runs.json", "runs.csv",
+        "waiting.png", "cloud_nodes.png", "occupancy.png", "tradeoff.png"}
+    assert len([n for n in names if n.endswith(".csv")]) == 5 + 1  # one per run, and runs.csv
+    lines = (out_dir / "paper-migration-theta60.csv").read_text().splitlines()
+    assert lines[0] == "t_s,queue_len,max_wait_s,cloud_active,cloud_booting,ram_occupancy_pct,cpu_occupancy_pct,onprem_ram_pct"
+    assert len(lines) == 1 + 4320  # one row per simulated second
+    assert (out_dir / "tradeoff.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(json.loads((out_dir / "runs.json").read_text())["runs"]) == 5
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tmon-s", "0"], "--tmon-s must be > 0"),
+    (["--onprem-nodes", "-1"], "--onprem-nodes must not be negative"),
+    (["--onprem-nodes", "2.5"], "--onprem-nodes: expected a whole number"),
+    (["--onprem-nodes", "0", "--cloud-nodes", "0"], "both 0"),
+    (["--migration-min-s", "30"], "--migration-min-s (30) is larger than --migration-max-s (22.2)"),
+    (["--theta-out", "abc"], "--theta-out: expected a number, got 'abc'"),
+    (["--theta-out", "80,,90"], "--theta-out: expected a comma-separated list"),
+    (["--theta-out", "-5"], "--theta-out: must not be negative"),
+    (["--cloud-boot-s", "inf"], "--cloud-boot-s: expected a finite number"),
+    (["--days", "0"], "--days: must be > 0"),
+    (["--seed", "x"], "--seed: expected a whole number"),
+    (["--policy", "paper,nope"], "--policy: unknown policy 'nope'"),
+    (["--mode", "cloud-only"], "--mode: unknown mode 'cloud-only'"),
+    (["--workload", "nope"], "--workload: unknown workload 'nope'"),
+    (["--lifetime-mean-min", "0"], "--lifetime-mean-min must be > 0"),
+    (["--trace", "x.csv", "--workload", "paper"], "exclude each other"),
+])
+def test_bad_options_are_one_line_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", *argv])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def run_cli(*argv, cwd):
+    return subprocess.run([sys.executable, "-m", "elastichub", "simulate", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("text, argv, message", [
+    ("arrival_s,cpu,ram_gib\n0,1,1\n", [], "line 1: missing column(s) duration_s"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n9,-1,1,1\n", [], "line 3, column duration_s: negative value -1"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,80\n", [], "line 2, column ram_gib: 80 GiB is more than the largest node"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n", ["--cloud-nodes", "-2"], "--cloud-nodes must not be negative"),
+])
+def test_bad_input_in_a_real_process(tmp_path, text, argv, message):
+    trace = write_csv(tmp_path / "trace.csv", text)
+    result = run_cli("--trace", str(trace), *argv, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert message in result.stderr and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_progress_bar_appears_only_after_a_second(monkeypatch):
+    import io
+
+    from elastichub.simulator.cli import _Progress
+    from elastichub.simulator.runner import RunSpec
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    bar = _Progress(True)
+    spec = RunSpec("paper", "migration", 80.0)
+    bar(0, 4, spec)
+    assert stream.getvalue() == ""  # quick sweeps stay quiet
+    bar.started -= 2.0
+    bar(1, 4, spec)
+    assert "1/4 paper-migration-theta80" in stream.getvalue() and "#######" in stream.getvalue()
+    bar(4, 4, None)
+    assert stream.getvalue().endswith("\r\033[K")  # the line is cleared at the end
+    quiet = _Progress(False)
+    quiet.started -= 2.0
+    quiet(1, 4, spec)
+    assert stream.getvalue().count("1/4") == 1

@@ -1,0 +1,124 @@
+"""The paper workload's shape, lifetimes, the registry and trace replay."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+
+from elastichub.policy import GiB
+from elastichub.simulator.params import ClusterParams
+from elastichub.simulator.trace import TraceError, load_trace
+from elastichub.simulator.workload import (
+    DAY_S, WORKLOADS, LifetimeModel, Workload, make_workload, register_workload, workload_names,
+)
+
+from sim_helpers import write_csv
+
+LARGEST = ClusterParams().largest_node
+
+
+def demand_ru(wl: Workload, lo: int, hi: int) -> list[float]:
+    """RAM (in RU) that would run each minute in [lo, hi) if nobody waited."""
+    minutes = [0.0] * ((hi - lo) // 60)
+    for r in wl.requests:
+        start, end = r.arrival_s + 6, r.arrival_s + 6 + r.duration_s
+        for m in range(max(lo, start) // 60, min(hi, end) // 60):
+            if lo // 60 <= m < hi // 60:
+                minutes[m - lo // 60] += r.requests.ram / GiB
+    return minutes
+
+
+def test_paper_day1_peaks_near_but_mostly_under_onprem_capacity():
+    wl = make_workload("paper", seed=1)
+    day1 = demand_ru(wl, 0, DAY_S)
+    onprem = 8 * 50
+    assert 0.85 * onprem <= max(day1) <= 1.1 * onprem
+    assert sum(1 for d in day1 if d > onprem) / len(day1) < 0.05
+    assert max(day1[:6 * 60]) < 0.2 * onprem  # nights are quiet
+
+
+def test_paper_day2_has_class_bursts_of_100_users_within_five_minutes():
+    wl = make_workload("paper", seed=1)
+    assert wl.horizon_s == 2 * DAY_S
+    assert len(wl.classes) == 3 and all(c.start_s >= DAY_S for c in wl.classes)
+    for c in wl.classes:
+        came = [r for r in wl.requests if r.kind == "class" and c.start_s <= r.arrival_s < c.start_s + 300]
+        assert len(came) == c.users >= 100
+    day1_classes = [r for r in wl.requests if r.kind == "class" and r.arrival_s < DAY_S]
+    assert not day1_classes
+    assert max(demand_ru(wl, DAY_S, 2 * DAY_S)) > 1.3 * 400  # the bursty day overflows on-prem
+
+
+def test_paper_workload_is_seeded():
+    assert make_workload("paper", seed=4) == make_workload("paper", seed=4)
+    assert make_workload("paper", seed=4).requests != make_workload("paper", seed=5).requests
+
+
+def test_days_cut_or_extend_the_scenario():
+    short = make_workload("paper", days=0.5, seed=1)
+    assert short.horizon_s == DAY_S // 2 and all(r.arrival_s < DAY_S // 2 for r in short.requests)
+    four = make_workload("paper", days=4, seed=1)
+    assert len(four.classes) == 6  # days 2 and 4 teach
+    with pytest.raises(ValueError, match="--days"):
+        make_workload("paper", days=0, seed=1)
+
+
+def test_lifetime_is_truncated_normal():
+    model = LifetimeModel(mean_s=3600, sd_s=900, min_s=300)
+    rng = random.Random(1)
+    draws = [model.sample(rng) for _ in range(20_000)]
+    assert min(draws) >= 300
+    assert statistics.mean(draws) == pytest.approx(3600, rel=0.02)
+    assert statistics.stdev(draws) == pytest.approx(900, rel=0.05)
+    with pytest.raises(ValueError, match="--lifetime-min-min"):
+        LifetimeModel(mean_s=600, sd_s=60, min_s=3600)
+
+
+def test_registry_lists_and_rejects():
+    assert "paper" in workload_names()
+    with pytest.raises(ValueError, match="unknown workload 'nope'.*paper"):
+        make_workload("nope")
+    with pytest.raises(ValueError, match="already registered"):
+        register_workload("paper", WORKLOADS["paper"])
+
+
+def test_trace_roundtrip(tmp_path):
+    path = write_csv(tmp_path / "t.csv",
+                     "user,arrival_s,duration_s,cpu,ram_gib\n"
+                     "bob,30,600,1,2\n"
+                     "ann,0,120.4,0.5,1.5\n"
+                     "\n")
+    wl = load_trace(path, LARGEST)
+    assert [r.arrival_s for r in wl.requests] == [0, 30]  # sorted
+    assert wl.requests[0].duration_s == 120 and wl.requests[0].requests.ram == 1.5 * GiB
+    assert wl.requests[1].requests.cpu == 1
+    assert wl.horizon_s == 3600  # end of the last server, rounded up to the hour
+    assert load_trace(path, LARGEST, horizon_s=100).horizon_s == 100
+
+
+@pytest.mark.parametrize("text, message", [
+    ("arrival_s,cpu,ram_gib\n1,1,1\n", "line 1: missing column(s) duration_s"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,1,1\n5,-3,1,1\n", "line 3, column duration_s: negative value -3"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,0,1,1\n", "line 2, column duration_s: must be > 0"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,one,1\n", "line 2, column cpu: not a number: 'one'"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,1\n", "line 2, column ram_gib: empty value"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,1,64\n", "line 2, column ram_gib: 64 GiB is more than the largest node has (50)"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,26,1\n", "line 2, column cpu: 26 cores is more than the largest node has (25)"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,nan,1\n", "column cpu: not a finite number"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,0,0\n", "line 2: cpu and ram_gib are both 0"),
+    ("arrival_s,duration_s,cpu,ram_gib\n", "no rows after the header"),
+    ("", "empty file"),
+])
+def test_trace_errors_name_line_and_column(tmp_path, text, message):
+    path = write_csv(tmp_path / "bad.csv", text)
+    with pytest.raises(TraceError) as info:
+        load_trace(path, LARGEST)
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_missing_trace_file(tmp_path):
+    with pytest.raises(TraceError, match="not found"):
+        load_trace(tmp_path / "absent.csv", LARGEST)
