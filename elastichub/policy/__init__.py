@@ -17,6 +17,8 @@ from .controller import (
     Strategy,
 )
 from .model import GiB, ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
+from .calendar import ScheduledClass, parse_schedule
+from .elastic import ElasticState, ElasticStrategy  # registers "elastic" and "calendar"
 from .placement import (
     Migration,
     MigrationPlan,
@@ -32,6 +34,8 @@ __all__ = [
     "Action",
     "ClusterSnapshot",
     "ControllerState",
+    "ElasticState",
+    "ElasticStrategy",
     "GiB",
     "Migration",
     "MigrationPlan",
@@ -44,12 +48,14 @@ __all__ = [
     "Resources",
     "ScaleIn",
     "ScaleOut",
+    "ScheduledClass",
     "Server",
     "Strategy",
     "Tier",
     "candidate_order",
     "migration_order",
     "occupancy",
+    "parse_schedule",
     "plan_migration",
     "scale_in_candidate",
     "scale_out_needed",

@@ -1,0 +1,402 @@
+"""`elastic`: the default strategy, built from what the simulations show works.
+
+Differences from the published policy (`paper`), each an option (measured
+effects in docs/strategies.md):
+
+- **Sized scale-out, not gated by the cooldown.** Every cycle it adds up the
+  demand the cluster must carry — requests on active nodes, servers being
+  drained off cordoned cloud nodes, the queue, and (with a calendar) the
+  classes about to start — against the capacity it will have once the
+  nodes already booting are Ready, and starts as many stopped cloud nodes
+  as that demand plus a reserve needs on *every* resource, plus whatever
+  the queued servers need to be placed at all (first-fit, so a big request
+  is not lost in an aggregate). Booting nodes are counted, so the next
+  cycle does not start them twice: a burst is answered within one boot.
+- **A reserve sized on what it is for** (`reserve_basis`). Headroom exists
+  to absorb the users who arrive while a new node boots. "arrivals" (the
+  default): what users asked for within the last boot + tmon, capped at
+  (100 - theta_out) % of the on-prem cluster; "onprem": always that cap;
+  "all": the paper's eq. (2), theta_out % of every active node, so the
+  reserve grows with each cloud node. Arrivals of a scheduled class are
+  left out: the calendar already counts them, and they predict no trend.
+- **Scale-in hysteresis:** a node goes only if the reserve left behind is
+  the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
+  no queue, nothing booting and no drain still running; optionally only
+  once that has held for `unneeded_s` (Cluster Autoscaler's
+  `scale-down-unneeded-time`) and `delay_after_add_s` after a scale-out
+  (its `scale-down-delay-after-add`: the cooldown gates scale-in, never
+  scale-out). Both default to 0: waiting for booting nodes and the
+  arrivals reserve already keep a fresh node, and the delays only cost
+  node-hours in the simulations.
+- **Lifetime-aware scale-in:** a server of age `a` has an expected remaining
+  lifetime E[L - a | L > a] under the lifetime distribution (normal,
+  `lifetime_mean_s`, `lifetime_sd_s`). A node whose servers will all be gone
+  soon is left to empty by itself: draining pays only when the cloud
+  node-seconds it saves (natural drain time, the longest expected remaining
+  lifetime on it, minus the time the moves take) are at least `min_saving_s`.
+  Among nodes worth draining, the one with the fewest servers goes first
+  (fewest users disturbed), then the one that saves most.
+
+Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+from .calendar import ScheduledClass, reserved_demand
+from .controller import STRATEGIES, Action, ControllerState, PolicyConfig, ScaleIn, ScaleOut, _check_number
+from .model import ClusterSnapshot, Node, NodeStatus, Resources, Tier
+from .placement import MigrationPlan, candidate_order, plan_migration
+
+# Scale-in plans tried per cycle: the first few candidates decide it in
+# practice, and this bounds a cycle's cost on a pool of hundreds of nodes.
+MAX_CANDIDATES_TRIED = 8
+
+RESERVE_BASES = ("arrivals", "onprem", "all")
+
+
+@dataclass(frozen=True)
+class ElasticState(ControllerState):
+    """`last_action_at` (kept for callers that read it) plus what the
+    elastic rules remember between cycles."""
+
+    last_scale_out_at: float | None = None
+    last_scale_in_at: float | None = None
+    draining: str | None = None  # cloud node we are emptying, until it stops
+    unneeded_since: float | None = None  # scale-in conditions held since
+
+
+def expected_remaining_s(age_s: float, mean_s: float, sd_s: float) -> float:
+    """E[L - a | L > a] for L ~ normal(mean, sd): how much longer a server
+    that has run `age_s` seconds is expected to live. Past the mean it
+    shrinks towards sd^2 / (age - mean) (the inverse Mills ratio), never 0."""
+    if sd_s <= 0:
+        return max(mean_s - age_s, 0.0)
+    z = (age_s - mean_s) / sd_s
+    tail = 0.5 * math.erfc(z / math.sqrt(2.0))
+    if z > 8.0 or tail <= 0.0:  # far tail: asymptotic inverse Mills ratio
+        mills = z + 1.0 / z
+    else:
+        mills = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) / tail
+    return max(sd_s * mills - (age_s - mean_s), 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tally:
+    demand: Resources  # active nodes' requests + drained servers + queue + reserved
+    active_capacity: Resources
+    booting_capacity: Resources
+    base_capacity: Resources  # every on-prem node (the cluster theta_out was tuned for)
+    inflow: Resources  # requests of the servers asked for within the last boot + tmon
+    active: list[Node]
+    booting: list[Node]
+    stopped: list[Node]  # cloud pool, by name
+
+
+def _fits_fraction(demand: Resources, capacity: Resources, fraction: float) -> bool:
+    """demand <= fraction * capacity on every resource (empty capacity fits
+    only no demand)."""
+    return demand.cpu <= fraction * capacity.cpu + 1e-9 and demand.ram <= fraction * capacity.ram + 1e-9
+
+
+def _fits_with_reserve(demand: Resources, capacity: Resources, reserve: Resources) -> bool:
+    """demand plus a fixed reserve within capacity, on every resource."""
+    return (demand.cpu + reserve.cpu <= capacity.cpu + 1e-9
+            and demand.ram + reserve.ram <= capacity.ram + 1e-9)
+
+
+def _first_fit(requests: Sequence[Resources], free: list[Resources]) -> list[Resources]:
+    """Place `requests` (biggest RAM first) into the `free` slots in place;
+    return those that found no slot."""
+    left = []
+    for req in sorted(requests, key=lambda r: (-r.ram, -r.cpu)):
+        for i, slot in enumerate(free):
+            if req.fits_in(slot):
+                free[i] = slot - req
+                break
+        else:
+            left.append(req)
+    return left
+
+
+@dataclass(frozen=True)
+class ElasticStrategy:
+    """See the module docstring. Every option is a plain value (traitlets
+    and CLI options map onto them one to one)."""
+
+    config: PolicyConfig = PolicyConfig()
+    theta_in: float = 5.0  # percentage points below theta_out left after a scale-in
+    delay_after_add_s: float | None = 0.0  # scale-in pause after a scale-out; None: config.tcool
+    unneeded_s: float = 0.0  # scale-in conditions must hold this long first
+    lifetime_aware: bool = True
+    lifetime_mean_s: float = 3600.0  # the paper's server lifetime: mean 60 min
+    lifetime_sd_s: float = 900.0  # SD 15 min
+    migration_s: float = 16.6  # expected downtime of one move (paper: 11-22.2 s)
+    min_saving_s: float = 600.0  # cloud node-seconds a drain must save
+    schedule: tuple[ScheduledClass, ...] = ()
+    boot_s: float = 290.0  # cloud boot time: how early a scheduled class needs its nodes
+    lead_margin_s: float = 120.0  # extra lead before a class, on top of boot + tmon
+    reserve_basis: str = "arrivals"  # "arrivals", "onprem" or "all": see _room_left
+    name: str = "elastic"
+
+    def __post_init__(self) -> None:
+        _check_number("theta_in", self.theta_in)
+        if self.delay_after_add_s is not None:
+            _check_number("delay_after_add_s", self.delay_after_add_s)
+        for option in ("unneeded_s", "lifetime_mean_s", "lifetime_sd_s", "migration_s",
+                       "min_saving_s", "boot_s", "lead_margin_s"):
+            _check_number(option, getattr(self, option))
+        if self.reserve_basis not in RESERVE_BASES:
+            raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
+        object.__setattr__(self, "schedule", tuple(self.schedule))
+        for entry in self.schedule:
+            if not isinstance(entry, ScheduledClass):
+                raise ValueError(f"schedule entries must be ScheduledClass, got {entry!r}")
+
+    @property
+    def delay_after_add(self) -> float:
+        return self.config.tcool if self.delay_after_add_s is None else self.delay_after_add_s
+
+    @property
+    def lead_s(self) -> float:
+        """How long before a class starts its capacity must be asked for."""
+        return self.boot_s + self.config.tmon + self.lead_margin_s
+
+    # -- the cycle -------------------------------------------------------
+
+    def decide(
+        self, snapshot: ClusterSnapshot, state: ControllerState, now: float
+    ) -> tuple[Action | None, ControllerState]:
+        if not isinstance(state, ElasticState):
+            state = ElasticState(last_action_at=state.last_action_at)
+        if state.draining is not None and not self._still_draining(snapshot, state.draining):
+            state = replace(state, draining=None)
+
+        reserved = reserved_demand(self.schedule, snapshot, now, self.lead_s)
+        tally = self._tally(snapshot, reserved, now)
+        if self.config.scale_out:
+            wanted = self.nodes_to_start(snapshot, now, reserved, tally)
+            if wanted is None:
+                # more demand than the pool can ever meet: shrinking now
+                # would only make users wait longer
+                return None, replace(state, unneeded_since=None)
+            if wanted:
+                action = ScaleOut(
+                    tuple(n.name for n in wanted),
+                    reason=f"demand above {self.config.theta_out:g} % of the capacity once booted",
+                )
+                return action, replace(
+                    state, last_action_at=now, last_scale_out_at=now, unneeded_since=None
+                )
+
+        plan = self._scale_in_plan(snapshot, state, now, tally)
+        if plan is None:
+            return None, replace(state, unneeded_since=None)
+        if state.unneeded_since is None:
+            state = replace(state, unneeded_since=now)
+        if now - state.unneeded_since < self.unneeded_s:
+            return None, state
+        action = ScaleIn.from_plan(plan, reason=self._scale_in_reason(plan))
+        return action, replace(
+            state, last_action_at=now, last_scale_in_at=now, draining=plan.node, unneeded_since=None
+        )
+
+    # -- scale-out -------------------------------------------------------
+
+    def _tally(self, snapshot: ClusterSnapshot, reserved: Resources, now: float) -> _Tally:
+        """One pass over the nodes: what every rule of a cycle needs."""
+        d_cpu = r_cpu = c_cpu = b_cpu = o_cpu = 0.0
+        d_ram = r_ram = c_ram = b_ram = o_ram = 0.0
+        active, booting, stopped = [], [], []
+        for n in snapshot.nodes:
+            status = n.status
+            if n.tier is Tier.ONPREM:
+                o_cpu += n.allocatable.cpu
+                o_ram += n.allocatable.ram
+            if status is NodeStatus.READY:
+                active.append(n)
+                d_cpu += n.used.cpu
+                d_ram += n.used.ram
+                c_cpu += n.allocatable.cpu
+                c_ram += n.allocatable.ram
+            elif status is NodeStatus.BOOTING:
+                booting.append(n)
+                b_cpu += n.allocatable.cpu
+                b_ram += n.allocatable.ram
+            elif status is NodeStatus.STOPPED:
+                if n.tier is Tier.CLOUD:
+                    stopped.append(n)
+            elif status is NodeStatus.CORDONED and n.tier is Tier.CLOUD:
+                # being drained: its servers will need room elsewhere
+                for srv in n.servers:
+                    r_cpu += srv.requests.cpu
+                    r_ram += srv.requests.ram
+        for srv in snapshot.pending:
+            r_cpu += srv.requests.cpu
+            r_ram += srv.requests.ram
+        stopped.sort(key=lambda n: n.name)
+        demand = Resources(d_cpu + r_cpu + reserved.cpu, d_ram + r_ram + reserved.ram)
+        if o_ram <= 0:  # no on-prem cluster: one cloud node is the base
+            o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
+                                if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
+        inflow = self._inflow(snapshot, now) if self.reserve_basis == "arrivals" else Resources()
+        return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
+                      inflow, active, booting, stopped)
+
+    def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
+        """What users asked for within the last boot time + tmon: the arrivals
+        a node started now could not have served, so what the next such
+        window is likely to bring (servers without `created_at` count as old)."""
+        since = now - self.boot_s - self.config.tmon
+        # arrivals of a scheduled class are the calendar's business, not a
+        # trend: they do not predict more of the same
+        windows = [(c.start_s - self.lead_s, c.start_s + c.spread_s) for c in self.schedule
+                   if c.start_s + c.spread_s >= since and c.start_s - self.lead_s <= now]
+        cpu = ram = 0.0
+        for servers in [n.servers for n in snapshot.nodes] + [snapshot.pending]:
+            for srv in servers:
+                t = srv.created_at
+                if t is not None and t >= since and not any(a <= t <= b for a, b in windows):
+                    cpu += srv.requests.cpu
+                    ram += srv.requests.ram
+        return Resources(cpu, ram)
+
+    def _room_left(self, demand: Resources, capacity: Resources, theta: float, t: _Tally) -> bool:
+        """Does `capacity` carry `demand` and keep the headroom theta (percent)
+        asks for? `reserve_basis` "all": demand <= theta % of the capacity
+        (the paper's eq. 2 over every active node, so the reserve grows with
+        each cloud node); "onprem": a fixed reserve of (100 - theta) % of the
+        on-prem cluster, whatever runs in the cloud; "arrivals": no more than
+        the recent arrivals (plus the hysteresis gap below theta_out)."""
+        if self.reserve_basis == "all":
+            return _fits_fraction(demand, capacity, theta / 100.0)
+        share = max(1.0 - theta / 100.0, 0.0)
+        reserve = Resources(share * t.base_capacity.cpu, share * t.base_capacity.ram)
+        if self.reserve_basis == "arrivals":
+            # no more than recent arrivals, plus the hysteresis gap when
+            # theta is the scale-in level (below theta_out)
+            gap = max(self.config.theta_out - theta, 0.0) / 100.0
+            reserve = Resources(
+                min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
+                min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
+            )
+        return _fits_with_reserve(demand, capacity, reserve)
+
+    def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
+                       tally: _Tally | None = None) -> list[Node] | None:
+        """Stopped cloud nodes to start now ([] for none). None when the
+        demand needs more than the pool has left (every stopped node is
+        started first: None comes only once the pool is empty)."""
+        theta = self.config.theta_out
+        if theta > 100.0:  # the paper's convention: a theta above 100 % never scales out
+            return []
+        t = tally or self._tally(snapshot, reserved, now)
+        capacity = t.active_capacity + t.booting_capacity
+        start: list[Node] = []
+        pool = t.stopped
+
+        # 1. queued servers must find a slot, on nodes up or coming up
+        if snapshot.pending:
+            free = [n.free for n in t.active] + [n.free for n in t.booting]
+            left = _first_fit([s.requests for s in snapshot.pending], free)
+            pool = []
+            for node in t.stopped:
+                if left and any(r.fits_in(node.allocatable) for r in left):
+                    start.append(node)
+                    capacity = capacity + node.allocatable
+                    left = _first_fit(left, [node.allocatable])
+                else:
+                    pool.append(node)  # not needed for the queue (or too small for it)
+
+        # 2. every resource at or below theta_out once all of it is Ready
+        i = 0
+        while not self._room_left(t.demand, capacity, theta, t):
+            if i == len(pool):
+                return start if start else None
+            start.append(pool[i])
+            capacity = capacity + pool[i].allocatable
+            i += 1
+        return start
+
+    # -- scale-in --------------------------------------------------------
+
+    def _still_draining(self, snapshot: ClusterSnapshot, name: str) -> bool:
+        try:
+            node = snapshot.node(name)
+        except KeyError:
+            return False
+        return node.status is NodeStatus.CORDONED
+
+    def _scale_in_plan(
+        self, snapshot: ClusterSnapshot, state: ElasticState, now: float, t: _Tally
+    ) -> MigrationPlan | None:
+        if state.draining is not None or snapshot.pending or t.booting:
+            return None
+        if state.last_scale_out_at is not None and now - state.last_scale_out_at < self.delay_after_add:
+            return None
+        if not any(n.tier is Tier.CLOUD for n in t.active):
+            return None
+        keep = self.config.theta_out - self.theta_in
+
+        tried = 0
+        for candidate in self._candidates(t.active, now):
+            if not self._room_left(t.demand, t.active_capacity - candidate.allocatable, keep, t):
+                continue  # too little headroom would be left behind
+            if candidate.servers and not self.config.migration:
+                continue
+            plan = plan_migration(snapshot, candidate)
+            if plan is not None:
+                return plan
+            tried += 1
+            if tried >= MAX_CANDIDATES_TRIED:
+                break
+        return None
+
+    def _candidates(self, active: list[Node], now: float) -> list[Node]:
+        """Active cloud nodes worth removing, best first."""
+        order = candidate_order(active)  # fewest servers, lowest RAM, name
+        if not self.lifetime_aware:
+            return order
+        worth = []
+        for rank, node in enumerate(order):
+            saving = self.migration_saving_s(node, now)
+            if node.servers and saving < self.min_saving_s:
+                continue  # it will be empty soon enough on its own
+            worth.append((len(node.servers), -saving, rank, node))
+        worth.sort(key=lambda t: t[:3])
+        return [t[3] for t in worth]
+
+    def migration_saving_s(self, node: Node, now: float) -> float:
+        """Node-seconds saved by draining `node` now instead of letting its
+        servers end: natural drain time minus the time the moves take. A
+        server with no start time counts as just started."""
+        if not node.servers:
+            return math.inf
+        # the remaining lifetime falls with age: the youngest server is the last to end
+        started = max(now if s.started_at is None else s.started_at for s in node.servers)
+        natural = expected_remaining_s(max(now - started, 0.0), self.lifetime_mean_s, self.lifetime_sd_s)
+        return natural - self.migration_s * len(node.servers)
+
+    def _scale_in_reason(self, plan: MigrationPlan) -> str:
+        if not plan.moves:
+            return "empty cloud node, enough headroom left"
+        return f"{len(plan.moves)} server(s) fit elsewhere, enough headroom left"
+
+
+def _elastic(config: PolicyConfig, **options) -> ElasticStrategy:
+    return ElasticStrategy(config, **options)
+
+
+def _calendar(config: PolicyConfig, **options) -> ElasticStrategy:
+    if not options.get("schedule"):
+        raise ValueError(
+            "policy 'calendar' needs a schedule of classes "
+            "(a calendar file, or a workload that carries one)"
+        )
+    return ElasticStrategy(config, name="calendar", **options)
+
+
+STRATEGIES["elastic"] = _elastic
+STRATEGIES["calendar"] = _calendar

@@ -1,0 +1,123 @@
+"""The issue-5 strategies driven by the simulator: scenarios, calendars, the
+Pareto plot, the CLI seams. Short workloads, so the file runs in seconds."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from elastichub.policy import GiB, Resources, ScheduledClass
+from elastichub.simulator import ClusterParams, make_workload
+from elastichub.simulator.pareto import pareto_front, plot_pareto
+from elastichub.simulator.runner import plan_runs, run_all, summary
+from elastichub.simulator.scenarios import class_window_waits, load_calendar, schedule_of, with_calendar
+
+PARAMS = ClusterParams()
+BOUND_S = PARAMS.tmon_s + PARAMS.cloud_boot_s + PARAMS.server_start_s  # ~311 s
+
+
+@pytest.fixture(scope="module")
+def morning():
+    """A teaching morning: background plus the 08:30 and 10:00 classes."""
+    return make_workload("teaching-day", days=0.5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def morning_runs(morning):
+    specs = plan_runs(["paper", "elastic", "calendar"], ["migration"], [80.0])
+    return {r.policy: r for r in run_all(specs, morning, PARAMS, seed=3)}
+
+
+def test_scenarios_are_registered_and_seeded(morning):
+    again = make_workload("teaching-day", days=0.5, seed=3)
+    assert again.requests == morning.requests
+    assert [c.users for c in morning.classes] == [60, 140]
+    assert sum(r.kind == "class" for r in morning.requests) == 200
+    weekend = make_workload("weekend", days=1, seed=1)
+    assert not weekend.classes and 0 < len(weekend.requests) < len(make_workload("paper", days=1).requests)
+
+
+def test_calendar_class_waits_nothing_elastic_stays_within_one_boot(morning, morning_runs):
+    cal = class_window_waits(morning_runs["calendar"], morning)
+    assert cal and all(w == 0 for w in cal.values()), cal
+    assert max(w[1] for w in morning_runs["elastic"].waits) <= BOUND_S
+    # without the calendar the 140-student class does wait (for the boot)
+    assert max(class_window_waits(morning_runs["paper"], morning).values()) > 0
+    assert max(class_window_waits(morning_runs["elastic"], morning).values()) > 0
+
+
+def test_schedule_of_a_workload_is_its_class_list(morning):
+    schedule = schedule_of(morning)
+    assert [(c.start_s, c.users) for c in schedule] == [(8.5 * 3600, 60), (10 * 3600, 140)]
+
+
+def test_with_calendar_adds_students_and_the_schedule():
+    base = make_workload("weekend", days=1, seed=2)
+    burst = ScheduledClass(11 * 3600.0, 120, Resources(1, 2 * GiB), 300, "exam")
+    wl = with_calendar(base, (burst,), seed=2)
+    assert len(wl.requests) == len(base.requests) + 120
+    assert [c.name for c in wl.classes] == ["exam"]
+    added = [r for r in wl.requests if r.kind == "class"]
+    assert all(11 * 3600 <= r.arrival_s <= 11 * 3600 + 300 for r in added)
+    specs = plan_runs(["calendar"], ["migration"], [80.0])
+    (res,) = run_all(specs, wl, PARAMS, seed=2)
+    assert class_window_waits(res, wl) == {"exam": 0}
+    with pytest.raises(ValueError, match="after the simulated"):
+        with_calendar(base, (ScheduledClass(2 * 86400.0, 1, Resources(1, GiB)),), seed=1)
+
+
+def test_load_calendar_errors_name_file_row_and_column(tmp_path):
+    good = tmp_path / "cal.csv"
+    good.write_text("start,users,cpu,ram_gib,name\n1 10:00,140,1,2,stats\n")
+    (c,) = load_calendar(good)
+    assert c.start_s == 36000 and c.users == 140 and c.request == Resources(1, 2 * GiB)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("start,users,cpu\n10:00,5,1\n")
+    with pytest.raises(ValueError, match=r"bad.csv row 1: missing column 'ram_gib'"):
+        load_calendar(bad)
+    with pytest.raises(ValueError, match="not found"):
+        load_calendar(tmp_path / "nope.csv")
+
+
+def test_pareto_front():
+    pts = [(10, 300), (12, 100), (15, 0), (16, 50), (11, 400), (12, 90)]
+    assert pareto_front(pts) == [0, 5, 2]
+
+
+def test_pareto_plot_written_for_several_thetas(tmp_path, morning):
+    specs = plan_runs(["paper", "elastic"], ["migration"], [80.0, 95.0])
+    summaries = [summary(r) for r in run_all(specs, morning, PARAMS, seed=3)]
+    path = plot_pareto(summaries, tmp_path)
+    assert path is not None and path.stat().st_size > 10_000
+    assert plot_pareto(summaries[:1], tmp_path / "x") is None  # one run: nothing to compare
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "elastichub", "simulate", *args],
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.mark.timeout(120)
+def test_cli_default_policy_and_calendar_option(tmp_path):
+    cal = tmp_path / "cal.csv"
+    cal.write_text("start,users,cpu,ram_gib,name\n1 11:00,100,1,2,exam\n")
+    proc = _cli("--workload", "weekend", "--days", "0.6", "--mode", "migration", "--json",
+                "--policy", "elastic,calendar", "--calendar", str(cal))
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)["runs"]
+    assert [r["policy"] for r in runs] == ["elastic", "calendar"]
+    default = _cli("--workload", "weekend", "--days", "0.2", "--mode", "migration", "--json")
+    assert [r["policy"] for r in json.loads(default.stdout)["runs"]] == ["elastic"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("args, message", [
+    (["--calendar", "missing.csv"], "--calendar: calendar file missing.csv: not found"),
+    (["--policy", "calendar", "--workload", "weekend"], "policy 'calendar' needs a schedule"),
+])
+def test_cli_calendar_errors_are_one_line(tmp_path, args, message):
+    proc = _cli("--days", "0.1", "--mode", "migration", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
