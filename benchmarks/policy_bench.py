@@ -69,7 +69,7 @@ def main() -> None:
     # theta_out high enough that scale-out does not fire: the decision goes on to
     # scale-in, the expensive path (candidate order + a 1,000-destination plan).
     results = {}
-    for name in ("paper",):
+    for name in ("paper", "elastic"):
         strategy = make_strategy(name, PolicyConfig(theta_out=95))
         action, _ = strategy.decide(snap, ControllerState(), 0.0)
         assert action is not None, "benchmark must exercise a full scale-in plan"

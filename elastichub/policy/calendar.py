@@ -6,9 +6,10 @@ users, and what each asks for; `reserved_demand` turns the classes around
 `now` into demand the `calendar` strategy (`elastic.py`) adds to the
 cluster's own, from `lead_s` before the start (one boot time and a margin)
 until the arrival window closes. Users who already came are no longer
-reserved: every server created since the window opened counts against the
-class (ordinary arrivals in that window are counted too; the theta_out
-headroom absorbs that error).
+reserved: every server created since the class started counts against it
+(ordinary arrivals during the class's arrival window are counted too: the
+arrivals reserve of `elastic.py`, the ordinary rate times one boot, covers
+that error; students who come early are counted twice, the safe side).
 
 Times are in the caller's clock (epoch seconds live, seconds since the start
 of a simulation in the simulator). Pure: parsing of already-read rows lives
@@ -58,15 +59,16 @@ def reserved_demand(
 ) -> Resources:
     """What the classes whose window is open at `now` are still expected to
     bring. A window runs from `start_s - lead_s` to `start_s + spread_s`.
-    Servers created since the earliest open window (running or queued) are
-    the users who already came; they are matched to classes in start order."""
+    Servers created since the earliest open class started (running or
+    queued) are the users who already came; they are matched to classes in
+    start order."""
     open_classes = sorted(
         (c for c in schedule if c.start_s - lead_s <= now <= c.start_s + c.spread_s),
         key=lambda c: (c.start_s, c.name),
     )
     if not open_classes:
         return Resources()
-    since = open_classes[0].start_s - lead_s
+    since = open_classes[0].start_s
     arrived = sum(1 for s in snapshot.pending if s.created_at is not None and s.created_at >= since)
     for node in snapshot.nodes:
         for s in node.servers:

@@ -33,7 +33,8 @@ effects in docs/strategies.md):
   `lifetime_mean_s`, `lifetime_sd_s`). A node whose servers will all be gone
   soon is left to empty by itself: draining pays only when the cloud
   node-seconds it saves (natural drain time, the longest expected remaining
-  lifetime on it, minus the time the moves take) are at least `min_saving_s`.
+  lifetime on it, minus the time the moves take) are at least `min_saving_s`
+  (default: one boot time, what the replacement headroom would cost).
   Among nodes worth draining, the one with the fewest servers goes first
   (fewest users disturbed), then the one that saves most.
 
@@ -83,16 +84,18 @@ def expected_remaining_s(age_s: float, mean_s: float, sd_s: float) -> float:
     return max(sd_s * mills - (age_s - mean_s), 0.0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Tally:
     demand: Resources  # active nodes' requests + drained servers + queue + reserved
     active_capacity: Resources
     booting_capacity: Resources
     base_capacity: Resources  # every on-prem node (the cluster theta_out was tuned for)
-    inflow: Resources  # requests of the servers asked for within the last boot + tmon
+    inflow: Resources | None  # recent arrivals (see _inflow), computed on first use
     active: list[Node]
     booting: list[Node]
     stopped: list[Node]  # cloud pool, by name
+    snapshot: ClusterSnapshot
+    now: float
 
 
 def _fits_fraction(demand: Resources, capacity: Resources, fraction: float) -> bool:
@@ -134,19 +137,20 @@ class ElasticStrategy:
     lifetime_mean_s: float = 3600.0  # the paper's server lifetime: mean 60 min
     lifetime_sd_s: float = 900.0  # SD 15 min
     migration_s: float = 16.6  # expected downtime of one move (paper: 11-22.2 s)
-    min_saving_s: float = 600.0  # cloud node-seconds a drain must save
+    min_saving_s: float | None = None  # cloud node-seconds a drain must save; None: boot_s
     schedule: tuple[ScheduledClass, ...] = ()
     boot_s: float = 290.0  # cloud boot time: how early a scheduled class needs its nodes
-    lead_margin_s: float = 120.0  # extra lead before a class, on top of boot + tmon
+    lead_margin_s: float = 60.0  # extra lead before a class (boot-time jitter), on top of boot + tmon
     reserve_basis: str = "arrivals"  # "arrivals", "onprem" or "all": see _room_left
     name: str = "elastic"
 
     def __post_init__(self) -> None:
         _check_number("theta_in", self.theta_in)
-        if self.delay_after_add_s is not None:
-            _check_number("delay_after_add_s", self.delay_after_add_s)
+        for option in ("delay_after_add_s", "min_saving_s"):
+            if getattr(self, option) is not None:
+                _check_number(option, getattr(self, option))
         for option in ("unneeded_s", "lifetime_mean_s", "lifetime_sd_s", "migration_s",
-                       "min_saving_s", "boot_s", "lead_margin_s"):
+                       "boot_s", "lead_margin_s"):
             _check_number(option, getattr(self, option))
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
@@ -158,6 +162,13 @@ class ElasticStrategy:
     @property
     def delay_after_add(self) -> float:
         return self.config.tcool if self.delay_after_add_s is None else self.delay_after_add_s
+
+    @property
+    def min_saving(self) -> float:
+        """A drain must save at least one boot of node time by default: a
+        node that empties sooner on its own costs less than the boot of the
+        node that would replace it as headroom."""
+        return self.boot_s if self.min_saving_s is None else self.min_saving_s
 
     @property
     def lead_s(self) -> float:
@@ -241,19 +252,20 @@ class ElasticStrategy:
         if o_ram <= 0:  # no on-prem cluster: one cloud node is the base
             o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
                                 if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
-        inflow = self._inflow(snapshot, now) if self.reserve_basis == "arrivals" else Resources()
         return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
-                      inflow, active, booting, stopped)
+                      None, active, booting, stopped, snapshot, now)
 
     def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
-        """What users asked for within the last boot time + tmon: the arrivals
-        a node started now could not have served, so what the next such
-        window is likely to bring (servers without `created_at` count as old)."""
-        since = now - self.boot_s - self.config.tmon
-        # arrivals of a scheduled class are the calendar's business, not a
-        # trend: they do not predict more of the same
-        windows = [(c.start_s - self.lead_s, c.start_s + c.spread_s) for c in self.schedule
-                   if c.start_s + c.spread_s >= since and c.start_s - self.lead_s <= now]
+        """What users are likely to ask for during one boot + tmon: what they
+        asked for within the last boot + tmon (a node started now could not
+        have served them). Servers without `created_at` count as old.
+        Arrivals of a scheduled class are the calendar's business and no
+        trend: their arrival windows are left out and the look-back is
+        stretched by as long, so the estimate is the ordinary arrival rate."""
+        span = self.boot_s + self.config.tmon
+        windows = [(c.start_s, c.start_s + c.spread_s) for c in self.schedule
+                   if c.start_s <= now and c.start_s + c.spread_s >= now - span - c.spread_s]
+        since = now - span - sum(min(b, now) - a for a, b in windows)
         cpu = ram = 0.0
         for servers in [n.servers for n in snapshot.nodes] + [snapshot.pending]:
             for srv in servers:
@@ -276,7 +288,14 @@ class ElasticStrategy:
         reserve = Resources(share * t.base_capacity.cpu, share * t.base_capacity.ram)
         if self.reserve_basis == "arrivals":
             # no more than recent arrivals, plus the hysteresis gap when
-            # theta is the scale-in level (below theta_out)
+            # theta is the scale-in level (below theta_out). The bounds
+            # decide most cycles without counting the arrivals.
+            if _fits_with_reserve(demand, capacity, reserve):
+                return True
+            if not _fits_with_reserve(demand, capacity, Resources()):
+                return False
+            if t.inflow is None:
+                t.inflow = self._inflow(t.snapshot, t.now)
             gap = max(self.config.theta_out - theta, 0.0) / 100.0
             reserve = Resources(
                 min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
@@ -362,7 +381,7 @@ class ElasticStrategy:
         worth = []
         for rank, node in enumerate(order):
             saving = self.migration_saving_s(node, now)
-            if node.servers and saving < self.min_saving_s:
+            if node.servers and saving < self.min_saving:
                 continue  # it will be empty soon enough on its own
             worth.append((len(node.servers), -saving, rank, node))
         worth.sort(key=lambda t: t[:3])

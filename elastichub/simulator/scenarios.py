@@ -195,6 +195,29 @@ def with_calendar(workload: Workload, calendar: tuple[ScheduledClass, ...], seed
                    description=f"{workload.description}; plus {len(sessions)} calendar class(es)")
 
 
+def write_trace(workload: Workload, path: str | Path) -> Path:
+    """Save a workload as a replayable trace (the `--trace` CSV format), so a
+    generated day can be edited and replayed like a hub's own history."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["arrival_s", "duration_s", "cpu", "ram_gib"])
+        for r in workload.requests:
+            w.writerow([r.arrival_s, r.duration_s, f"{r.requests.cpu:g}", f"{r.requests.ram / 2**30:g}"])
+    return path
+
+
+def write_calendar(workload: Workload, path: str | Path) -> Path:
+    """Save a workload's classes in the `--calendar` CSV format."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["start", "users", "cpu", "ram_gib", "spread_s", "name"])
+        for c in workload.classes:
+            w.writerow([c.start_s, c.users, f"{c.requests.cpu:g}", f"{c.requests.ram / 2**30:g}", c.spread_s, c.name])
+    return path
+
+
 def class_window_waits(result, workload: Workload) -> dict[str, int]:
     """Max wait of the requests made while each class's students arrive
     (start to start + spread): zero means nobody in that window waited."""

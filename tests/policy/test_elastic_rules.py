@@ -225,7 +225,7 @@ def test_expected_remaining_lifetime():
 
 def test_servers_about_to_end_are_not_migrated_young_ones_are():
     onp = onprem(ram_each=10)
-    old = cloud_ready("cloud0", 2, started_at=NOW - 5400)  # 90 min old: ~6 min left each
+    old = cloud_ready("cloud0", 2, started_at=NOW - 7200)  # 2 h old: ~3.4 min left each
     young = cloud_ready("cloud1", 3, started_at=NOW - 600)  # 10 min old: ~50 min left
     snap = ClusterSnapshot(tuple(onp + [old, young]))
     action, _ = strategy(theta_in=0).decide(snap, ControllerState(), NOW)

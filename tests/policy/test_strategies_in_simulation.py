@@ -11,7 +11,13 @@ from elastichub.policy import GiB, Resources, ScheduledClass
 from elastichub.simulator import ClusterParams, make_workload
 from elastichub.simulator.pareto import pareto_front, plot_pareto
 from elastichub.simulator.runner import plan_runs, run_all, summary
-from elastichub.simulator.scenarios import class_window_waits, load_calendar, schedule_of, with_calendar
+from elastichub.simulator.scenarios import (
+    class_window_waits,
+    load_calendar,
+    schedule_of,
+    with_calendar,
+    write_trace,
+)
 
 PARAMS = ClusterParams()
 BOUND_S = PARAMS.tmon_s + PARAMS.cloud_boot_s + PARAMS.server_start_s  # ~311 s
@@ -121,3 +127,18 @@ def test_cli_calendar_errors_are_one_line(tmp_path, args, message):
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.timeout(120)
+def test_replayed_trace_plus_calendar_file_gives_the_class_no_wait(tmp_path, morning):
+    """A hub's history (here: a generated weekend day saved as a trace) and
+    its timetable (a calendar file) drive the calendar strategy end to end."""
+    trace = write_trace(make_workload("weekend", days=0.5, seed=4), tmp_path / "trace.csv")
+    cal = tmp_path / "cal.csv"
+    cal.write_text("start,users,cpu,ram_gib,spread_s,name\n1 10:00,250,1,2,300,exam\n")
+    proc = _cli("--trace", str(trace), "--days", "0.5", "--calendar", str(cal), "--mode", "migration",
+                "--policy", "paper,calendar", "--json")
+    assert proc.returncode == 0, proc.stderr
+    runs = {r["policy"]: r for r in json.loads(proc.stdout)["runs"]}
+    assert runs["calendar"]["wait_max_s"] == 0
+    assert runs["paper"]["wait_max_s"] > BOUND_S  # one node per cooldown for 500 GiB of students
