@@ -36,6 +36,8 @@ from .workload import (
     LifetimeModel,
     Request,
     Workload,
+    ordinary_rate,
+    ordinary_size,
     register_workload,
 )
 
@@ -50,24 +52,6 @@ CLASS_RU = 2.0  # a course profile: 1 vCPU, 2 GiB
 CLASS_SPREAD_S = 300
 
 
-def _rate(t_in_day: float, scale: float) -> float:
-    """Arrivals per second of the ordinary background (piecewise linear
-    between the hourly rates of `ORDINARY_RATE`)."""
-    h = t_in_day / HOUR_S - 0.5
-    i = math.floor(h)
-    a, b = ORDINARY_RATE[i % 24], ORDINARY_RATE[(i + 1) % 24]
-    return scale * (a + (b - a) * (h - i)) / HOUR_S
-
-
-def _ordinary_size(rng: random.Random) -> Resources:
-    x = rng.random()
-    for share, units in ORDINARY_SIZES:
-        if x < share:
-            return ru(units)
-        x -= share
-    return ru(ORDINARY_SIZES[-1][1])
-
-
 def background(rng: random.Random, day: int, scale: float, lifetime: LifetimeModel) -> list[Request]:
     """One day of ordinary arrivals: an inhomogeneous Poisson process (thinning)."""
     peak = max(ORDINARY_RATE) * scale / HOUR_S
@@ -76,8 +60,8 @@ def background(rng: random.Random, day: int, scale: float, lifetime: LifetimeMod
         t += rng.expovariate(peak)
         if t >= DAY_S:
             break
-        if rng.random() * peak < _rate(t, scale):
-            out.append(Request(day * DAY_S + int(t), lifetime.sample(rng), _ordinary_size(rng), "ordinary"))
+        if rng.random() * peak < ordinary_rate(t, scale):
+            out.append(Request(day * DAY_S + int(t), lifetime.sample(rng), ordinary_size(rng), "ordinary"))
     return out
 
 

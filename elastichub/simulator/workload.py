@@ -156,7 +156,7 @@ TEACHING_CLASSES = (
 CLASS_SPREAD_S = 300
 
 
-def _rate_at(t_in_day: float, scale: float) -> float:
+def ordinary_rate(t_in_day: float, scale: float) -> float:
     """Arrivals per second at second `t_in_day` of an ordinary day."""
     h = t_in_day / HOUR_S - 0.5
     i = math.floor(h)
@@ -165,7 +165,7 @@ def _rate_at(t_in_day: float, scale: float) -> float:
     return scale * (a + (b - a) * frac) / HOUR_S
 
 
-def _size(rng: random.Random) -> Resources:
+def ordinary_size(rng: random.Random) -> Resources:
     x = rng.random()
     for share, units in ORDINARY_SIZES:
         if x < share:
@@ -193,8 +193,8 @@ def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel) ->
             t += rng.expovariate(peak)
             if t >= DAY_S:
                 break
-            if rng.random() * peak < _rate_at(t, scale):
-                requests.append(Request(day * DAY_S + int(t), lifetime.sample(rng), _size(rng), "ordinary"))
+            if rng.random() * peak < ordinary_rate(t, scale):
+                requests.append(Request(day * DAY_S + int(t), lifetime.sample(rng), ordinary_size(rng), "ordinary"))
         if teaching:
             for name, hour, users in TEACHING_CLASSES:
                 start = day * DAY_S + int(hour * HOUR_S)
