@@ -1,0 +1,282 @@
+"""Checkpoint and restore of a notebook namespace: migrate vs recompute.
+
+Per variable, at checkpoint time:
+- a module (``import numpy as np``) is *recomputed*: re-imported on restore
+  and checked against the fingerprint taken now (module file and version);
+- a large immutable value produced by a provably pure cell (see recorder)
+  is *recomputed* when re-running the cell is cheaper than writing and
+  reading the value (measured disk speed); its fingerprint (sha256 of its
+  pickle) must match on restore, else the variable is named, never swapped;
+- a process-bound object (socket, generator, lock, open file...) or one
+  pickle refuses is *not restorable* and named with the reason;
+- everything else is *migrated* (serializer.py, storage.py).
+No other cell is ever re-run: a cell that writes files, uses the network or
+randomness is never executed behind the user's back.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import os
+import pickle
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from . import __version__
+from .recorder import HistoryRecorder
+from .storage import CHECKPOINT_NAME, CheckpointRejected, read_checkpoint, read_index, set_aside, write_checkpoint
+from .typeprobe import is_module, type_name, unrestorable_reason
+
+_PURE_PREFIX = "\x00pure:"
+# Values smaller than this are always migrated: recomputing saves nothing.
+MIN_RECOMPUTE_BYTES = 1 << 20
+_IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+|_ih|_oh|_dh|In|Out)$")
+
+
+def user_variable_names(ns: dict, hidden: dict) -> list:
+    """The user's variables: not dunders, not IPython's own (In, Out, _1...)."""
+    names = []
+    for name, value in ns.items():
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        if name in hidden and hidden[name] is value:
+            continue
+        if _IPYTHON_CACHE.match(name):
+            continue
+        names.append(name)
+    return names
+
+
+def module_fingerprint(module) -> dict:
+    version = getattr(module, "__version__", None)
+    return {
+        "module": module.__name__,
+        "file": getattr(module, "__file__", None),
+        "version": version if isinstance(version, str) else None,
+    }
+
+
+def value_fingerprint(value) -> str:
+    return hashlib.sha256(pickle.dumps(value, protocol=5)).hexdigest()
+
+
+def _plain_size(value) -> int | None:
+    """Size of an immutable builtin value safe to rebuild by a pure cell."""
+    kind = type(value)
+    if kind in (str, bytes):
+        return len(value)
+    if kind is tuple and all(type(v) in (int, float, bool, str, bytes, type(None)) for v in value):
+        return 16 * len(value)
+    return None
+
+
+def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: str,
+               keep_spare: bool = True) -> dict:
+    """Write the checkpoint; returns the control reply content (see kernel)."""
+    from .serializer import dump_namespace
+
+    started = time.perf_counter()
+    migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
+    write_bps, read_bps = speed.estimate()
+    for name in names:
+        value = ns[name]
+        if is_module(value):
+            if sys.modules.get(value.__name__) is value and value.__name__ != "__main__":
+                imports.append({"name": name, **module_fingerprint(value)})
+                recomputed.append(name)
+            else:
+                not_restorable.append({"name": name, "reason": "a module that cannot be imported by name"})
+            continue
+        reason = unrestorable_reason(value)
+        if reason:
+            not_restorable.append({"name": name, "reason": f"{type_name(value)}: {reason}"})
+            continue
+        spec = _pure_recompute_spec(name, value, recorder, write_bps, read_bps)
+        if spec is not None:
+            pure[_PURE_PREFIX + name] = spec
+            recomputed.append(name)
+            continue
+        migrate.append(name)
+    dumped = dump_namespace({**ns, **pure}, migrate + list(pure), user_ns=ns)
+    for name, why in dumped.failed.items():
+        if name.startswith(_PURE_PREFIX):  # plain inputs always pickle; never silent anyway
+            recomputed.remove(name[len(_PURE_PREFIX):])
+            not_restorable.append({"name": name[len(_PURE_PREFIX):], "reason": f"its recompute recipe {why}"})
+            continue
+        not_restorable.append({"name": name, "reason": f"{type_name(ns[name])} {why}"})
+    index = {
+        "created": time.time(),
+        "python": list(sys.version_info[:3]),
+        "kernel_version": __version__,
+        "session": session,
+        "records": [vars(r) for r in dumped.records],
+        "imports": imports,
+        "not_restorable": not_restorable,
+        # a read-only source array (np.frombuffer(bytes)) comes back read-only
+        "readonly_buffers": [i for i, b in enumerate(dumped.buffers) if b.readonly],
+    }
+    path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare)
+    return {
+        "status": "ok",
+        "ok": True,
+        "bytes": nbytes,
+        "seconds": round(time.perf_counter() - started, 6),
+        "migrated": [r.name for r in dumped.records if not r.name.startswith(_PURE_PREFIX)],
+        "recomputed": recomputed,
+        "not_restorable": not_restorable,
+        "path": path,
+        "error": None,
+    }
+
+
+def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):
+    # Only immutable values qualify, so in-place mutation cannot have
+    # happened since; a rebinding would have changed the producer.
+    rec = recorder.producer.get(name)
+    if rec is None or not rec.info.pure or not rec.ok:
+        return None
+    size = _plain_size(value)
+    if size is None or size < MIN_RECOMPUTE_BYTES:
+        return None
+    migrate_cost = size / write_bps + size / read_bps
+    if rec.duration >= 0.5 * migrate_cost:
+        return None
+    return {"name": name, "cell": rec.number, "code": rec.code, "inputs": dict(rec.inputs),
+            "fingerprint": value_fingerprint(value), "duration": rec.duration}
+
+
+class RestoreReport(dict):
+    """Restore outcome; a dict so it travels in status replies as is."""
+
+
+def restore(path: str, ns: dict) -> RestoreReport:
+    """Load ``path`` into ``ns``. Raises CheckpointRejected (nothing loaded)
+    when the file cannot be trusted; otherwise loads every variable it can
+    and names the others."""
+    from .serializer import Record, load_namespace
+
+    started = time.perf_counter()
+    try:
+        imports = [dict(i) for i in read_index(path).get("imports", [])]
+        for imp in imports:
+            if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str):
+                raise ValueError("bad import entry")
+    except (TypeError, ValueError) as exc:
+        raise CheckpointRejected(path, f"malformed index ({exc})") from None
+    # The data is read and verified in a helper thread while this thread
+    # re-imports the notebook's modules (numpy, pandas... take a while):
+    # both finish sooner than one after the other. Names are bound only once
+    # the whole file has been verified.
+    with ThreadPoolExecutor(1, thread_name_prefix="elastichub-read") as pool:
+        pending = pool.submit(read_checkpoint, path)
+        modules = {}
+        for imp in imports:
+            try:
+                modules[imp["name"]] = importlib.import_module(imp["module"])
+            except Exception as exc:
+                modules[imp["name"]] = f"import {imp['module']} failed here ({type(exc).__name__}: {exc})"
+        loaded = pending.result()
+    index = loaded.index
+    try:
+        records = [Record(**r) for r in index["records"]]
+        nbuf = len(loaded.blobs) - 1
+        for r in records:
+            if not (isinstance(r.name, str) and 0 <= r.start <= r.end <= len(loaded.blobs[0])
+                    and 0 <= r.buf_start <= r.buf_end <= nbuf):
+                raise ValueError(f"record {r.name!r} out of range")
+        for i in index.get("readonly_buffers", []):
+            if not (isinstance(i, int) and 0 <= i < nbuf):
+                raise ValueError("readonly_buffers out of range")
+        if [dict(i) for i in index.get("imports", [])] != imports:
+            raise ValueError("file changed while being read")
+        earlier = [dict(i) for i in index.get("not_restorable", [])]
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise CheckpointRejected(path, f"malformed index ({exc})") from None
+
+    not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]
+    recomputed, differs, failed_now = [], [], []
+    for imp in imports:
+        name, module = imp["name"], modules[imp["name"]]
+        if isinstance(module, str):
+            failed_now.append({"name": name, "reason": module})
+            continue
+        now = module_fingerprint(module)
+        if now["version"] != imp.get("version") or now["file"] != imp.get("file"):
+            differs.append({"name": name, "reason": f"module {imp['module']} is now version {now['version']} "
+                            f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
+        ns[name] = module
+        recomputed.append(name)
+
+    buffers = list(loaded.blobs[1:])
+    for i in index.get("readonly_buffers", []):
+        buffers[i] = memoryview(buffers[i]).toreadonly()
+    values, failed = load_namespace(loaded.blobs[0], records, buffers, ns)
+    for name, why in failed.items():
+        shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
+        failed_now.append({"name": shown, "reason": why})
+    migrated = []
+    for name, value in values.items():
+        if name.startswith(_PURE_PREFIX):
+            problem = _recompute_pure(name[len(_PURE_PREFIX):], value, ns)
+            if problem:
+                failed_now.append({"name": name[len(_PURE_PREFIX):], "reason": problem})
+            else:
+                recomputed.append(name[len(_PURE_PREFIX):])
+            continue
+        ns[name] = value
+        migrated.append(name)
+    return RestoreReport(
+        path=path,
+        created=index.get("created"),
+        migrated=migrated,
+        recomputed=recomputed,
+        not_restorable=not_restorable + failed_now,
+        failed_now=failed_now,
+        differs=differs,
+        bytes=os.path.getsize(path) if os.path.exists(path) else None,
+        seconds=round(time.perf_counter() - started, 6),
+    )
+
+
+def _recompute_pure(name, spec, ns) -> str | None:
+    """Re-run a pure cell on its recorded inputs; verify the fingerprint."""
+    from .recorder import analyze_cell
+
+    if not isinstance(spec.get("code"), str) or not analyze_cell(spec["code"]).pure:
+        return "its cell is not provably pure any more; not re-run"  # never exec anything else
+    try:
+        scratch = {"__builtins__": builtins, **spec["inputs"]}
+        exec(compile(spec["code"], f"<elastichub recompute of cell {spec['cell']}>", "exec"), scratch)
+        value = scratch[name]
+    except Exception as exc:
+        return f"recomputing cell [{spec.get('cell')}] failed ({type(exc).__name__}: {exc})"
+    if value_fingerprint(value) != spec["fingerprint"]:
+        return f"recomputing cell [{spec.get('cell')}] gave a different value (fingerprint mismatch); not restored"
+    ns[name] = value
+    return None
+
+
+def restore_or_reject(directory: str, ns: dict):
+    """(report, rejection) for the session's checkpoint; both None if absent.
+
+    A rejected file is set aside (renamed, kept) so it is never overwritten;
+    a partially restored one too, since a later checkpoint of this kernel
+    would lack the variables that failed to load."""
+    path = os.path.join(directory, CHECKPOINT_NAME)
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        report = restore(path, ns)
+    except CheckpointRejected as bad:
+        kept = set_aside(path, "rejected")
+        return None, {"path": path, "reason": bad.reason, "kept_as": kept}
+    except Exception as exc:  # never crash the kernel on a checkpoint
+        kept = set_aside(path, "rejected")
+        return None, {"path": path, "reason": f"unexpected error ({type(exc).__name__}: {exc})", "kept_as": kept}
+    if report["failed_now"]:
+        report["kept_as"] = set_aside(path, "partial-restore")
+    return report, None

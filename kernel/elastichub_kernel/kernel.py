@@ -1,0 +1,346 @@
+"""ElasticKernel: an IPython kernel that checkpoints and restores its state.
+
+- records each cell (recorder.py: AST + namespace id diff, O(cell + #vars));
+- checkpoints on shutdown, on the control message
+  ``elastichub_checkpoint_request`` (relayed by the server extension's
+  ``POST /api/elastichub/checkpoint``) and with ``%elastic_checkpoint``;
+- restores the session's checkpoint on start, except after the user's own
+  "Restart kernel" (clean namespace; ``%elastic_restore`` brings it back);
+- tells the user, in the output of the first cell they run after a start,
+  what was restored and what was not (and why).
+
+Import cost matters (start-to-ready): this module imports nothing beyond
+ipykernel and the standard library; serializer/engine load on first use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+
+from ipykernel.ipkernel import IPythonKernel
+from traitlets import Bool, Float, Unicode, default
+
+from . import __version__
+from .storage import CHECKPOINT_NAME, RESTART_MARKER, default_root, ensure_private_dir, session_key
+
+CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
+STATUS_REQUEST = "elastichub_status_request"
+
+
+class ElasticKernel(IPythonKernel):
+    implementation = "elastic-python"
+    implementation_version = __version__
+    banner = "Elastic Python: IPython with automatic checkpoint/restore (ElasticHub)"
+
+    control_msg_types = [*IPythonKernel.control_msg_types, CHECKPOINT_REQUEST, STATUS_REQUEST]
+
+    checkpoint_root = Unicode(
+        config=True,
+        help="Root directory of checkpoints (one subdirectory per notebook). "
+        "Default: $ELASTICHUB_CHECKPOINT_DIR or ~/.elastichub/checkpoints.",
+    )
+
+    @default("checkpoint_root")
+    def _default_root(self):
+        return default_root()
+
+    session_name = Unicode(
+        config=True,
+        help="Notebook path keying this kernel's checkpoints. Default: "
+        "$JPY_SESSION_NAME; without it, the working directory.",
+    )
+
+    @default("session_name")
+    def _default_session_name(self):
+        return os.environ.get("JPY_SESSION_NAME", "")
+
+    restore_on_start = Bool(True, config=True, help="Restore the notebook's checkpoint when the kernel starts.")
+    restore_after_user_restart = Bool(
+        False,
+        config=True,
+        help="Also restore after the user's own 'Restart kernel'. Off by default: "
+        "users expect a restart to give a clean namespace (%elastic_restore brings the state back).",
+    )
+    checkpoint_on_shutdown = Bool(True, config=True, help="Write a checkpoint when the kernel is shut down.")
+    disk_speed_mbps = Float(
+        config=True,
+        help="Checkpoint volume speed in MB/s for the migrate-vs-recompute cost model. "
+        "0: measure it once in the background after start (cached). "
+        "Default: $ELASTICHUB_DISK_SPEED_MBPS or 0.",
+    )
+
+    @default("disk_speed_mbps")
+    def _default_disk_speed(self):
+        try:
+            return max(float(os.environ.get("ELASTICHUB_DISK_SPEED_MBPS", "0")), 0.0)
+        except ValueError:
+            self.log.warning("ElasticHub: ignoring ELASTICHUB_DISK_SPEED_MBPS=%r (not a number)",
+                             os.environ.get("ELASTICHUB_DISK_SPEED_MBPS"))
+            return 0.0
+    busy_timeout = Float(
+        30.0, config=True,
+        help="Seconds a checkpoint request waits for a running cell to finish before answering an error.",
+    )
+    unchanged_max_age = Float(
+        600.0, config=True,
+        help="A checkpoint request (or shutdown) with no cell run since this kernel's last "
+        "checkpoint reuses that checkpoint if it is younger than this many seconds "
+        "(threads started by the user may still change values; after that, write again).",
+    )
+    keep_spare_file = Bool(
+        True, config=True,
+        help="Keep the replaced checkpoint file and overwrite it in place next time: "
+        "about 2x faster durable writes of large states, for twice the disk space.",
+    )
+    shutdown_busy_timeout = Float(
+        2.0, config=True,
+        help="Same, at shutdown (Jupyter kills a kernel 5 s after asking it to stop).",
+    )
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        # Held while a cell runs and while a checkpoint pickles the namespace,
+        # so a checkpoint never sees a half-updated state. Reentrant: the
+        # %elastic_checkpoint magic runs inside a cell.
+        self._state_lock = threading.RLock()
+        self.session_dir = os.path.join(self.checkpoint_root, session_key(self.session_name or None))
+        # recorder and disk speed load on first use: start-to-ready pays
+        # for nothing it does not need.
+        self._recorder = None
+        self._disk_speed = None
+        self._dirty = True   # state differs from the checkpoint file
+        self._notes: list[str] = []
+        self.last_checkpoint: dict | None = None
+        self.restored: dict | None = None
+        # Widgets change variables through comm messages, not cells.
+        for msg_type in ("comm_open", "comm_msg", "comm_close"):
+            if msg_type in self.shell_handlers:
+                self.shell_handlers[msg_type] = self._tracking(self.shell_handlers[msg_type])
+        if self.shell is not None:
+            from .magics import ElasticMagics
+
+            self.shell.register_magics(ElasticMagics(self.shell, kernel=self))
+
+    def _tracking(self, handler):
+        def handle(*args, **kwargs):
+            with self._state_lock:
+                self._dirty = True
+                return handler(*args, **kwargs)
+
+        return handle
+
+    @property
+    def recorder(self):
+        if self._recorder is None:
+            from .recorder import HistoryRecorder
+
+            self._recorder = HistoryRecorder()
+        return self._recorder
+
+    @property
+    def disk_speed(self):
+        if self._disk_speed is None:
+            from .diskspeed import DiskSpeed
+
+            self._disk_speed = DiskSpeed(self.checkpoint_root, self.disk_speed_mbps, log=self.log)
+        return self._disk_speed
+
+    # -- start ------------------------------------------------------------
+    def start(self):
+        if self.restore_on_start:
+            self._restore_at_start()
+        super().start()
+        # Profiling the disk waits until the kernel is up and idle-ish.
+        self.io_loop.call_later(1.0, lambda: self.disk_speed.start_background(delay_s=1.0))
+
+    def _restore_at_start(self):
+        marker = os.path.join(self.session_dir, RESTART_MARKER)
+        if os.path.lexists(marker):
+            try:
+                os.unlink(marker)
+            except OSError:
+                pass
+            if not self.restore_after_user_restart:
+                if os.path.lexists(os.path.join(self.session_dir, CHECKPOINT_NAME)):
+                    self._notes.append(
+                        "ElasticHub: kernel restarted with a clean namespace. "
+                        "Run %elastic_restore to bring back the last checkpoint."
+                    )
+                return
+        if not os.path.lexists(os.path.join(self.session_dir, CHECKPOINT_NAME)):
+            return  # the common case: nothing more to load, no module to import
+        self.restore_checkpoint(at_start=True)
+
+    def restore_checkpoint(self, at_start: bool = False):
+        """Restore the session's checkpoint into the namespace; queue/return
+        the message for the user. Never raises."""
+        from .engine import restore_or_reject
+        from .messages import format_rejection, format_restore
+
+        try:
+            problem = _dir_problem(self.session_dir)
+            if problem:
+                note = (f"ElasticHub: the checkpoint was NOT restored: directory {problem}. "
+                        "The kernel started with a clean namespace.")
+                report, rejected = None, None
+            else:
+                report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns)
+                note = None
+        except Exception as exc:  # belt and braces: a start must never fail
+            self.log.exception("ElasticHub restore failed")
+            report, rejected, note = None, None, f"ElasticHub: restore failed ({type(exc).__name__}: {exc}); started clean."
+        if rejected:
+            note = format_rejection(rejected)
+            self.log.warning("%s", note)
+        elif report is not None:
+            self.restored = dict(report)
+            note = format_restore(report)
+            # The namespace now equals the file unless something failed (the
+            # file was then set aside, and a new checkpoint is needed).
+            self._dirty = bool(report["failed_now"])
+        if note and at_start:
+            self._notes.append(note)
+        return note
+
+    # -- cells ------------------------------------------------------------
+    async def do_execute(self, code, silent, store_history=True, user_expressions=None,
+                         allow_stdin=False, *, cell_meta=None, cell_id=None):
+        while not self._state_lock.acquire(blocking=False):
+            await asyncio.sleep(0.005)   # a checkpoint is being written
+        try:
+            if self._notes and not silent:
+                notes, self._notes = self._notes, []
+                print("\n".join(notes), file=sys.stderr, flush=True)
+            try:
+                transformed = self.shell.transform_cell(code)
+            except Exception:
+                transformed = code
+            from .recorder import analyze_cell
+
+            info = analyze_cell(transformed)
+            ns = self.shell.user_ns
+            prepared = self.recorder.prepare(info, ns)
+            number = self.shell.execution_count
+            started = time.perf_counter()
+            reply = await super().do_execute(
+                code, silent, store_history, user_expressions, allow_stdin,
+                cell_meta=cell_meta, cell_id=cell_id,
+            )
+            duration = time.perf_counter() - started
+            self._dirty = True
+            self.recorder.record(number, transformed, info, prepared, ns, duration,
+                                 reply.get("status") == "ok")
+            return reply
+        finally:
+            self._state_lock.release()
+
+    # -- checkpoint -------------------------------------------------------
+    def checkpoint_now(self, wait_s: float | None = None, force: bool = False) -> dict:
+        """Write a checkpoint (or confirm the current one). Never raises:
+        failures come back as ``{"status": "error", "ok": False, ...}`` and
+        leave the previous checkpoint file untouched."""
+        wait_s = self.busy_timeout if wait_s is None else wait_s
+        if not self._state_lock.acquire(timeout=max(wait_s, 0)):
+            return _error_reply(f"a cell is still running after {wait_s:g} s; checkpoint not written")
+        try:
+            path = os.path.join(self.session_dir, CHECKPOINT_NAME)
+            if (not force and not self._dirty and self.last_checkpoint
+                    and time.time() - self.last_checkpoint["written_at"] <= self.unchanged_max_age
+                    and _same_file(path, self.last_checkpoint)):
+                return dict(self.last_checkpoint, unchanged=True, seconds=0.0)
+            if not force and not self._dirty and self.restored and os.path.exists(path):
+                return self._restored_file_reply(path)
+            from .engine import checkpoint, user_variable_names
+
+            ns = self.shell.user_ns
+            names = user_variable_names(ns, self.shell.user_ns_hidden)
+            ensure_private_dir(self.checkpoint_root, tighten=False)
+            reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
+                               self.session_name, keep_spare=self.keep_spare_file)
+            st = os.stat(reply["path"])
+            reply["unchanged"] = False
+            self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,
+                                        written_at=time.time())
+            self._dirty = False
+            self.log.info("ElasticHub checkpoint: %s bytes in %.3f s to %s",
+                          reply["bytes"], reply["seconds"], reply["path"])
+            return reply
+        except Exception as exc:
+            self.log.exception("ElasticHub checkpoint failed")
+            return _error_reply(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._state_lock.release()
+
+    def _restored_file_reply(self, path):
+        r = self.restored
+        return {"status": "ok", "ok": True, "bytes": os.path.getsize(path), "seconds": 0.0,
+                "migrated": r["migrated"], "recomputed": r["recomputed"],
+                "not_restorable": r["not_restorable"], "path": path, "error": None, "unchanged": True}
+
+    async def elastichub_checkpoint_request(self, stream, ident, parent):
+        content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))
+        content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
+        self.session.send(stream, "elastichub_checkpoint_reply", content, parent, ident=ident)
+
+    async def elastichub_status_request(self, stream, ident, parent):
+        self.session.send(stream, "elastichub_status_reply", self.status(), parent, ident=ident)
+
+    def status(self) -> dict:
+        write_bps, read_bps = self.disk_speed.estimate()
+        return {
+            "status": "ok",
+            "checkpoint_dir": self.session_dir,
+            "checkpoint_root": self.checkpoint_root,
+            "session_key": os.path.basename(self.session_dir),
+            "session_name": self.session_name,
+            "dirty": self._dirty,
+            "last_checkpoint": self.last_checkpoint,
+            "restored": self.restored,
+            "disk_speed": {"write_bps": write_bps, "read_bps": read_bps, "source": self.disk_speed.source},
+        }
+
+    async def do_shutdown(self, restart):
+        if self.checkpoint_on_shutdown:
+            result = self.checkpoint_now(wait_s=self.shutdown_busy_timeout)
+            if not result["ok"]:
+                self.log.error("ElasticHub: checkpoint at shutdown failed: %s", result["error"])
+        if restart:
+            _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
+        return super().do_shutdown(restart)
+
+
+def _error_reply(message: str) -> dict:
+    return {"status": "error", "ok": False, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
+            "not_restorable": [], "path": "", "error": message}
+
+
+def _same_file(path: str, last: dict) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_mtime_ns == last.get("mtime_ns") and st.st_size == last.get("size")
+
+
+def _dir_problem(directory: str) -> str | None:
+    """Why the session directory (or the root above it) cannot be trusted."""
+    from .storage import check_private_dir
+
+    for path in (os.path.dirname(directory), directory):
+        problem = check_private_dir(path)
+        if problem:
+            return f"{path} {problem}"
+    return None
+
+
+def _touch_marker(path: str, log) -> None:
+    try:
+        ensure_private_dir(os.path.dirname(path))
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        os.close(fd)
+    except OSError as exc:
+        log.warning("ElasticHub: could not mark the restart (%s)", exc)

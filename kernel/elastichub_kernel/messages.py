@@ -1,0 +1,41 @@
+"""What the user reads in the notebook after a start (plain text, stderr)."""
+
+from __future__ import annotations
+
+import time
+
+
+def _when(ts) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(ts)))
+    except (TypeError, ValueError):
+        return "an unknown time"
+
+
+def format_restore(report: dict) -> str:
+    restored = len(report["migrated"]) + len(report["recomputed"])
+    lines = [
+        f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
+        f"({len(report['migrated'])} loaded, {len(report['recomputed'])} recomputed) in {report['seconds']:.2f} s."
+    ]
+    if report["not_restorable"]:
+        lines.append("Not restored (re-create them by re-running their cells):")
+        lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
+    for item in report.get("differs", []):
+        lines.append(f"Note: {item['name']}: {item['reason']}")
+    if report.get("failed_now"):
+        kept = report.get("kept_as")
+        lines.append(
+            f"The checkpoint file was kept as {kept} so that nothing is lost."
+            if kept else f"The checkpoint file {report['path']} could not be set aside."
+        )
+    return "\n".join(lines)
+
+
+def format_rejection(rejected: dict) -> str:
+    kept = rejected.get("kept_as")
+    where = f"It was set aside (kept) as {kept}." if kept else "It could not be moved and was left in place."
+    return (
+        f"ElasticHub: the checkpoint {rejected['path']} was NOT restored: {rejected['reason']}. "
+        f"The kernel started with a clean namespace. {where}"
+    )

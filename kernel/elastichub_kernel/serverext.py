@@ -1,0 +1,337 @@
+"""Jupyter Server extension: checkpoint the server's Elastic kernels on request.
+
+``POST /api/elastichub/checkpoint`` (JSON body, optional ``kernel_id``; none
+means every running kernel of the server) answers one result per kernel::
+
+    {"kernel_id", "kernel_name", "ok", "bytes", "seconds", "migrated": [...],
+     "recomputed": [...], "not_restorable": [{"name", "reason"}], "path",
+     "unchanged", "wall_seconds", "error" (only when not ok)}
+
+``GET /api/elastichub/status[?kernel_id=ID]`` answers the extension's version
+and settings and, per kernel, whether it is an Elastic kernel and what it
+reports about itself.
+
+The orchestrator calls the checkpoint endpoint before it stops a server: the
+request waits for the kernel's reply (up to ``checkpoint_timeout``), so a large
+state is written while nothing else is tearing the kernel down. Both endpoints
+are authenticated and authorized like Jupyter Server's own kernel API (auth
+resource ``kernels``), so the hub's token works through the single-user server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from queue import Empty
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+from traitlets import Float
+
+from . import __version__
+
+CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
+STATUS_REQUEST = "elastichub_status_request"
+# How often a waiting request checks that the kernel process is still alive.
+_LIVENESS_POLL_S = 1.0
+
+
+class KernelRequestError(Exception):
+    """The kernel could not answer (dead, timed out, malformed reply)."""
+
+
+def is_elastic_kernelspec(spec: Any) -> bool:
+    """True when a kernelspec launches the Elastic kernel.
+
+    Stock kernels ignore unknown control messages without replying, so asking
+    them would only end in a timeout: decide from the spec instead (the mark
+    our installer writes, or the launcher module in argv for hand-made specs).
+    """
+    if spec is None:
+        return False
+    metadata = getattr(spec, "metadata", None) or {}
+    marked = isinstance(metadata.get("elastichub"), dict) and metadata["elastichub"].get("checkpoint")
+    return bool(marked) or any("elastichub_kernel" in str(arg) for arg in (getattr(spec, "argv", None) or []))
+
+
+async def control_request(kernel: Any, msg_type: str, timeout: float) -> dict:
+    """Send ``msg_type`` on the kernel's control channel; return the reply content.
+
+    Only the control channel is opened: it is served by the kernel even while
+    a cell runs, and a private client gets its own socket, so the reply is
+    routed to us alone. Waits up to ``timeout`` seconds, checking that the
+    kernel process is alive so a crash is reported at once, not at the timeout.
+    """
+    reply_type = msg_type.replace("_request", "_reply")
+    client = kernel.client()
+    client.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
+    try:
+        request = client.session.msg(msg_type, {})
+        process = _process_id(kernel)
+        client.control_channel.send(request)
+        msg_id = request["header"]["msg_id"]
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KernelRequestError(f"no {msg_type} reply within {timeout:g} s")
+            try:
+                reply = await client.control_channel.get_msg(timeout=min(remaining, _LIVENESS_POLL_S))
+            except Empty:
+                # The server's restarter may already have replaced a dead
+                # kernel: the new process never saw the request.
+                if not await kernel.is_alive() or _process_id(kernel) != process:
+                    raise KernelRequestError(f"the kernel died before answering {msg_type}") from None
+                continue
+            if reply.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            content = reply.get("content")
+            if reply.get("msg_type") != reply_type or not isinstance(content, dict):
+                raise KernelRequestError(f"the kernel answered {msg_type} with a malformed {reply.get('msg_type')!r}")
+            return content
+    finally:
+        client.stop_channels()
+
+
+def _process_id(kernel: Any) -> Any:
+    """The kernel process's pid where the provisioner knows it (local kernels)."""
+    return getattr(getattr(kernel, "provisioner", None), "pid", None)
+
+
+def _failure(kernel_id: str, kernel_name: str | None, error: str) -> dict:
+    return {
+        "kernel_id": kernel_id,
+        "kernel_name": kernel_name,
+        "ok": False,
+        "bytes": 0,
+        "seconds": 0.0,
+        "migrated": [],
+        "recomputed": [],
+        "not_restorable": [],
+        "error": error,
+    }
+
+
+def normalize_checkpoint_reply(kernel_id: str, kernel_name: str | None, content: dict) -> dict:
+    """Check the kernel's reply field by field and shape it for the API.
+
+    A malformed reply is a failed checkpoint with a message naming the field:
+    the orchestrator must never read "ok" from a reply it did not understand.
+    """
+    problems = []
+    if not isinstance(content.get("ok"), bool):
+        problems.append("'ok' is not a boolean")
+    if not isinstance(content.get("bytes", 0), int) or isinstance(content.get("bytes", 0), bool):
+        problems.append("'bytes' is not an integer")
+    if not isinstance(content.get("seconds", 0.0), (int, float)):
+        problems.append("'seconds' is not a number")
+    for field in ("migrated", "recomputed"):
+        value = content.get(field, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            problems.append(f"'{field}' is not a list of names")
+    not_restorable = content.get("not_restorable", [])
+    if not (
+        isinstance(not_restorable, list)
+        and all(isinstance(v, dict) and isinstance(v.get("name"), str) for v in not_restorable)
+    ):
+        problems.append("'not_restorable' is not a list of {name, reason}")
+    if problems:
+        return _failure(kernel_id, kernel_name, "malformed checkpoint reply from the kernel: " + "; ".join(problems))
+    ok = content["ok"] and content.get("status", "ok") == "ok"
+    result = {
+        "kernel_id": kernel_id,
+        "kernel_name": kernel_name,
+        "ok": ok,
+        "bytes": content.get("bytes", 0),
+        "seconds": float(content.get("seconds", 0.0)),
+        "migrated": list(content.get("migrated", [])),
+        "recomputed": list(content.get("recomputed", [])),
+        "not_restorable": [
+            {"name": v["name"], "reason": str(v.get("reason", ""))} for v in not_restorable
+        ],
+        "path": content.get("path"),
+        # True when the state had not changed since the last checkpoint,
+        # which was confirmed instead of rewritten.
+        "unchanged": bool(content.get("unchanged", False)),
+    }
+    if not ok:
+        result["error"] = str(content.get("error") or "the kernel reported a failed checkpoint")
+    return result
+
+
+class ElasticHubExtension(ExtensionApp):
+    """Checkpoint endpoint of the Elastic Python kernel (``/api/elastichub/``)."""
+
+    name = "elastichub_kernel"
+    load_other_extensions = True
+
+    checkpoint_timeout = Float(
+        1800.0,
+        config=True,
+        help="""Seconds to wait for one kernel's checkpoint reply. Generous:
+        writing a large state takes as long as the disk needs, and a request
+        that gives up early leaves the orchestrator without a checkpoint.""",
+    )
+    status_timeout = Float(
+        10.0,
+        config=True,
+        help="Seconds to wait for one kernel's status reply.",
+    )
+
+    def initialize_settings(self) -> None:
+        # One lock per kernel: two checkpoint requests for the same kernel
+        # run one after the other, never interleaved in its storage.
+        self.locks: dict[str, asyncio.Lock] = {}
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(
+            [
+                (r"/api/elastichub/checkpoint", CheckpointHandler),
+                (r"/api/elastichub/status", StatusHandler),
+            ]
+        )
+
+    def _kernel_or_404(self, kernel_id: str) -> Any:
+        km = self.serverapp.kernel_manager
+        if kernel_id not in km:
+            raise web.HTTPError(404, f"no kernel with id {kernel_id!r} on this server")
+        return km.get_kernel(kernel_id)
+
+    def kernels(self, kernel_id: str | None) -> list[tuple[str, Any]]:
+        if kernel_id is not None:
+            return [(kernel_id, self._kernel_or_404(kernel_id))]
+        km = self.serverapp.kernel_manager
+        running = km.list_kernel_ids()
+        for gone in set(self.locks) - set(running):  # forget kernels shut down since
+            if not self.locks[gone].locked():
+                del self.locks[gone]
+        return [(kid, km.get_kernel(kid)) for kid in running]
+
+    @staticmethod
+    def _spec(kernel: Any) -> Any:
+        try:
+            return kernel.kernel_spec
+        except Exception:  # a spec removed since start: treat as not elastic
+            return None
+
+    async def checkpoint(self, kernel_id: str, kernel: Any) -> dict:
+        started = time.monotonic()
+        result = await self._checkpoint(kernel_id, kernel)
+        result["wall_seconds"] = round(time.monotonic() - started, 6)
+        level = self.log.info if result["ok"] else self.log.warning
+        level(
+            "elastichub checkpoint of kernel %s: ok=%s bytes=%s in %.3f s%s",
+            kernel_id,
+            result["ok"],
+            result["bytes"],
+            result["wall_seconds"],
+            f" ({result['error']})" if "error" in result else "",
+        )
+        return result
+
+    async def _checkpoint(self, kernel_id: str, kernel: Any) -> dict:
+        name = getattr(kernel, "kernel_name", None)
+        if not is_elastic_kernelspec(self._spec(kernel)):
+            # Decided from the spec: a stock kernel would never answer.
+            return _failure(
+                kernel_id,
+                name,
+                f"kernel {name!r} is not an Elastic Python kernel: it cannot checkpoint "
+                "(start the notebook with the 'Elastic Python' kernel)",
+            )
+        async with self.locks.setdefault(kernel_id, asyncio.Lock()):
+            if not await kernel.is_alive():
+                return _failure(kernel_id, name, "the kernel is not running")
+            try:
+                content = await control_request(kernel, CHECKPOINT_REQUEST, self.checkpoint_timeout)
+            except KernelRequestError as e:
+                return _failure(kernel_id, name, str(e))
+        return normalize_checkpoint_reply(kernel_id, name, content)
+
+    async def status(self, kernel_id: str, kernel: Any) -> dict:
+        name = getattr(kernel, "kernel_name", None)
+        elastic = is_elastic_kernelspec(self._spec(kernel))
+        entry: dict[str, Any] = {
+            "kernel_id": kernel_id,
+            "kernel_name": name,
+            "elastic": elastic,
+            "execution_state": getattr(kernel, "execution_state", None),
+            "checkpointing": self.locks.get(kernel_id, asyncio.Lock()).locked(),
+            "status": None,
+        }
+        # Asking a kernel busy writing a checkpoint would only time out.
+        if not elastic or entry["checkpointing"]:
+            return entry
+        try:
+            if not await kernel.is_alive():
+                entry["error"] = "the kernel is not running"
+            else:
+                entry["status"] = await control_request(kernel, STATUS_REQUEST, self.status_timeout)
+        except KernelRequestError as e:
+            entry["error"] = str(e)
+        return entry
+
+
+class _Handler(ExtensionHandlerMixin, APIHandler):
+    # Same authorization as /api/kernels: POST needs "write", GET "read".
+    auth_resource = "kernels"
+
+    @property
+    def ext(self) -> ElasticHubExtension:
+        return self.extensionapp  # type: ignore[return-value]
+
+
+class CheckpointHandler(_Handler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        kernel_id = self._kernel_id_from_body()
+        targets = self.ext.kernels(kernel_id)
+        results = await asyncio.gather(*(self.ext.checkpoint(kid, k) for kid, k in targets))
+        self.finish(json.dumps(list(results)))
+
+    def _kernel_id_from_body(self) -> str | None:
+        raw = self.request.body.strip()
+        if not raw:
+            return None
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise web.HTTPError(400, "the request body is not valid JSON") from None
+        if not isinstance(body, dict):
+            raise web.HTTPError(400, "the request body must be a JSON object, e.g. {\"kernel_id\": \"...\"}")
+        unknown = sorted(set(body) - {"kernel_id"})
+        if unknown:
+            raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
+        kernel_id = body.get("kernel_id")
+        if kernel_id is not None and (not isinstance(kernel_id, str) or not kernel_id):
+            raise web.HTTPError(400, "'kernel_id' must be a non-empty string")
+        return kernel_id
+
+
+class StatusHandler(_Handler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        kernel_id = self.get_query_argument("kernel_id", None) or None
+        targets = self.ext.kernels(kernel_id)
+        kernels = await asyncio.gather(*(self.ext.status(kid, k) for kid, k in targets))
+        self.finish(
+            json.dumps(
+                {
+                    "version": __version__,
+                    "checkpoint_timeout": self.ext.checkpoint_timeout,
+                    "status_timeout": self.ext.status_timeout,
+                    "kernels": list(kernels),
+                }
+            )
+        )
+
+
+def _jupyter_server_extension_points() -> list[dict]:
+    return [{"module": "elastichub_kernel.serverext", "app": ElasticHubExtension}]

@@ -1,0 +1,395 @@
+"""Checkpoint files: one per notebook session, atomic, versioned, checksummed.
+
+Layout of ``checkpoint.ehk`` (all integers big-endian)::
+
+    header   b"EHKCKPT\\n" | u32 format version | u32 reserved       (16 bytes)
+    blobs    blob 0, blob 1, ...   (raw bytes: pickle records, array buffers)
+    index    JSON: metadata + per-blob offset/length/crc32 + records
+    trailer  u64 index offset | u64 index length | u32 index crc32 |
+             u32 reserved | b"EHKEND\\n\\0"                          (32 bytes)
+
+A file is written to a temp name in the same directory (mode 0600, O_EXCL),
+fsync'd, renamed over the previous checkpoint and the directory fsync'd: a
+crash or a SIGKILL at any moment leaves the last good checkpoint in place.
+Reading refuses anything it cannot vouch for (foreign owner, group/world
+writable, symlink, bad magic, newer version, truncated, checksum mismatch);
+the caller sets the file aside (kept, renamed) and starts clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import struct
+import time
+import zlib
+
+MAGIC = b"EHKCKPT\n"
+END_MAGIC = b"EHKEND\n\0"
+FORMAT_VERSION = 1
+CHECKPOINT_NAME = "checkpoint.ehk"
+RESTART_MARKER = "restart-requested"
+SPARE_NAME = f".{CHECKPOINT_NAME}.spare"
+_HEADER = struct.Struct(">8sII")
+_TRAILER = struct.Struct(">QQII8s")
+# Chunk size for writes/reads: big enough for full disk speed, small enough
+# that checksumming chunk k overlaps the I/O of the same chunk.
+_CHUNK = 32 << 20
+
+
+class CheckpointRejected(Exception):
+    """A checkpoint file that must not be restored; ``reason`` says why."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class LoadedCheckpoint:
+    def __init__(self, path: str, index: dict, blobs: list):
+        self.path = path
+        self.index = index
+        self.blobs = blobs  # writable buffer per blob: arrays load writable
+
+
+def default_root() -> str:
+    configured = os.environ.get("ELASTICHUB_CHECKPOINT_DIR")
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    return os.path.join(os.path.expanduser("~"), ".elastichub", "checkpoints")
+
+
+def session_key(session_name: str | None, cwd: str | None = None) -> str:
+    """Directory name for a notebook session.
+
+    Keyed by the notebook path (JPY_SESSION_NAME): a readable stem plus a hash
+    of the full path, so two notebooks with the same file name never collide.
+    Without a session name (a console, an old server) the working directory
+    keys it: instant, and stable across restarts of the same server.
+    """
+    if session_name:
+        stem = os.path.basename(session_name.rstrip("/")) or "notebook"
+        source = "nb:" + session_name
+    else:
+        cwd = cwd or os.getcwd()
+        stem = "no-session-" + (os.path.basename(cwd.rstrip("/")) or "root")
+        source = "cwd:" + cwd
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem)[:60]
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{stem}-{digest}"
+
+
+def check_private_dir(path: str) -> str | None:
+    """Why ``path`` is not a directory we may trust, or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def ensure_private_dir(path: str, tighten: bool = True) -> None:
+    """Create ``path`` with mode 0700 if missing; refuse an unsafe one.
+
+    ``tighten``: an existing directory of ours that others can read (0755)
+    becomes 0700 (session directories). The configured root is only checked,
+    never chmod-ed: it may be a directory the user chose for other things.
+    """
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    problem = check_private_dir(path)
+    if problem:
+        raise PermissionError(f"checkpoint directory {path} {problem}")
+    if tighten and stat.S_IMODE(os.stat(path).st_mode) != 0o700:
+        os.chmod(path, 0o700)
+
+
+def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool = True) -> tuple[str, int]:
+    """Write blobs + index atomically as ``directory/checkpoint.ehk``.
+
+    ``blobs`` are bytes-like (memoryviews of array buffers are written without
+    a copy). Returns (path, bytes written). The previous checkpoint is
+    replaced only after everything is on disk.
+
+    ``keep_spare``: the replaced generation is kept as ``.checkpoint.ehk.spare``
+    and the next write overwrites that file in place: rewriting allocated
+    blocks is about twice as fast as filling a new file here (ext4), at the
+    price of a second copy on disk. Without it, the replaced generation is
+    deleted in the background (freeing GBs of blocks is slow too).
+    """
+    from concurrent.futures import ThreadPoolExecutor  # lazy: kernel start-up time
+
+    ensure_private_dir(directory)
+    final = os.path.join(directory, CHECKPOINT_NAME)
+    spare = os.path.join(directory, SPARE_NAME)
+    tmp = os.path.join(directory, f".{CHECKPOINT_NAME}.tmp-{os.getpid()}-{time.monotonic_ns()}")
+    fd = _claim_spare(spare, tmp) if keep_spare else None
+    if fd is None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(tmp, flags, 0o600)
+    try:
+        with ThreadPoolExecutor(1, thread_name_prefix="elastichub-crc") as pool:
+            pos = _HEADER.size
+            _write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
+            table = []
+            for blob in blobs:
+                view = memoryview(blob).cast("B")
+                crcs = []
+                for start in range(0, len(view), _CHUNK):
+                    chunk = view[start:start + _CHUNK]
+                    pending = pool.submit(zlib.crc32, chunk)
+                    _write_all(fd, chunk)
+                    crcs.append(pending.result())
+                table.append({"offset": pos, "length": len(view), "crc32": crcs})
+                pos += len(view)
+            index = dict(index, format=FORMAT_VERSION, chunk=_CHUNK, blobs=table)
+            raw_index = json.dumps(index, separators=(",", ":")).encode()
+            _write_all(fd, raw_index)
+            _write_all(fd, _TRAILER.pack(pos, len(raw_index), zlib.crc32(raw_index), 0, END_MAGIC))
+            total = pos + len(raw_index) + _TRAILER.size
+        os.ftruncate(fd, total)  # a recycled spare may have been longer
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    # Keep the replaced generation alive under a hard link until the new one
+    # is in place: then it becomes the spare, or is deleted in the background.
+    previous = os.path.join(directory, f".{CHECKPOINT_NAME}.old-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.link(final, previous, follow_symlinks=False)
+    except OSError:
+        previous = None
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        _unlink_quietly(tmp)
+        if previous:
+            _unlink_quietly(previous)
+        raise
+    _fsync_dir(directory)
+    if previous and keep_spare:
+        try:
+            os.replace(previous, spare)
+        except OSError:
+            pass
+    _drop_old_generations(directory)
+    return final, total
+
+
+def _claim_spare(spare: str, tmp: str) -> int | None:
+    """Take the spare file as this write's temp file (rename: one writer wins)."""
+    try:
+        os.rename(spare, tmp)
+    except OSError:
+        return None
+    try:
+        fd = os.open(tmp, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        _unlink_quietly(tmp)
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o600:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        return None
+    return fd
+
+
+def _drop_old_generations(directory: str) -> None:
+    import threading
+
+    def drop():
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith(f".{CHECKPOINT_NAME}.old-") or _is_stale_temp(name):
+                _unlink_quietly(os.path.join(directory, name))
+
+    threading.Thread(target=drop, name="elastichub-drop-old", daemon=True).start()
+
+
+def _is_stale_temp(name: str) -> bool:
+    """A temp file left by a writer that was killed mid-save (its process is
+    gone). Never a live writer's: same pid as ours or a running process."""
+    prefix = f".{CHECKPOINT_NAME}.tmp-"
+    if not name.startswith(prefix):
+        return False
+    try:
+        pid = int(name[len(prefix):].split("-")[0])
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _write_all(fd: int, data) -> None:
+    view = memoryview(data).cast("B")
+    while len(view):
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_index(path: str) -> dict:
+    """Validate the file's trust, header and index (not the blobs)."""
+    fd = _open_trusted(path)
+    try:
+        return _read_index_fd(path, fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def read_checkpoint(path: str) -> LoadedCheckpoint:
+    """Read and verify a whole checkpoint; raise CheckpointRejected if bad."""
+    from concurrent.futures import ThreadPoolExecutor  # lazy: kernel start-up time
+
+    fd = _open_trusted(path)
+    try:
+        size = os.fstat(fd).st_size
+        index = _read_index_fd(path, fd, size)
+        if hasattr(os, "posix_fadvise"):  # one sequential pass: read ahead more
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        blobs = []
+        chunk = index["chunk"]
+        with ThreadPoolExecutor(1, thread_name_prefix="elastichub-crc") as pool:
+            for number, entry in enumerate(index["blobs"]):
+                buf = _writable_buffer(entry["length"])
+                view = memoryview(buf)
+                pending = []
+                for k, start in enumerate(range(0, len(view), chunk)):
+                    part = view[start:start + chunk]
+                    got = os.preadv(fd, [part], entry["offset"] + start)
+                    if got != len(part):
+                        raise CheckpointRejected(path, f"truncated inside blob {number}")
+                    pending.append((k, pool.submit(zlib.crc32, part)))
+                for k, fut in pending:
+                    if fut.result() != entry["crc32"][k]:
+                        raise CheckpointRejected(
+                            path, f"checksum mismatch in blob {number} (bytes {entry['offset'] + k * chunk}..)"
+                        )
+                blobs.append(buf)
+        return LoadedCheckpoint(path=path, index=index, blobs=blobs)
+    finally:
+        os.close(fd)
+
+
+def _writable_buffer(length: int):
+    """Zero-filled writable memory for a blob. Large ones are anonymous
+    mmaps: pages appear as the read fills them, whereas bytearray(n) first
+    writes n zero bytes (0.5 s per GB here, longer than reading the data)."""
+    if length < (1 << 20):
+        return bytearray(length)
+    import mmap
+
+    return mmap.mmap(-1, length)
+
+
+def _open_trusted(path: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if os.path.islink(path):
+            raise CheckpointRejected(path, "is a symbolic link") from None
+        raise CheckpointRejected(path, f"cannot be opened: {exc.strerror}") from None
+    st = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif st.st_uid != os.geteuid():
+        problem = f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    elif st.st_mode & 0o022:
+        problem = f"is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
+    if problem:
+        os.close(fd)
+        raise CheckpointRejected(path, problem)
+    return fd
+
+
+def _read_index_fd(path: str, fd: int, size: int) -> dict:
+    if size < _HEADER.size + _TRAILER.size:
+        raise CheckpointRejected(path, f"truncated ({size} bytes)")
+    magic, version, _ = _HEADER.unpack(os.pread(fd, _HEADER.size, 0))
+    if magic != MAGIC:
+        raise CheckpointRejected(path, "not an ElasticHub checkpoint (bad header)")
+    if version != FORMAT_VERSION:
+        raise CheckpointRejected(path, f"format version {version}; this kernel reads version {FORMAT_VERSION}")
+    off, length, crc, _, end = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
+    if end != END_MAGIC:
+        raise CheckpointRejected(path, "truncated or damaged (no end marker)")
+    if off + length + _TRAILER.size != size or off < _HEADER.size:
+        raise CheckpointRejected(path, "truncated or damaged (index position does not match the file size)")
+    raw = os.pread(fd, length, off)
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        raise CheckpointRejected(path, "checksum mismatch in the index")
+    try:
+        index = json.loads(raw)
+        _validate_index(index, off)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointRejected(path, f"malformed index ({exc})") from None
+    return index
+
+
+def _validate_index(index: dict, blobs_end: int) -> None:
+    if index.get("format") != FORMAT_VERSION or not isinstance(index.get("chunk"), int) or index["chunk"] <= 0:
+        raise ValueError("bad format/chunk fields")
+    pos = _HEADER.size
+    for entry in index["blobs"]:
+        offset, length, crcs = entry["offset"], entry["length"], entry["crc32"]
+        if offset != pos or length < 0 or len(crcs) != -(-length // index["chunk"]):
+            raise ValueError("blob table inconsistent")
+        pos += length
+    if pos != blobs_end:
+        raise ValueError("blob table does not cover the file")
+    if not isinstance(index["records"], list):
+        raise ValueError("records is not a list")
+
+
+def set_aside(path: str, why: str) -> str | None:
+    """Rename a refused checkpoint out of the way (kept for inspection).
+
+    Returns the new path, or None when even renaming failed (the message to
+    the user then says the file is still where it was).
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = f"{path}.{why}-{stamp}-{os.getpid()}"
+    try:
+        os.rename(path, target)
+    except OSError:
+        return None
+    return target

@@ -1,0 +1,84 @@
+"""Lazy type probing: decide what a user object is from its class metadata.
+
+``isinstance(x, numpy.ndarray)`` would need ``import numpy``; the reference
+kernel pays ~0.24 s per start importing libraries the user may never use.
+Every type question here is answered from ``type(x).__mro__`` names
+(``module.qualname``), so no user library is ever imported by the kernel.
+"""
+
+from __future__ import annotations
+
+import types
+
+# Objects whose value lives outside the process (a connection, an OS handle,
+# a running frame): a pickled copy would be a different, dead thing.
+# Keys are "module.qualname" of a class anywhere in the MRO.
+_UNRESTORABLE_CLASSES = {
+    "socket.socket": "an open network socket (reconnect after restore)",
+    "_socket.socket": "an open network socket (reconnect after restore)",
+    "ssl.SSLSocket": "an open TLS connection (reconnect after restore)",
+    "_io._IOBase": "an open file handle (reopen the file after restore)",
+    "_thread.lock": "a thread lock (its locked state cannot be carried over)",
+    "_thread.RLock": "a thread lock (its locked state cannot be carried over)",
+    "threading.Thread": "a running thread",
+    "threading.Condition": "a thread synchronisation object",
+    "threading.Event": "a thread synchronisation object",
+    "threading.Semaphore": "a thread synchronisation object",
+    "multiprocessing.pool.Pool": "a pool of worker processes",
+    "subprocess.Popen": "a running child process",
+    "sqlite3.Connection": "an open database connection (reconnect after restore)",
+    "sqlite3.Cursor": "an open database cursor",
+    "select.epoll": "an OS event handle",
+    "selectors.BaseSelector": "an OS event handle",
+    "asyncio.events.AbstractEventLoop": "an event loop",
+    "concurrent.futures._base.Executor": "a pool of workers",
+    "zmq.sugar.socket.Socket": "an open ZeroMQ socket",
+    "zmq.sugar.context.Context": "a ZeroMQ context",
+}
+
+# In-memory stream classes live under _io too but are plain values.
+_RESTORABLE_IO = {"_io.BytesIO", "_io.StringIO"}
+
+_BUILTIN_UNRESTORABLE = {
+    types.GeneratorType: "a generator (its paused execution state cannot be saved)",
+    types.CoroutineType: "a coroutine (its paused execution state cannot be saved)",
+    types.AsyncGeneratorType: "an async generator (its paused execution state cannot be saved)",
+    types.FrameType: "an execution frame",
+    types.TracebackType: "a traceback (it holds live frames)",
+}
+
+
+def class_names(obj) -> list[str]:
+    """``module.qualname`` of every class in ``type(obj).__mro__``."""
+    names = []
+    for cls in type(obj).__mro__:
+        names.append(f"{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', cls.__name__)}")
+    return names
+
+
+def type_name(obj) -> str:
+    """The user-facing name of an object's type, e.g. ``numpy.ndarray``."""
+    return class_names(obj)[0].replace("builtins.", "")
+
+
+def is_module(obj) -> bool:
+    return isinstance(obj, types.ModuleType)
+
+
+def unrestorable_reason(obj) -> str | None:
+    """Why ``obj`` cannot be carried to another process, or None.
+
+    Only classes whose value is inherently process-bound are listed; anything
+    else is tried with pickle, and a pickling error is reported by name.
+    """
+    for kind, reason in _BUILTIN_UNRESTORABLE.items():
+        if isinstance(obj, kind):
+            return reason
+    names = class_names(obj)
+    if names[0] in _RESTORABLE_IO:
+        return None
+    for name in names:
+        reason = _UNRESTORABLE_CLASSES.get(name)
+        if reason is not None:
+            return reason
+    return None

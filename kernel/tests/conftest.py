@@ -1,0 +1,143 @@
+"""Shared fixtures: real Elastic kernels started through jupyter_client.
+
+- ``elastic_kernelspec_dir``: a kernels/ dir holding the ``elastic-python``
+  kernelspec (argv = this interpreter + ``-m elastichub_kernel.launcher``).
+- ``start_elastic_kernel(checkpoint_dir, session_name=..., env=..., args=...)``
+  -> ``(KernelManager, BlockingKernelClient)``, started and ready; every
+  kernel is shut down (now=True) at teardown, so no orphan survives a test.
+  ``stop_elastic_kernel(km, kc)`` does the *graceful* shutdown (the kernel's
+  own checkpoint-on-shutdown) inside a test. Module-scoped twins:
+  ``start_elastic_kernel_module`` / the same stop function.
+- ``run_cell(kc, code)`` -> dict(stdout, stderr, error, reply) of one cell.
+- ``control_request(kc, msg_type, content)`` -> reply content (control channel).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+KERNEL_NAME = "elastic-python"
+
+
+@pytest.fixture(scope="session")
+def elastic_kernelspec_dir(tmp_path_factory):
+    kernels = tmp_path_factory.mktemp("jupyter-data") / "kernels"
+    spec_dir = kernels / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "elastichub_kernel.launcher", "-f", "{connection_file}"],
+        "display_name": "Elastic Python",
+        "language": "python",
+        "metadata": {"debugger": False},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return kernels
+
+
+class _Kernels:
+    def __init__(self, kernels_dir):
+        self.kernels_dir = kernels_dir
+        self.started = []
+
+    def start(self, checkpoint_dir, session_name="work/analysis.ipynb", env=None, args=(), timeout=60):
+        full_env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME",)}
+        full_env["ELASTICHUB_CHECKPOINT_DIR"] = str(checkpoint_dir)
+        # A fixed speed keeps tests off the background disk probe.
+        full_env.setdefault("ELASTICHUB_DISK_SPEED_MBPS", "500")
+        if session_name is not None:
+            full_env["JPY_SESSION_NAME"] = session_name
+        full_env.update(env or {})
+        km = KernelManager(
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.kernels_dir)]),
+        )
+        km.start_kernel(env=full_env, extra_arguments=list(args))
+        kc = km.client()
+        kc.start_channels()
+        self.started.append((km, kc))
+        try:
+            kc.wait_for_ready(timeout=timeout)
+        except Exception:
+            self.kill(km, kc)
+            raise
+        return km, kc
+
+    @staticmethod
+    def stop(km, kc, timeout_note=""):
+        """Graceful shutdown: the kernel checkpoints in do_shutdown."""
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+
+    @staticmethod
+    def kill(km, kc):
+        try:
+            kc.stop_channels()
+        finally:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+
+    def cleanup(self):
+        for km, kc in self.started:
+            try:
+                self.kill(km, kc)
+            except Exception:
+                pass
+
+
+@pytest.fixture
+def start_elastic_kernel(elastic_kernelspec_dir):
+    kernels = _Kernels(elastic_kernelspec_dir)
+    yield kernels.start
+    kernels.cleanup()
+
+
+@pytest.fixture(scope="module")
+def start_elastic_kernel_module(elastic_kernelspec_dir):
+    kernels = _Kernels(elastic_kernelspec_dir)
+    yield kernels.start
+    kernels.cleanup()
+
+
+@pytest.fixture(scope="session")
+def stop_elastic_kernel():
+    return _Kernels.stop
+
+
+def _run_cell(kc, code, timeout=60):
+    out = {"stdout": "", "stderr": "", "error": None}
+
+    def hook(msg):
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            out[content["name"]] += content["text"]
+        elif kind == "error":
+            out["error"] = f"{content['ename']}: {content['evalue']}"
+
+    reply = kc.execute_interactive(code, output_hook=hook, timeout=timeout)
+    out["reply"] = reply["content"]
+    return out
+
+
+@pytest.fixture(scope="session")
+def run_cell():
+    return _run_cell
+
+
+def _control_request(kc, msg_type, content=None, timeout=60):
+    msg = kc.session.msg(msg_type, content or {})
+    kc.control_channel.send(msg)
+    while True:
+        reply = kc.control_channel.get_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply
+
+
+@pytest.fixture(scope="session")
+def control_request():
+    return _control_request

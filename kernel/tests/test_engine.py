@@ -1,0 +1,133 @@
+"""Migrate vs recompute, in process: imports re-imported and verified, pure
+cells re-run and verified by fingerprint, everything else migrated or named."""
+
+import json
+import os
+import sys
+import types
+
+from elastichub_kernel import engine
+from elastichub_kernel.diskspeed import DiskSpeed
+from elastichub_kernel.recorder import HistoryRecorder, analyze_cell
+from elastichub_kernel.storage import CHECKPOINT_NAME
+
+
+def _run(recorder, ns, number, code):
+    info = analyze_cell(code)
+    prepared = recorder.prepare(info, ns)
+    exec(code, ns)
+    recorder.record(number, code, info, prepared, ns, 0.0001, True)
+
+
+def _state(tmp_path):
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    rec = HistoryRecorder()
+    for i, code in enumerate([
+        "import json as js",
+        "n = 3_000_000",
+        "big = 'xy' * n",                         # pure, 6 MB: recompute
+        "small = 'xy' * 10",                      # pure but tiny: migrate
+        "import random\nnoise = str(random.random()) * 1000",  # random: migrate, never re-run
+    ]):
+        _run(rec, ns, i + 1, code)
+    return ns, rec, DiskSpeed(str(tmp_path), 5.0)
+
+
+def test_cost_model_recomputes_only_large_pure_values_and_imports(tmp_path):
+    ns, rec, speed = _state(tmp_path)
+    names = engine.user_variable_names(ns, {})
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, names, rec, speed, "nb")
+    assert sorted(reply["recomputed"]) == ["big", "js", "random"]
+    assert {"n", "small", "noise"} <= set(reply["migrated"])
+    assert reply["bytes"] < 1_000_000  # the 6 MB `big` was not written
+
+    target = {"__name__": "__main__"}
+    report = engine.restore(reply["path"], target)
+    assert report["not_restorable"] == [] and report["failed_now"] == []
+    for name in ("big", "small", "noise", "n"):
+        assert target[name] == ns[name], name
+    assert target["js"] is json
+
+
+def test_recomputed_value_with_other_fingerprint_is_named_not_swapped(tmp_path, monkeypatch):
+    ns, rec, speed = _state(tmp_path)
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, engine.user_variable_names(ns, {}), rec, speed, "nb")
+    real = engine.value_fingerprint
+    monkeypatch.setattr(engine, "value_fingerprint", lambda v: "0" * 64 if isinstance(v, str) and len(v) > 10**6 else real(v))
+    target = {}
+    report, rejected = engine.restore_or_reject(str(tmp_path / "s"), target)
+    assert rejected is None
+    assert "big" not in target
+    [item] = report["not_restorable"]
+    assert item["name"] == "big" and "different value" in item["reason"]
+    assert target["noise"] == ns["noise"]
+    # partial restore: the file is kept aside so a later checkpoint cannot lose `big`
+    assert report["kept_as"] and os.path.exists(report["kept_as"])
+    assert not os.path.exists(reply["path"])
+
+
+def test_missing_module_is_named_and_changed_module_is_noted(tmp_path):
+    fake = types.ModuleType("ehk_fake_mod")
+    fake.__version__ = "1.0"
+    sys.modules["ehk_fake_mod"] = fake
+    try:
+        ns = {"fm": fake, "os_mod": os, "v": 1, "adhoc": types.ModuleType("adhoc_not_in_sys_modules")}
+        reply = engine.checkpoint(str(tmp_path / "s"), ns, list(ns), HistoryRecorder(), DiskSpeed(str(tmp_path), 5.0), "nb")
+    finally:
+        del sys.modules["ehk_fake_mod"]
+    assert [i["name"] for i in reply["not_restorable"]] == ["adhoc"]
+    target = {}
+    report = engine.restore(reply["path"], target)
+    names = {i["name"]: i["reason"] for i in report["not_restorable"]}
+    assert "ehk_fake_mod" in names["fm"] and "adhoc" in names
+    assert target["os_mod"] is os and target["v"] == 1
+
+
+
+def test_module_changed_since_checkpoint_is_restored_and_noted(tmp_path):
+    fake = types.ModuleType("ehk_fake_mod2")
+    fake.__version__ = "1.0"
+    sys.modules["ehk_fake_mod2"] = fake
+    try:
+        ns = {"fm": fake}
+        reply = engine.checkpoint(str(tmp_path / "s"), ns, list(ns), HistoryRecorder(), DiskSpeed(str(tmp_path), 5.0), "nb")
+        fake.__version__ = "2.0"
+        target = {}
+        report = engine.restore(reply["path"], target)
+    finally:
+        del sys.modules["ehk_fake_mod2"]
+    assert target["fm"] is fake and report["recomputed"] == ["fm"]
+    [note] = report["differs"]
+    assert note["name"] == "fm" and "2.0" in note["reason"] and "1.0" in note["reason"]
+
+
+def test_user_variable_names_skip_ipython_history():
+    ns = {"_": 1, "__": 2, "_i3": "x", "_5": 5, "In": [], "Out": {}, "_oh": {}, "__name__": "__main__",
+          "exit": object(), "data": 1, "_private": 2}
+    hidden = {"exit": ns["exit"]}
+    assert engine.user_variable_names(ns, hidden) == ["data", "_private"]
+
+
+def test_rejected_file_binds_nothing_not_even_imports(tmp_path):
+    ns = {"js": json, "x": list(range(1000))}
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, list(ns), HistoryRecorder(), DiskSpeed(str(tmp_path), 5.0), "nb")
+    with open(reply["path"], "r+b") as f:
+        f.seek(40)
+        f.write(b"\xff\xfe\xfd")
+    target = {}
+    report, rejected = engine.restore_or_reject(str(tmp_path / "s"), target)
+    assert report is None and target == {}
+    assert "checksum" in rejected["reason"] and os.path.exists(rejected["kept_as"])
+    assert not os.path.exists(os.path.join(str(tmp_path / "s"), CHECKPOINT_NAME))
+
+
+def test_array_writability_is_preserved(tmp_path):
+    import numpy as np
+
+    ns = {"ro": np.frombuffer(bytes(range(256)) * 8192, dtype=np.uint8),  # read-only, 2 MiB
+          "rw": np.arange(300_000, dtype=np.float64)}
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, list(ns), HistoryRecorder(), DiskSpeed(str(tmp_path), 5.0), "nb")
+    target = {}
+    engine.restore(reply["path"], target)
+    assert np.array_equal(target["ro"], ns["ro"]) and not target["ro"].flags.writeable
+    assert np.array_equal(target["rw"], ns["rw"]) and target["rw"].flags.writeable

@@ -1,0 +1,83 @@
+"""A checkpoint that cannot be trusted: clean start, a message naming it, file kept."""
+
+import json
+import os
+
+import pytest
+
+from elastichub_kernel import engine
+from elastichub_kernel.diskspeed import DiskSpeed
+from elastichub_kernel.recorder import HistoryRecorder
+from elastichub_kernel.storage import CHECKPOINT_NAME, session_key
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+HEAVY = ["numpy", "pandas", "torch", "scipy", "sklearn", "matplotlib", "polars", "lightgbm", "networkx"]
+
+
+def _write_good_checkpoint(root, session):
+    directory = os.path.join(root, session_key(session))
+    ns = {"x": list(range(1000)), "secret": "value", "blob": bytes(range(256)) * 64}
+    reply = engine.checkpoint(directory, ns, list(ns), HistoryRecorder(), DiskSpeed(str(root), 500.0), session)
+    assert reply["ok"]
+    return reply["path"]
+
+
+def _truncate(path):
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) * 2 // 3)
+    return "truncated"
+
+
+def _garble(path):
+    with open(path, "r+b") as f:
+        f.seek(200)
+        chunk = f.read(16)
+        f.seek(200)
+        f.write(bytes(b ^ 0xFF for b in chunk))
+    return "checksum mismatch"
+
+
+def _give_away(path):
+    if os.geteuid() != 0:
+        pytest.skip("making a file owned by another user needs root (the in-process check is in test_storage)")
+    os.chown(path, 65534, 65534)
+    return "owned by uid 65534"
+
+
+@pytest.mark.parametrize("damage", [_truncate, _garble, _give_away], ids=["truncated", "garbled", "foreign-owned"])
+def test_untrusted_checkpoint_means_clean_start_message_and_file_kept(
+        tmp_path, damage, start_elastic_kernel, stop_elastic_kernel, run_cell):
+    session = f"work/{damage.__name__}.ipynb"
+    path = _write_good_checkpoint(tmp_path, session)
+    expected_reason = damage(path)
+    damaged_bytes = open(path, "rb").read()
+
+    km, kc = start_elastic_kernel(tmp_path, session_name=session)
+    out = run_cell(kc, f"import sys, json\nprint(json.dumps(['x' in globals(), [m for m in {HEAVY!r} if m in sys.modules]]))")
+    assert out["error"] is None, out
+    assert json.loads(out["stdout"]) == [False, []]  # clean start, no library pulled in
+    message = out["stderr"]
+    assert path in message and expected_reason in message and "clean namespace" in message, message
+
+    directory = os.path.dirname(path)
+    kept = [name for name in os.listdir(directory) if name.startswith(CHECKPOINT_NAME + ".rejected-")]
+    assert len(kept) == 1 and os.path.join(directory, kept[0]) in message
+    assert open(os.path.join(directory, kept[0]), "rb").read() == damaged_bytes
+    assert not os.path.exists(path)
+
+    # The next checkpoint goes to the usual name and never touches the kept file.
+    run_cell(kc, "y = 2")
+    stop_elastic_kernel(km, kc)
+    assert os.path.exists(path)
+    assert open(os.path.join(directory, kept[0]), "rb").read() == damaged_bytes
+
+
+def test_no_checkpoint_means_silent_clean_start(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=None)  # JPY_SESSION_NAME unset: cwd fallback
+    out = run_cell(kc, "z = 1")
+    assert out["stderr"] == "" and out["error"] is None
+    status = control_request(kc, "elastichub_status_request")["content"]
+    assert status["status"] == "ok" and status["session_key"].startswith("no-session-")
+    assert status["restored"] is None and status["last_checkpoint"] is None
+    assert status["checkpoint_dir"].startswith(str(tmp_path))

@@ -1,0 +1,85 @@
+"""Namespace pickling: aliasing, notebook code by value with live globals, failures by name."""
+
+import sys
+import types
+
+import numpy as np
+
+from elastichub_kernel import serializer
+
+NOTEBOOK = '''
+import socket, threading
+a = [1, 2]
+b = a
+arr = np.arange(1_000_000, dtype=np.float64)
+view_holder = {"arr": arr}
+K = 5
+def f(n):
+    return n + K
+class Point:
+    def __init__(self, x): self.x = x
+    def shifted(self): return self.x + K
+p = Point(3)
+def make_adder(z):
+    return lambda q: q + z
+add10 = make_adder(10)
+sq = lambda v: v * v
+def rec(n): return 1 if n <= 1 else n * rec(n - 1)
+sock = socket.socket()
+gen = (i for i in range(3))
+lock = threading.Lock()
+holds_lock = {"lock": lock, "ok": 1}
+uses_sock = lambda: sock
+'''
+
+
+def _notebook_ns():
+    ns = {"__name__": "__main__", "np": np}
+    exec(NOTEBOOK, ns)
+    return ns
+
+
+def _names(ns):
+    return [k for k in ns if not k.startswith("__")]
+
+
+def test_round_trip_preserves_identity_behaviour_and_names_failures():
+    ns = _notebook_ns()
+    dumped = serializer.dump_namespace(ns, _names(ns))
+    assert set(dumped.failed) == {"sock", "gen", "lock", "holds_lock"}
+    assert all("cannot be pickled" in why for why in dumped.failed.values())
+    # the 8 MB array left the pickler out of band: the in-band stream is small
+    assert len(dumped.stream) < 200_000 and sum(b.nbytes for b in dumped.buffers) >= 8_000_000
+
+    target = {"__name__": "__main__"}
+    values, failed = serializer.load_namespace(
+        dumped.stream, dumped.records, [bytearray(b) for b in dumped.buffers], target)
+    assert failed == {}
+    target.update(values)
+    ns["sock"].close()
+    assert target["b"] is target["a"] and target["a"] == [1, 2]
+    assert target["view_holder"]["arr"] is target["arr"]
+    assert np.array_equal(target["arr"], ns["arr"]) and target["arr"].flags.writeable
+    assert target["f"](1) == 6 and target["p"].shifted() == 8
+    assert type(target["p"]) is target["Point"]
+    assert target["add10"](1) == 11 and target["sq"](4) == 16 and target["rec"](5) == 120
+    # functions read the live namespace of the restoring kernel, as before
+    assert target["f"].__globals__ is target
+    target["K"] = 100
+    assert target["f"](1) == 101 and target["p"].shifted() == 103
+    assert "uses_sock" in target  # a function naming an unpicklable global still restores
+
+
+def test_a_record_that_fails_to_load_is_named_and_the_rest_restored(tmp_path):
+    mod = types.ModuleType("ehk_vanishing_module")
+    exec("class Thing:\n    def __init__(self): self.v = 1\n", mod.__dict__)
+    mod.Thing.__module__ = "ehk_vanishing_module"
+    sys.modules["ehk_vanishing_module"] = mod
+    try:
+        ns = {"__name__": "__main__", "thing": mod.Thing(), "x": [1, 2, 3]}
+        dumped = serializer.dump_namespace(ns, ["thing", "x"])
+    finally:
+        del sys.modules["ehk_vanishing_module"]
+    values, failed = serializer.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert set(failed) == {"thing"} and "ehk_vanishing_module" in failed["thing"]
+    assert values == {"x": [1, 2, 3]}
