@@ -41,7 +41,9 @@ if [[ -f kernel/setup.cfg ]]; then
 fi
 
 if [[ $run_main -eq 1 ]]; then
-    # The main job: the paper's evaluation, three modes on the same workload.
-    .venv/bin/elastichub simulate --out results
+    # The main job: the paper's evaluation (on-prem only, no migration,
+    # migration on the same two-day workload), the published policy next to
+    # ElasticHub's default, over a theta_out sweep.
+    .venv/bin/elastichub simulate --policy paper,elastic --theta-out 70,80,90 --out results
     echo "Tables above; CSV time series and plots in ./results"
 fi

@@ -57,6 +57,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
         ax_queue.plot(h, _binned(s["queue_len"], "max"), lw=0.9)
     ax_wait.set_ylabel("longest current wait (s)")
     ax_wait.set_yscale("symlog", linthresh=10)
+    ax_wait.set_ylim(bottom=0)  # waits are never negative; symlog would show a mirror axis
     ax_wait.set_title("Waiting for a server (per minute, max)")
     ax_queue.set_ylabel("requests waiting")
     ax_queue.set_xlabel("simulated time (h)")
@@ -122,6 +123,7 @@ def plot_tradeoff(summaries: Sequence[dict], out: Path) -> Path:
     ax_wait.set_xlabel("theta_out (% RAM)")
     ax_wait.set_ylabel("waiting time (s)")
     ax_wait.set_yscale("symlog", linthresh=10)
+    ax_wait.set_ylim(bottom=0)
     ax_wait.set_title("Waiting")
     ax_cost.legend(fontsize=7)
     ax_wait.legend(fontsize=7)
