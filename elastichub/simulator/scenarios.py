@@ -24,14 +24,13 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from ..policy import Resources, ScheduledClass, parse_schedule
+from ..policy import ScheduledClass, parse_schedule
 from .params import ClusterParams, ru
 from .runner import STRATEGY_OPTIONS
 from .workload import (
     DAY_S,
     HOUR_S,
     ORDINARY_RATE,
-    ORDINARY_SIZES,
     ClassSession,
     LifetimeModel,
     Request,

@@ -17,7 +17,7 @@ import importlib
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..policy import Resources
 from .params import ru

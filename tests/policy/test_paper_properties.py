@@ -4,51 +4,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elastichub.policy import (
-    ClusterSnapshot,
     ControllerState,
-    GiB,
-    Node,
     NodeStatus,
     PolicyConfig,
     PaperStrategy,
     Resources,
     ScaleIn,
     ScaleOut,
-    Server,
     Tier,
     candidate_order,
     plan_migration,
 )
 
-STATUSES = list(NodeStatus)
-
-
-@st.composite
-def clusters(draw):
-    n_nodes = draw(st.integers(2, 9))
-    nodes = []
-    counter = 0
-    for i in range(n_nodes):
-        tier = draw(st.sampled_from([Tier.ONPREM, Tier.CLOUD]))
-        status = draw(st.sampled_from(STATUSES)) if tier is Tier.CLOUD else draw(
-            st.sampled_from([NodeStatus.READY, NodeStatus.READY, NodeStatus.CORDONED, NodeStatus.NOT_READY])
-        )
-        alloc = Resources(draw(st.integers(2, 32)), draw(st.integers(4, 64)) * GiB)
-        servers = []
-        used = Resources()
-        if status in (NodeStatus.READY, NodeStatus.CORDONED):
-            for _ in range(draw(st.integers(0, 6))):
-                req = Resources(draw(st.integers(0, 4)) / 2, draw(st.integers(1, 8)) * GiB)
-                if (used + req).fits_in(alloc):
-                    counter += 1
-                    servers.append(Server(f"u{counter}", req, f"n{i}"))
-                    used = used + req
-            # system pods: occupancy that no server accounts for
-            extra = Resources(draw(st.integers(0, 2)) / 4, draw(st.integers(0, 2)) * GiB)
-            if (used + extra).fits_in(alloc):
-                used = used + extra
-        nodes.append(Node(f"n{i}", tier, alloc, used, tuple(servers), status))
-    return ClusterSnapshot(tuple(nodes))
+from random_clusters import clusters
 
 
 @settings(max_examples=300, deadline=None)
