@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Protocol, Union
 
 from .model import ClusterSnapshot, NodeStatus, Tier
-from .placement import MigrationPlan, Migration, candidate_order, plan_migration, scale_out_needed
+from .placement import MigrationPlan, Migration, plan_migration, scale_in_candidate, scale_out_needed
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +123,9 @@ class PaperStrategy:
         )
 
     def _scale_in_plan(self, snapshot: ClusterSnapshot) -> MigrationPlan | None:
-        order = candidate_order(snapshot.nodes)
-        if not order:
+        candidate = scale_in_candidate(snapshot)  # the paper tries one candidate per cycle
+        if candidate is None:
             return None
-        candidate = order[0]  # the paper tries one candidate per cycle
         if candidate.servers and not self.config.migration:
             return None
         return plan_migration(snapshot, candidate)

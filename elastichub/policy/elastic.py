@@ -110,6 +110,12 @@ def _fits_with_reserve(demand: Resources, capacity: Resources, reserve: Resource
             and demand.ram + reserve.ram <= capacity.ram + 1e-9)
 
 
+def _not_unneeded(state: ElasticState) -> ElasticState:
+    """`state` with the scale-in conditions' clock stopped; most cycles it
+    already is, and building an equal copy every Tmon is measurable."""
+    return state if state.unneeded_since is None else replace(state, unneeded_since=None)
+
+
 def _first_fit(requests: Sequence[Resources], free: list[Resources]) -> list[Resources]:
     """Place `requests` (biggest RAM first) into the `free` slots in place;
     return those that found no slot."""
@@ -192,7 +198,7 @@ class ElasticStrategy:
             if wanted is None:
                 # more demand than the pool can ever meet: shrinking now
                 # would only make users wait longer
-                return None, replace(state, unneeded_since=None)
+                return None, _not_unneeded(state)
             if wanted:
                 action = ScaleOut(
                     tuple(n.name for n in wanted),
@@ -204,7 +210,7 @@ class ElasticStrategy:
 
         plan = self._scale_in_plan(snapshot, state, now, tally)
         if plan is None:
-            return None, replace(state, unneeded_since=None)
+            return None, _not_unneeded(state)
         if state.unneeded_since is None:
             state = replace(state, unneeded_since=now)
         if now - state.unneeded_since < self.unneeded_s:

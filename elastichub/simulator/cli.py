@@ -184,11 +184,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     except ValueError as e:
         raise UsageError(f"--workload {workload_name}: {e}") from None
-    from .scenarios import load_calendar, with_calendar  # also hands calendars to the strategies
-
     if args.calendar:
+        from .scenarios import load_calendar, with_calendar
+
         try:
-            workload = with_calendar(workload, load_calendar(args.calendar), seed, lifetime)
+            workload = with_calendar(workload, load_calendar(args.calendar, params.largest_node), seed, lifetime)
         except ValueError as e:
             raise UsageError(f"--calendar: {e}") from None
 

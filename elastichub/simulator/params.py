@@ -47,8 +47,10 @@ class ClusterParams:
             if value < 0:
                 raise ValueError(f"{option} must not be negative, got {value:g}")
         for name in ("onprem_nodes", "cloud_nodes"):
-            if int(getattr(self, name)) != getattr(self, name):
-                raise ValueError(f"{OPTION_NAMES[name]} must be a whole number, got {getattr(self, name)!r}")
+            count = getattr(self, name)
+            if int(count) != count:
+                raise ValueError(f"{OPTION_NAMES[name]} must be a whole number, got {count!r}")
+            object.__setattr__(self, name, int(count))  # 8.0 means 8 nodes: the engine counts with it
         if self.onprem_nodes + self.cloud_nodes < 1:
             raise ValueError("--onprem-nodes and --cloud-nodes are both 0: no node to run servers on")
         for name in ("onprem_node_ru", "cloud_node_ru", "tmon_s"):

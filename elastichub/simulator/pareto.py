@@ -41,14 +41,16 @@ def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path) -> Path | None:
 
     policies = sorted({s["policy"] for s in summaries})
     colors = {p: plt.get_cmap("tab10")(i % 10) for i, p in enumerate(policies)}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for s in summaries:
+        groups.setdefault((s["policy"], s["mode"]), []).append(s)
+    for runs in groups.values():
+        runs.sort(key=lambda s: -1 if s["theta_out"] is None else s["theta_out"])
+    cloud = [s for s in summaries if s["theta_out"] is not None]
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     for ax, metric, title in ((axes[0], "wait_p95_s", "p95 waiting time"),
                               (axes[1], "wait_max_s", "max waiting time")):
-        groups: dict[tuple[str, str], list[dict]] = {}
-        for s in summaries:
-            groups.setdefault((s["policy"], s["mode"]), []).append(s)
         for (policy, mode), runs in sorted(groups.items()):
-            runs.sort(key=lambda s: -1 if s["theta_out"] is None else s["theta_out"])
             x = [s["cloud_node_hours"] for s in runs]
             y = [s[metric] for s in runs]
             ax.plot(x, y, marker=MARKERS.get(mode, "o"), color=colors[policy], lw=1,
@@ -57,7 +59,6 @@ def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path) -> Path | None:
                 if s["theta_out"] is not None:
                     ax.annotate(f"{s['theta_out']:g}", (s["cloud_node_hours"], s[metric]),
                                 textcoords="offset points", xytext=(4, 4), fontsize=7, color=colors[policy])
-        cloud = [s for s in summaries if s["theta_out"] is not None]
         front = pareto_front([(s["cloud_node_hours"], s[metric]) for s in cloud])
         ax.scatter([cloud[i]["cloud_node_hours"] for i in front], [cloud[i][metric] for i in front],
                    s=160, facecolors="none", edgecolors="black", lw=1.2, label="Pareto front", zorder=3)

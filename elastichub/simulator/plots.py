@@ -7,7 +7,7 @@ rest) so two days stay readable and fast to draw.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from .engine import RunResult
 from .report import per_second, run_filename
@@ -39,10 +39,6 @@ def _binned(values, how: str):
     return chunks.max(axis=1) if how == "max" else chunks.mean(axis=1)
 
 
-def _label(summary: dict[str, Any]) -> str:
-    return run_filename(summary)
-
-
 def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out: Path) -> list[Path]:
     plt = _pyplot()
     import numpy as np
@@ -53,7 +49,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
 
     fig, (ax_wait, ax_queue) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     for s, h, summary in zip(series, hours, summaries):
-        ax_wait.plot(h, _binned(s["max_wait_s"], "max"), lw=0.9, label=_label(summary))
+        ax_wait.plot(h, _binned(s["max_wait_s"], "max"), lw=0.9, label=run_filename(summary))
         ax_queue.plot(h, _binned(s["queue_len"], "max"), lw=0.9)
     ax_wait.set_ylabel("longest current wait (s)")
     ax_wait.set_yscale("symlog", linthresh=10)
@@ -76,7 +72,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
             colour = colours[i % len(colours)]
             ax.fill_between(h, 0, active, step="post", color=colour, alpha=0.6, lw=0)
             ax.step(h, active + booting, where="post", lw=0.6, ls=":", color=colour)
-            ax.set_title(f"{_label(summary)}: {summary['cloud_node_hours']:.1f} node-h", fontsize=8, loc="left")
+            ax.set_title(f"{run_filename(summary)}: {summary['cloud_node_hours']:.1f} node-h", fontsize=8, loc="left")
             ax.set_ylabel("nodes", fontsize=8)
         axes[-1, 0].set_xlabel("simulated time (h)")
         fig.suptitle("Active cloud nodes (dotted: + booting)")
@@ -84,7 +80,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
 
     fig, (ax_all, ax_onprem) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     for s, h, summary in zip(series, hours, summaries):
-        ax_all.plot(h, _binned(s["ram_occupancy_pct"], "mean"), lw=0.8, label=_label(summary))
+        ax_all.plot(h, _binned(s["ram_occupancy_pct"], "mean"), lw=0.8, label=run_filename(summary))
         ax_onprem.plot(h, _binned(s["onprem_ram_pct"], "mean"), lw=0.8)
     for theta in sorted({sm["theta_out"] for sm in summaries if sm["theta_out"] is not None}):
         ax_all.axhline(theta, color="grey", lw=0.5, ls="--")

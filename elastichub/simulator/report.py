@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .engine import RunResult
+from .runner import RunSpec
 
 # Per-second CSV columns (docs/simulator.md explains each).
 SERIES_COLUMNS = (
@@ -55,8 +56,8 @@ def per_second(result: RunResult) -> dict[str, Any]:
 
 
 def run_filename(summary: dict[str, Any]) -> str:
-    theta = "" if summary["theta_out"] is None else f"-theta{summary['theta_out']:g}"
-    return f"{summary['policy']}-{summary['mode']}{theta}"
+    """POLICY-MODE[-thetaV]: the run's `RunSpec.label`."""
+    return RunSpec(summary["policy"], summary["mode"], summary["theta_out"]).label
 
 
 def write_series_csv(result: RunResult, path: Path) -> None:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from ..policy import PolicyConfig, make_strategy
+from ..policy import PolicyConfig, ScheduledClass, Strategy, make_strategy
 from .engine import RunResult, percentile, simulate
 from .params import ClusterParams
 from .workload import DAY_S, Workload
@@ -24,9 +24,23 @@ MODES: dict[str, dict[str, bool]] = {
     "migration": {},
 }
 
-# Extra keyword arguments a strategy's factory needs from the scenario (for
-# instance a class calendar): policy name -> f(workload, params) -> kwargs.
-STRATEGY_OPTIONS: dict[str, Callable[[Workload, ClusterParams], dict[str, Any]]] = {}
+
+def schedule_of(workload: Workload) -> tuple[ScheduledClass, ...]:
+    """The workload's classes as the policy's calendar entries."""
+    return tuple(
+        ScheduledClass(float(c.start_s), c.users, c.requests, float(c.spread_s), c.name)
+        for c in workload.classes
+    )
+
+
+# Extra keyword arguments a strategy's factory needs from the scenario:
+# policy name -> f(workload, params) -> kwargs. The elastic strategies learn
+# the modelled boot time (how early nodes must start); `calendar` also the
+# workload's classes, its timetable.
+STRATEGY_OPTIONS: dict[str, Callable[[Workload, ClusterParams], dict[str, Any]]] = {
+    "elastic": lambda workload, params: {"boot_s": params.cloud_boot_s},
+    "calendar": lambda workload, params: {"schedule": schedule_of(workload), "boot_s": params.cloud_boot_s},
+}
 
 
 @dataclass(frozen=True)
@@ -64,9 +78,13 @@ def policy_config(spec: RunSpec, params: ClusterParams) -> PolicyConfig:
     return PolicyConfig(**values)
 
 
-def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:
+def build_strategy(spec: RunSpec, workload: Workload, params: ClusterParams) -> Strategy:
     options = STRATEGY_OPTIONS.get(spec.policy, lambda w, p: {})(workload, params)
-    strategy = make_strategy(spec.policy, policy_config(spec, params), **options)
+    return make_strategy(spec.policy, policy_config(spec, params), **options)
+
+
+def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:
+    strategy = build_strategy(spec, workload, params)
     return simulate(workload, strategy, params, seed=seed, mode=spec.mode, theta_out=spec.theta_out)
 
 

@@ -9,8 +9,8 @@ Registered into the simulator's `WORKLOADS` (`--workload NAME`):
 - `weekend`: a quiet day, the background at 30 % and no class: what does a
   strategy spend when almost nothing happens?
 
-A workload's `classes` are its calendar. `calendar_options` hands them to the
-`calendar` strategy (registered in the runner's `STRATEGY_OPTIONS`), and
+A workload's `classes` are its calendar (`runner.schedule_of`; the runner's
+`STRATEGY_OPTIONS` hands them to the `calendar` strategy), and
 `with_calendar` adds the classes of a calendar file (`--calendar FILE`,
 CSV with `start,users,cpu,ram_gib[,spread_s,name]`) to any workload: their
 students arrive *and* the strategy knows the schedule.
@@ -19,24 +19,21 @@ students arrive *and* the strategy knows the schedule.
 from __future__ import annotations
 
 import csv
-import math
 import random
 from dataclasses import replace
 from pathlib import Path
 
-from ..policy import ScheduledClass, parse_schedule
-from .params import ClusterParams, ru
-from .runner import STRATEGY_OPTIONS
+from ..policy import GiB, Resources, ScheduledClass, parse_schedule
 from .workload import (
-    DAY_S,
-    HOUR_S,
-    ORDINARY_RATE,
     ClassSession,
     LifetimeModel,
     Request,
     Workload,
-    ordinary_rate,
-    ordinary_size,
+    background,
+    build_workload,
+    class_arrivals,
+    class_sessions,
+    horizon_days,
     register_workload,
 )
 
@@ -47,70 +44,30 @@ TEACHING_DAY_CLASSES = (  # (name, start hour, students)
     ("data-science", 14.0, 150),
     ("ml-lab", 16.0, 100),
 )
-CLASS_RU = 2.0  # a course profile: 1 vCPU, 2 GiB
-CLASS_SPREAD_S = 300
-
-
-def background(rng: random.Random, day: int, scale: float, lifetime: LifetimeModel) -> list[Request]:
-    """One day of ordinary arrivals: an inhomogeneous Poisson process (thinning)."""
-    peak = max(ORDINARY_RATE) * scale / HOUR_S
-    out, t = [], 0.0
-    while peak > 0:
-        t += rng.expovariate(peak)
-        if t >= DAY_S:
-            break
-        if rng.random() * peak < ordinary_rate(t, scale):
-            out.append(Request(day * DAY_S + int(t), lifetime.sample(rng), ordinary_size(rng), "ordinary"))
-    return out
-
-
-def class_arrivals(rng: random.Random, session: ClassSession, lifetime: LifetimeModel) -> list[Request]:
-    """Students of one class: most on time, the triangle peaks a minute in."""
-    return [
-        Request(session.start_s + int(rng.triangular(0, session.spread_s, min(60, session.spread_s))),
-                lifetime.sample(rng), session.requests, "class")
-        for _ in range(session.users)
-    ]
-
-
-def _days(days: float | None, default: float) -> tuple[int, int]:
-    days = default if days is None else days
-    if not days > 0 or math.isinf(days):
-        raise ValueError(f"--days must be a positive number, got {days!r}")
-    horizon = int(round(days * DAY_S))
-    return horizon, math.ceil(horizon / DAY_S)
-
-
-def _build(name: str, description: str, requests: list[Request], classes: list[ClassSession],
-           horizon: int) -> Workload:
-    requests = sorted((r for r in requests if r.arrival_s < horizon), key=lambda r: r.arrival_s)
-    return Workload(name, tuple(requests), horizon, description,
-                    tuple(c for c in classes if c.start_s < horizon))
 
 
 def teaching_day(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
-    horizon, n_days = _days(days, 1.0)
+    horizon, n_days = horizon_days(days, 1.0)
     rng = random.Random(f"teaching-day-{seed}")
     requests: list[Request] = []
     classes: list[ClassSession] = []
     for day in range(n_days):
         requests += background(rng, day, 0.85, lifetime)
-        for name, hour, users in TEACHING_DAY_CLASSES:
-            session = ClassSession(f"day{day + 1}-{name}", day * DAY_S + int(hour * HOUR_S), users,
-                                   CLASS_SPREAD_S, ru(CLASS_RU))
-            classes.append(session)
+        sessions = class_sessions(day, TEACHING_DAY_CLASSES)
+        classes += sessions
+        for session in sessions:
             requests += class_arrivals(rng, session, lifetime)
-    return _build("teaching-day", "teaching days: background at 85 % and five class bursts a day",
-                  requests, classes, horizon)
+    return build_workload("teaching-day", "teaching days: background at 85 % and five class bursts a day",
+                          requests, classes, horizon)
 
 
 def weekend(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
-    horizon, n_days = _days(days, 2.0)
+    horizon, n_days = horizon_days(days, 2.0)
     rng = random.Random(f"weekend-{seed}")
     requests: list[Request] = []
     for day in range(n_days):
         requests += background(rng, day, 0.3, lifetime)
-    return _build("weekend", "a quiet weekend: background at 30 %, no class", requests, [], horizon)
+    return build_workload("weekend", "a quiet weekend: background at 30 %, no class", requests, [], horizon)
 
 
 register_workload("teaching-day", teaching_day)
@@ -120,30 +77,11 @@ register_workload("weekend", weekend)
 # --- calendars ---------------------------------------------------------------
 
 
-def schedule_of(workload: Workload) -> tuple[ScheduledClass, ...]:
-    """The workload's classes as the policy's calendar entries."""
-    return tuple(
-        ScheduledClass(float(c.start_s), c.users, c.requests, float(c.spread_s), c.name)
-        for c in workload.classes
-    )
-
-
-def calendar_options(workload: Workload, params: ClusterParams) -> dict:
-    """Options of the `calendar` strategy in a simulation: the workload's
-    classes, and the modelled boot time (how early nodes must start)."""
-    return {"schedule": schedule_of(workload), "boot_s": params.cloud_boot_s}
-
-
-def elastic_options(workload: Workload, params: ClusterParams) -> dict:
-    return {"boot_s": params.cloud_boot_s}
-
-
-STRATEGY_OPTIONS.setdefault("calendar", calendar_options)
-STRATEGY_OPTIONS.setdefault("elastic", elastic_options)
-
-
-def load_calendar(path: str | Path) -> tuple[ScheduledClass, ...]:
-    """Read a calendar CSV; errors name the file, the row and the column."""
+def load_calendar(path: str | Path, largest_node: Resources | None = None) -> tuple[ScheduledClass, ...]:
+    """Read a calendar CSV; errors name the file, the row and the column.
+    `largest_node` (the allocatable of the simulated cluster's biggest node),
+    when given, rejects a class whose students could never run, as
+    `trace.load_trace` does for a trace."""
     path = Path(path)
     try:
         with path.open(newline="", encoding="utf-8-sig") as f:
@@ -154,7 +92,15 @@ def load_calendar(path: str | Path) -> tuple[ScheduledClass, ...]:
         raise ValueError(f"calendar file {path}: cannot read ({e})") from None
     if not rows:
         raise ValueError(f"calendar file {path}: no classes (expected a header start,users,cpu,ram_gib and rows)")
-    return parse_schedule(rows, source=f"calendar file {path}")
+    classes = parse_schedule(rows, source=f"calendar file {path}")
+    if largest_node is not None:
+        for c in classes:
+            if not c.request.fits_in(largest_node):
+                label = f"class {c.name!r}" if c.name else f"the class at {c.start_s:g} s"
+                raise ValueError(f"calendar file {path}, {label}: a student's request ({c.request.cpu:g} cores, "
+                                 f"{c.request.ram / GiB:g} GiB) is more than the largest node has "
+                                 f"({largest_node.cpu:g} cores, {largest_node.ram / GiB:g} GiB)")
+    return classes
 
 
 def with_calendar(workload: Workload, calendar: tuple[ScheduledClass, ...], seed: int,
@@ -186,7 +132,7 @@ def write_trace(workload: Workload, path: str | Path) -> Path:
         w = csv.writer(f)
         w.writerow(["arrival_s", "duration_s", "cpu", "ram_gib"])
         for r in workload.requests:
-            w.writerow([r.arrival_s, r.duration_s, f"{r.requests.cpu:g}", f"{r.requests.ram / 2**30:g}"])
+            w.writerow([r.arrival_s, r.duration_s, f"{r.requests.cpu:g}", f"{r.requests.ram / GiB:g}"])
     return path
 
 
@@ -197,7 +143,7 @@ def write_calendar(workload: Workload, path: str | Path) -> Path:
         w = csv.writer(f)
         w.writerow(["start", "users", "cpu", "ram_gib", "spread_s", "name"])
         for c in workload.classes:
-            w.writerow([c.start_s, c.users, f"{c.requests.cpu:g}", f"{c.requests.ram / 2**30:g}", c.spread_s, c.name])
+            w.writerow([c.start_s, c.users, f"{c.requests.cpu:g}", f"{c.requests.ram / GiB:g}", c.spread_s, c.name])
     return path
 
 

@@ -7,7 +7,7 @@ CLI loads it). Trace replay lives in `trace.py`.
 
 The `paper` scenario (docs/simulator.md has the numbers and the reasoning):
 day 1 is an ordinary weekday, a diurnal load peaking near on-prem capacity;
-day 2 is a teaching day, a lighter background plus classes whose students
+day 2 is a teaching day, the same background plus classes whose students
 all open a notebook within about five minutes. Further days alternate.
 """
 
@@ -174,46 +174,68 @@ def ordinary_size(rng: random.Random) -> Resources:
     return ru(ORDINARY_SIZES[-1][1])
 
 
-def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
-    days = 2.0 if days is None else days
+def background(rng: random.Random, day: int, scale: float, lifetime: LifetimeModel) -> list[Request]:
+    """One day of ordinary arrivals: an inhomogeneous Poisson process (thinning)."""
+    peak = max(ORDINARY_RATE) * scale / HOUR_S
+    out, t = [], 0.0
+    while peak > 0:
+        t += rng.expovariate(peak)
+        if t >= DAY_S:
+            break
+        if rng.random() * peak < ordinary_rate(t, scale):
+            out.append(Request(day * DAY_S + int(t), lifetime.sample(rng), ordinary_size(rng), "ordinary"))
+    return out
+
+
+def class_arrivals(rng: random.Random, session: ClassSession, lifetime: LifetimeModel) -> list[Request]:
+    """Students of one class: most on time, the triangle peaks a minute in."""
+    return [
+        Request(session.start_s + int(rng.triangular(0, session.spread_s, min(60, session.spread_s))),
+                lifetime.sample(rng), session.requests, "class")
+        for _ in range(session.users)
+    ]
+
+
+def class_sessions(day: int, timetable) -> list[ClassSession]:
+    """The classes of `timetable` ((name, start hour, students)) on `day`."""
+    return [ClassSession(f"day{day + 1}-{name}", day * DAY_S + int(hour * HOUR_S), users, CLASS_SPREAD_S,
+                         ru(CLASS_SIZE_RU))
+            for name, hour, users in timetable]
+
+
+def horizon_days(days: float | None, default: float) -> tuple[int, int]:
+    """(horizon in seconds, days to generate) for `--days`."""
+    days = default if days is None else days
     if not days > 0 or math.isinf(days):
         raise ValueError(f"--days must be a positive number, got {days!r}")
     horizon = int(round(days * DAY_S))
+    return horizon, math.ceil(horizon / DAY_S)
+
+
+def build_workload(name: str, description: str, requests: list[Request], classes: list[ClassSession],
+                   horizon: int) -> Workload:
+    """Requests before the horizon, by arrival (stable: equal arrivals keep
+    generation order), and the classes that start before it."""
+    requests = sorted((r for r in requests if r.arrival_s < horizon), key=lambda r: r.arrival_s)
+    return Workload(name, tuple(requests), horizon, description,
+                    tuple(c for c in classes if c.start_s < horizon))
+
+
+def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
+    horizon, n_days = horizon_days(days, 2.0)
     rng = random.Random(seed)
     requests: list[Request] = []
     classes: list[ClassSession] = []
-
-    # Background: inhomogeneous Poisson process by thinning, per day.
-    peak = max(ORDINARY_RATE) / HOUR_S
-    for day in range(math.ceil(horizon / DAY_S)):
+    for day in range(n_days):
         teaching = day % 2 == 1
-        scale = TEACHING_BACKGROUND if teaching else 1.0
-        t = 0.0
-        while True:
-            t += rng.expovariate(peak)
-            if t >= DAY_S:
-                break
-            if rng.random() * peak < ordinary_rate(t, scale):
-                requests.append(Request(day * DAY_S + int(t), lifetime.sample(rng), ordinary_size(rng), "ordinary"))
-        if teaching:
-            for name, hour, users in TEACHING_CLASSES:
-                start = day * DAY_S + int(hour * HOUR_S)
-                size = ru(CLASS_SIZE_RU)
-                classes.append(ClassSession(f"day{day + 1}-{name}", start, users, CLASS_SPREAD_S, size))
-                for _ in range(users):
-                    # Most students are on time: the triangle peaks a minute in.
-                    offset = int(rng.triangular(0, CLASS_SPREAD_S, 60))
-                    requests.append(Request(start + offset, lifetime.sample(rng), size, "class"))
-
-    requests = [r for r in requests if r.arrival_s < horizon]
-    requests.sort(key=lambda r: r.arrival_s)  # stable: equal arrivals keep generation order
-    return Workload(
-        name="paper",
-        requests=tuple(requests),
-        horizon_s=horizon,
-        description="day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)",
-        classes=tuple(c for c in classes if c.start_s < horizon),
-    )
+        requests += background(rng, day, TEACHING_BACKGROUND if teaching else 1.0, lifetime)
+        sessions = class_sessions(day, TEACHING_CLASSES) if teaching else []
+        classes += sessions
+        for session in sessions:
+            requests += class_arrivals(rng, session, lifetime)
+    return build_workload(
+        "paper", "day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)",
+        requests, classes, horizon)
 
 
 register_workload("paper", paper_workload)

@@ -59,7 +59,7 @@ def strategy(theta_out=80.0, **options):
 
 
 def test_starts_as_many_nodes_as_keep_ram_at_theta():
-    # reserve_basis "onprem" (default): demand + 20 % of the 400 GiB on-prem <= capacity.
+    # reserve_basis "onprem" (see strategy() above): demand + 20 % of the 400 GiB on-prem <= capacity.
     # 8 x 50 GiB on-prem, 45 GiB used each: 360 + 80 <= 400 + 50 n -> n = 1.
     snap = ClusterSnapshot(tuple(onprem(ram_each=45) + pool(8)))
     action, state = strategy().decide(snap, ControllerState(), NOW)

@@ -10,14 +10,8 @@ import pytest
 from elastichub.policy import GiB, Resources, ScheduledClass
 from elastichub.simulator import ClusterParams, make_workload
 from elastichub.simulator.pareto import pareto_front, plot_pareto
-from elastichub.simulator.runner import plan_runs, run_all, summary
-from elastichub.simulator.scenarios import (
-    class_window_waits,
-    load_calendar,
-    schedule_of,
-    with_calendar,
-    write_trace,
-)
+from elastichub.simulator.runner import plan_runs, run_all, schedule_of, summary
+from elastichub.simulator.scenarios import class_window_waits, load_calendar, with_calendar, write_trace
 
 PARAMS = ClusterParams()
 BOUND_S = PARAMS.tmon_s + PARAMS.cloud_boot_s + PARAMS.server_start_s  # ~311 s
@@ -73,6 +67,28 @@ def test_with_calendar_adds_students_and_the_schedule():
         with_calendar(base, (ScheduledClass(2 * 86400.0, 1, Resources(1, GiB)),), seed=1)
 
 
+def test_runs_get_their_strategy_options_from_the_runner_alone():
+    """A fresh process that never loads the scenarios module (a hand-built
+    workload): `calendar` still gets the workload's classes, and both
+    elastic strategies the modelled boot time."""
+    code = (
+        "import sys\n"
+        "from elastichub.simulator import ClusterParams, Workload\n"
+        "from elastichub.simulator.params import ru\n"
+        "from elastichub.simulator.runner import RunSpec, build_strategy\n"
+        "from elastichub.simulator.workload import ClassSession\n"
+        "wl = Workload('hand-made', (), 3600, classes=(ClassSession('c', 1800, 10, 300, ru(2)),))\n"
+        "params = ClusterParams(cloud_boot_s=100)\n"
+        "cal = build_strategy(RunSpec('calendar', 'migration', 80.0), wl, params)\n"
+        "ela = build_strategy(RunSpec('elastic', 'migration', 80.0), wl, params)\n"
+        "assert 'elastichub.simulator.scenarios' not in sys.modules\n"
+        "print(len(cal.schedule), cal.boot_s, ela.boot_s)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "100", "100"]
+
+
 def test_load_calendar_errors_name_file_row_and_column(tmp_path):
     good = tmp_path / "cal.csv"
     good.write_text("start,users,cpu,ram_gib,name\n1 10:00,140,1,2,stats\n")
@@ -84,6 +100,12 @@ def test_load_calendar_errors_name_file_row_and_column(tmp_path):
         load_calendar(bad)
     with pytest.raises(ValueError, match="not found"):
         load_calendar(tmp_path / "nope.csv")
+    # a student's request no node can hold: an error, not a queue that never moves
+    huge = tmp_path / "huge.csv"
+    huge.write_text("start,users,cpu,ram_gib,name\n1 10:00,5,1,64,gpu-lab\n")
+    assert load_calendar(huge)[0].users == 5  # without a cluster to check against
+    with pytest.raises(ValueError, match=r"huge.csv, class 'gpu-lab': .* 64 GiB\) is more than the largest node"):
+        load_calendar(huge, PARAMS.largest_node)
 
 
 def test_pareto_front():
@@ -121,8 +143,10 @@ def test_cli_default_policy_and_calendar_option(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--calendar", "missing.csv"], "--calendar: calendar file missing.csv: not found"),
     (["--policy", "calendar", "--workload", "weekend"], "policy 'calendar' needs a schedule"),
+    (["--calendar", "huge.csv"], "is more than the largest node has (25 cores, 50 GiB)"),
 ])
 def test_cli_calendar_errors_are_one_line(tmp_path, args, message):
+    (tmp_path / "huge.csv").write_text("start,users,cpu,ram_gib\n1 01:00,5,1,64\n")
     proc = _cli("--days", "0.1", "--mode", "migration", *args, cwd=tmp_path)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr

@@ -81,7 +81,7 @@ def check_action(snap, state, action):
     drained = snap.node(action.node)
     assert drained.tier is Tier.CLOUD and drained.status is NodeStatus.READY
     draining = getattr(state, "draining", None)
-    if isinstance(state, ElasticState) and draining is not None:
+    if draining is not None:
         # a drain still running: no second node may be removed
         assert snap.node(draining).status is not NodeStatus.CORDONED
     assert sorted(m.server.name for m in action.moves) == sorted(s.name for s in drained.servers)

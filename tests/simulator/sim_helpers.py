@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elastichub.policy import GiB, NodeStatus, PolicyConfig, Resources, make_strategy
+from elastichub.policy import GiB, NodeStatus, Resources
 from elastichub.simulator.engine import Simulation
 from elastichub.simulator.params import ClusterParams
+from elastichub.simulator.runner import RunSpec, build_strategy
 from elastichub.simulator.workload import Request, Workload
 
 RUNNING = (NodeStatus.READY, NodeStatus.CORDONED)
@@ -67,9 +68,9 @@ class CheckedSimulation(Simulation):
 
 def run_checked(wl: Workload, params: ClusterParams, mode: str = "migration", theta: float = 80.0,
                 policy: str = "paper", seed: int = 1):
-    switches = {"onprem-only": {"scale_out": False}, "no-migration": {"migration": False}, "migration": {}}[mode]
-    config = PolicyConfig(theta_out=theta, tmon=params.tmon_s, tcool=params.tcool_s, **switches)
-    reported = None if mode == "onprem-only" else theta
-    sim = CheckedSimulation(wl, make_strategy(policy, config), params, seed=seed, mode=mode, theta_out=reported)
+    """One run as the runner makes it (`runner.build_strategy`), checked every step."""
+    spec = RunSpec(policy, mode, None if mode == "onprem-only" else theta)
+    sim = CheckedSimulation(wl, build_strategy(spec, wl, params), params, seed=seed, mode=mode,
+                            theta_out=spec.theta_out)
     result = sim.run()
     return sim, result

@@ -52,6 +52,15 @@ def test_request_still_waiting_at_the_end_is_counted_censored():
 CLOUD = dataclasses.replace(TINY, cloud_nodes=1, tcool_s=580)
 
 
+def test_node_counts_may_be_whole_floats_and_stay_counts():
+    params = ClusterParams(onprem_nodes=1.0, onprem_node_ru=8, cloud_nodes=1.0, cloud_node_ru=8)
+    assert type(params.onprem_nodes) is int and type(params.cloud_nodes) is int
+    _, result = run_checked(workload([request(0, 5000, 6), request(10, 5000, 4)], horizon=700), params, theta=50)
+    assert result.scale_outs == 1
+    with pytest.raises(ValueError, match="--cloud-nodes must be a whole number"):
+        ClusterParams(cloud_nodes=1.5)
+
+
 def test_scale_out_waits_for_the_cloud_boot():
     # 6 of 8 GiB used at t=0: above theta 50, so a cloud VM starts at t=0 and
     # is Ready at 290; the request at 10 waits there.
@@ -167,5 +176,19 @@ def test_decisions_every_tmon():
     wl = workload([request(0, 10, 1)], horizon=3600)
     result = simulate(wl, make_strategy("paper", PolicyConfig()), dataclasses.replace(TINY, tmon_s=30))
     assert result.decisions == 3600 // 30
-    # The controller state the strategy returns is carried to the next call.
-    assert isinstance(ControllerState(), ControllerState)
+
+
+def test_the_state_a_strategy_returns_is_passed_to_its_next_call():
+    class Recording:
+        name = "recording"
+
+        def __init__(self):
+            self.calls = []
+
+        def decide(self, snapshot, state, now):
+            self.calls.append((now, state.last_action_at))
+            return None, ControllerState(last_action_at=now)
+
+    strategy = Recording()
+    simulate(workload([request(0, 10, 1)], horizon=100), strategy, dataclasses.replace(TINY, tmon_s=30))
+    assert strategy.calls == [(0, None), (30, 0), (60, 30), (90, 60)]
