@@ -5,3 +5,8 @@ that way, the kernel's start time depends on it.
 """
 
 __version__ = "0.1.0"
+
+# Control-channel messages the kernel answers and the server extension sends
+# (the kernel handles each in a method of the same name).
+CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
+STATUS_REQUEST = "elastichub_status_request"

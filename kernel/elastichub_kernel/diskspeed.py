@@ -73,7 +73,7 @@ class DiskSpeed:
         return True
 
     def _measure(self) -> None:
-        from .storage import ensure_private_dir
+        from .storage import ensure_private_dir, write_all
 
         ensure_private_dir(self.root, tighten=False)
         probe = os.path.join(self.root, f".diskspeed-probe-{os.getpid()}")
@@ -82,7 +82,7 @@ class DiskSpeed:
             fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
                 t0 = time.perf_counter()
-                os.write(fd, data)
+                write_all(fd, data)
                 os.fsync(fd)
                 write_s = time.perf_counter() - t0
             finally:

@@ -135,9 +135,12 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
 
 def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):
     # Only immutable values qualify, so in-place mutation cannot have
-    # happened since; a rebinding would have changed the producer.
+    # happened since; a rebinding would have changed the producer. The cell's
+    # own code must bind the name: a value a thread or a widget rebound while
+    # the cell ran is in its namespace diff, but re-running it would not
+    # bring that value back.
     rec = recorder.producer.get(name)
-    if rec is None or not rec.info.pure or not rec.ok:
+    if rec is None or not rec.info.pure or not rec.ok or name not in rec.info.binds:
         return None
     size = _plain_size(value)
     if size is None or size < MIN_RECOMPUTE_BYTES:
@@ -149,14 +152,11 @@ def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):
             "fingerprint": value_fingerprint(value), "duration": rec.duration}
 
 
-class RestoreReport(dict):
-    """Restore outcome; a dict so it travels in status replies as is."""
-
-
-def restore(path: str, ns: dict) -> RestoreReport:
+def restore(path: str, ns: dict) -> dict:
     """Load ``path`` into ``ns``. Raises CheckpointRejected (nothing loaded)
     when the file cannot be trusted; otherwise loads every variable it can
-    and names the others."""
+    and names the others. The report is a plain dict: it travels in status
+    replies as is."""
     from .serializer import Record, load_namespace
 
     started = time.perf_counter()
@@ -229,7 +229,7 @@ def restore(path: str, ns: dict) -> RestoreReport:
             continue
         ns[name] = value
         migrated.append(name)
-    return RestoreReport(
+    return dict(
         path=path,
         created=index.get("created"),
         migrated=migrated,

@@ -24,11 +24,9 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import __version__
-from .storage import CHECKPOINT_NAME, RESTART_MARKER, default_root, ensure_private_dir, session_key
-
-CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
-STATUS_REQUEST = "elastichub_status_request"
+from . import CHECKPOINT_REQUEST, STATUS_REQUEST, __version__
+from .storage import (CHECKPOINT_NAME, RESTART_MARKER, check_private_dir, default_root, ensure_private_dir,
+                      session_key)
 
 
 class ElasticKernel(IPythonKernel):
@@ -328,8 +326,6 @@ def _same_file(path: str, last: dict) -> bool:
 
 def _dir_problem(directory: str) -> str | None:
     """Why the session directory (or the root above it) cannot be trusted."""
-    from .storage import check_private_dir
-
     for path in (os.path.dirname(directory), directory):
         problem = check_private_dir(path)
         if problem:

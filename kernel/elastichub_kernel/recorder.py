@@ -69,6 +69,8 @@ def analyze_cell(code: str) -> CellInfo:
     for node in _walk_cell_scope(tree):
         if isinstance(node, ast.Name):
             (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            reads.add(node.target.id)  # `s += x` reads s before binding it
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             binds.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -119,8 +121,23 @@ def _walk_cell_scope(tree):
             stack.extend(n for n in ast.walk(ast.Module(body=node.body, type_ignores=[])) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
         elif isinstance(node, ast.Lambda):
             stack.extend(d for d in node.args.defaults if d is not None)
+        elif isinstance(node, ast.comprehension):
+            # `for c in ...` binds c in the comprehension's scope only; an
+            # item or attribute target still stores into an outer object.
+            stack.extend([node.iter, *node.ifs, *_outer_targets(node.target)])
         else:
             stack.extend(ast.iter_child_nodes(node))
+
+
+def _outer_targets(target):
+    """The parts of a comprehension target that touch the cell's namespace."""
+    if isinstance(target, ast.Name):
+        return []
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [part for elt in target.elts for part in _outer_targets(elt)]
+    if isinstance(target, ast.Starred):
+        return _outer_targets(target.value)
+    return [target]
 
 
 def _root_name(node) -> str | None:

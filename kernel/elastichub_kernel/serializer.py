@@ -104,10 +104,6 @@ class DumpResult:
     buffers: list                                 # contiguous memoryviews
     failed: dict = field(default_factory=dict)    # name -> reason
 
-    @property
-    def nbytes(self) -> int:
-        return len(self.stream) + sum(b.nbytes for b in self.buffers)
-
 
 class _RecordFailed(Exception):
     def __init__(self, name, exc):

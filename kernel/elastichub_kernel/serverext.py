@@ -33,10 +33,8 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from traitlets import Float
 
-from . import __version__
+from . import CHECKPOINT_REQUEST, STATUS_REQUEST, __version__
 
-CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
-STATUS_REQUEST = "elastichub_status_request"
 # How often a waiting request checks that the kernel process is still alive.
 _LIVENESS_POLL_S = 1.0
 
@@ -261,7 +259,7 @@ class ElasticHubExtension(ExtensionApp):
             "kernel_name": name,
             "elastic": elastic,
             "execution_state": getattr(kernel, "execution_state", None),
-            "checkpointing": self.locks.get(kernel_id, asyncio.Lock()).locked(),
+            "checkpointing": kernel_id in self.locks and self.locks[kernel_id].locked(),
             "status": None,
         }
         # Asking a kernel busy writing a checkpoint would only time out.

@@ -93,6 +93,11 @@ def check_private_dir(path: str) -> str | None:
         return "is a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
         return "is not a directory"
+    return _ownership_problem(st)
+
+
+def _ownership_problem(st: os.stat_result) -> str | None:
+    """Why a file or directory others could have written must not be trusted."""
     if st.st_uid != os.geteuid():
         return f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
     if st.st_mode & 0o022:
@@ -141,7 +146,7 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="elastichub-crc") as pool:
             pos = _HEADER.size
-            _write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
+            write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
             table = []
             for blob in blobs:
                 view = memoryview(blob).cast("B")
@@ -149,14 +154,14 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
                 for start in range(0, len(view), _CHUNK):
                     chunk = view[start:start + _CHUNK]
                     pending = pool.submit(zlib.crc32, chunk)
-                    _write_all(fd, chunk)
+                    write_all(fd, chunk)
                     crcs.append(pending.result())
                 table.append({"offset": pos, "length": len(view), "crc32": crcs})
                 pos += len(view)
             index = dict(index, format=FORMAT_VERSION, chunk=_CHUNK, blobs=table)
             raw_index = json.dumps(index, separators=(",", ":")).encode()
-            _write_all(fd, raw_index)
-            _write_all(fd, _TRAILER.pack(pos, len(raw_index), zlib.crc32(raw_index), 0, END_MAGIC))
+            write_all(fd, raw_index)
+            write_all(fd, _TRAILER.pack(pos, len(raw_index), zlib.crc32(raw_index), 0, END_MAGIC))
             total = pos + len(raw_index) + _TRAILER.size
         os.ftruncate(fd, total)  # a recycled spare may have been longer
         os.fsync(fd)
@@ -201,7 +206,10 @@ def _claim_spare(spare: str, tmp: str) -> int | None:
         _unlink_quietly(tmp)
         return None
     st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o600:
+    # Another link to it (a backup the user made with `ln`) would be
+    # overwritten in place along with the spare.
+    if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or stat.S_IMODE(st.st_mode) != 0o600
+            or st.st_nlink != 1):
         os.close(fd)
         _unlink_quietly(tmp)
         return None
@@ -244,7 +252,8 @@ def _is_stale_temp(name: str) -> bool:
     return False
 
 
-def _write_all(fd: int, data) -> None:
+def write_all(fd: int, data) -> None:
+    """os.write until every byte is written (a write may be partial)."""
     view = memoryview(data).cast("B")
     while len(view):
         n = os.write(fd, view)
@@ -328,13 +337,7 @@ def _open_trusted(path: str) -> int:
             raise CheckpointRejected(path, "is a symbolic link") from None
         raise CheckpointRejected(path, f"cannot be opened: {exc.strerror}") from None
     st = os.fstat(fd)
-    problem = None
-    if not stat.S_ISREG(st.st_mode):
-        problem = "is not a regular file"
-    elif st.st_uid != os.geteuid():
-        problem = f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
-    elif st.st_mode & 0o022:
-        problem = f"is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
+    problem = "is not a regular file" if not stat.S_ISREG(st.st_mode) else _ownership_problem(st)
     if problem:
         os.close(fd)
         raise CheckpointRejected(path, problem)

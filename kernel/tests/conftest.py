@@ -69,7 +69,7 @@ class _Kernels:
         return km, kc
 
     @staticmethod
-    def stop(km, kc, timeout_note=""):
+    def stop(km, kc):
         """Graceful shutdown: the kernel checkpoints in do_shutdown."""
         kc.stop_channels()
         km.shutdown_kernel(now=False)

@@ -66,6 +66,48 @@ def test_recomputed_value_with_other_fingerprint_is_named_not_swapped(tmp_path, 
     assert not os.path.exists(reply["path"])
 
 
+def _checkpoint_then_restore(tmp_path, ns, rec, speed):
+    """(checkpoint reply, restore report, restored namespace)."""
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, engine.user_variable_names(ns, {}), rec, speed, "nb")
+    target = {}
+    report, rejected = engine.restore_or_reject(str(tmp_path / "s"), target)
+    assert rejected is None
+    return reply, report, target
+
+
+def test_a_comprehension_variable_does_not_make_a_pure_cell_the_producer(tmp_path):
+    ns, rec, speed = _state(tmp_path)
+    _run(rec, ns, 6, "import os\nc = os.urandom(3_000_000).hex()")  # random: migrate
+    _run(rec, ns, 7, "y = [1 for c in range(3)]")                  # pure, leaves c alone
+    reply, report, target = _checkpoint_then_restore(tmp_path, ns, rec, speed)
+    assert "c" in reply["migrated"] and "c" not in reply["recomputed"]
+    assert report["not_restorable"] == [] and target["c"] == ns["c"]
+
+
+def test_a_value_rebound_outside_the_cells_code_is_migrated(tmp_path):
+    ns, rec, speed = _state(tmp_path)
+    info = analyze_cell("m = 1")
+    prepared = rec.prepare(info, ns)
+    exec("m = 1", ns)
+    ns["w"] = os.urandom(1_500_000).hex()  # a thread rebinds w while the pure cell runs
+    rec.record(6, "m = 1", info, prepared, ns, 0.0001, True)
+    reply, report, target = _checkpoint_then_restore(tmp_path, ns, rec, speed)
+    assert "w" in reply["migrated"] and "w" not in reply["recomputed"]
+    assert report["not_restorable"] == [] and target["w"] == ns["w"]
+
+
+def test_an_augmented_assignment_is_recomputed_from_its_own_input(tmp_path):
+    ns, rec, speed = _state(tmp_path)
+    _run(rec, ns, 6, "import os\nr = os.urandom(1_500_000).hex()")  # random: migrate
+    _run(rec, ns, 7, "r += 'c'")            # reads a 3 MB value it cannot keep: not pure
+    _run(rec, ns, 8, "tail = 'q' * 10")
+    _run(rec, ns, 9, "tail += 'z' * n")     # pure: re-run on the small `tail` it read
+    reply, report, target = _checkpoint_then_restore(tmp_path, ns, rec, speed)
+    assert "r" in reply["migrated"] and "tail" in reply["recomputed"]
+    assert report["not_restorable"] == []
+    assert target["r"] == ns["r"] and target["tail"] == ns["tail"]
+
+
 def test_missing_module_is_named_and_changed_module_is_noted(tmp_path):
     fake = types.ModuleType("ehk_fake_mod")
     fake.__version__ = "1.0"

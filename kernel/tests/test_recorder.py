@@ -15,7 +15,7 @@ def test_reads_binds_imports():
 def test_mutations_are_detected_from_code():
     info = analyze_cell("a.append(1)\nb[0] = 2\nc.x = 3\nf(d)\ne += [1]\n")
     assert {"a", "b", "c", "d"} <= info.mutates
-    assert "e" in info.binds
+    assert "e" in info.binds and "e" in info.reads  # `e += [1]` reads e first
 
 
 def test_pure_cells():
@@ -42,6 +42,14 @@ def test_side_effects_and_randomness_are_never_pure():
         "",
     ):
         assert not analyze_cell(code).pure, code
+
+
+def test_comprehension_variables_stay_in_their_scope():
+    assert analyze_cell("y = [1 for c in range(3)]").binds == {"y"}
+    assert analyze_cell("d = {k: v for (k, *v) in items}").binds == {"d"}
+    # an item/attribute target stores into an outer object; := binds outside
+    assert "x" in analyze_cell("[0 for x.attr in range(3)]").mutates
+    assert "last" in analyze_cell("[last := v for v in data]").binds
 
 
 def test_unparsable_cell_is_opaque():

@@ -199,3 +199,14 @@ def test_a_foreign_spare_is_never_written_into(tmp_path):
     path, _ = _write(session, [b"new"])
     assert victim.read_bytes() == b"precious"
     assert [bytes(b) for b in storage.read_checkpoint(path).blobs] == [b"new"]
+
+
+def test_a_hard_linked_backup_of_a_checkpoint_is_never_overwritten(tmp_path):
+    session = tmp_path / "s"
+    path, _ = _write(session, [b"one", b"1" * 5000])
+    backup = tmp_path / "backup.ehk"
+    os.link(path, backup)  # the user keeps this generation
+    _write(session, [b"two"])    # the backed-up inode becomes the spare...
+    _write(session, [b"three"])  # ...which must not be recycled
+    assert [bytes(b) for b in storage.read_checkpoint(str(backup)).blobs] == [b"one", b"1" * 5000]
+    assert [bytes(b) for b in storage.read_checkpoint(path).blobs] == [b"three"]
