@@ -115,9 +115,7 @@ async def bench_scheduling(burst: int) -> dict:
     usage: dict[str, Usage] = node_usage([])
     for p in pods:
         chosen, _ = choose_node(p, nodes, usage)
-        u = usage.setdefault(chosen, Usage())
-        cpu, mem = pod_requests(p)
-        u.cpu, u.memory, u.pods = u.cpu + cpu, u.memory + mem, u.pods + 1
+        usage.setdefault(chosen, Usage()).add(pod_requests(p))
     reference = time.perf_counter() - start
 
     store = Store()

@@ -11,7 +11,6 @@ printing. Every error is a Kubernetes `Status` object, never a traceback.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import inspect
 import json
 import os
@@ -23,9 +22,9 @@ import tornado.web
 
 from .discovery import API_GROUPS, API_VERSIONS, SERVER_VERSION, STATUS_KINDS, api_resource_list
 from .patch import PatchError, apply_patch
-from .store import KINDS, ApiError, Store, WatchEvent, now_rfc3339, parse_resource_version
+from .store import KINDS, ApiError, Store, WatchEvent, encode_json, now_rfc3339, parse_resource_version
 from .tables import table_version, to_table
-from .validation import check_pod_update, decode, default_pod, validate
+from .validation import check_pod_update, decode, decode_options, default_pod, validate
 
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
@@ -43,7 +42,7 @@ class BaseHandler(tornado.web.RequestHandler):
 
     def send_json(self, obj: Any, code: int = 200) -> None:
         self.set_status(code)
-        self.finish(json.dumps(obj, separators=(",", ":")))
+        self.finish(encode_json(obj))
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None))[1]
@@ -58,7 +57,7 @@ class BaseHandler(tornado.web.RequestHandler):
         self.set_header("Content-Type", "application/json")
         self.clear_header("Transfer-Encoding")
         self.set_status(err.code)
-        self.finish(json.dumps(err.status(), separators=(",", ":")))
+        self.finish(encode_json(err.status()))
 
     def log_exception(self, typ, value, tb) -> None:
         if isinstance(value, ApiError):
@@ -80,7 +79,7 @@ class JsonHandler(BaseHandler):
         self.body = body
 
     def get(self) -> None:
-        self.send_json(self.body() if callable(self.body) else self.body)
+        self.send_json(self.body)
 
 
 class NotFoundHandler(BaseHandler):
@@ -300,7 +299,7 @@ class ResourceHandler(BaseHandler):
             if e.code != 410:
                 raise
             self.set_status(200)
-            self.finish(json.dumps({"type": "ERROR", "object": e.status()}, separators=(",", ":")) + "\n")
+            self.finish(encode_json({"type": "ERROR", "object": e.status()}) + "\n")
             return
         self._subscription = sub
         try:
@@ -320,7 +319,7 @@ class ResourceHandler(BaseHandler):
         await self._flush()
         if initial_end_marker and bookmarks:
             pending = sub.pending()
-            await self._write_events(pending, table_version_, True)
+            self._write_events(pending, table_version_, True)
             headers_sent = bool(pending)
             self.write(self._bookmark(kind_name, {"k8s.io/initial-events-end": "true"}))
         while not self._closed:
@@ -341,7 +340,7 @@ class ResourceHandler(BaseHandler):
                         return
                 continue
             events = [first] + sub.pending()
-            await self._write_events(events, table_version_, not headers_sent)
+            self._write_events(events, table_version_, not headers_sent)
             headers_sent = True
             if not await self._flush():
                 return
@@ -352,10 +351,10 @@ class ResourceHandler(BaseHandler):
         meta: dict = {"resourceVersion": self.store.resource_version}
         if annotations:
             meta["annotations"] = annotations
-        return (json.dumps({"type": "BOOKMARK", "object": {"kind": kind_name, "apiVersion": "v1", "metadata": meta}},
-                           separators=(",", ":")) + "\n").encode()
+        return (encode_json({"type": "BOOKMARK", "object": {"kind": kind_name, "apiVersion": "v1", "metadata": meta}})
+                + "\n").encode()
 
-    async def _write_events(self, events: list[WatchEvent], table_v: str | None, headers: bool) -> None:
+    def _write_events(self, events: list[WatchEvent], table_v: str | None, headers: bool) -> None:
         for ev in events:
             if table_v is None:
                 self.write(ev.line())
@@ -363,7 +362,7 @@ class ResourceHandler(BaseHandler):
                 table = to_table(self.kind, [ev.object], table_v, self._arg("includeObject"),
                                  str(ev.rv), headers)
                 headers = False
-                self.write(json.dumps({"type": ev.type, "object": table}, separators=(",", ":")) + "\n")
+                self.write(encode_json({"type": ev.type, "object": table}) + "\n")
 
     async def _flush(self) -> bool:
         try:
@@ -434,8 +433,8 @@ class ResourceHandler(BaseHandler):
         self.send_json(self.store.create(self.kind, obj), 201)
 
     def _bind(self) -> None:
-        body = self._body()
-        target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
+        body = decode_options("V1Binding", "Binding", self._body())
+        target = body.get("target") or {}
         if not target.get("name"):
             raise ApiError(422, "Invalid", "Binding is invalid: target.name: Required value")
         node = target["name"]
@@ -514,14 +513,10 @@ class ResourceHandler(BaseHandler):
         self._no_collection()
         if self.sub is not None:
             raise ApiError(405, "MethodNotAllowed", f"DELETE is not allowed on {self.kind}/{self.sub}")
-        body = self._body() if self.request.body else {}
-        if not isinstance(body, dict):
-            raise ApiError(400, "BadRequest", "the DeleteOptions body must be a JSON object")
+        body = decode_options("V1DeleteOptions", "DeleteOptions", self._body() if self.request.body else {})
         grace = self._int_arg("gracePeriodSeconds")
-        if grace is None and body.get("gracePeriodSeconds") is not None:
-            grace = body["gracePeriodSeconds"]
-            if not isinstance(grace, int) or isinstance(grace, bool):
-                raise ApiError(400, "BadRequest", "gracePeriodSeconds must be an integer")
+        if grace is None:
+            grace = body.get("gracePeriodSeconds")
         current = self.store.get(self.kind, self.name, self.namespace)
         pre = body.get("preconditions") or {}
         for field in ("uid", "resourceVersion"):
@@ -562,8 +557,7 @@ def delete_pod(store: Store, pod: dict, grace: int | None) -> dict:
         meta = p["metadata"]
         if meta.get("deletionTimestamp") and meta.get("deletionGracePeriodSeconds", grace) <= grace:
             return  # already going, at least as fast: a repeated delete changes nothing
-        when = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=grace)
-        meta["deletionTimestamp"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta["deletionTimestamp"] = now_rfc3339(grace)
         meta["deletionGracePeriodSeconds"] = grace
     return store.update("pods", name, mark, namespace)
 

@@ -33,7 +33,7 @@ from libcloud.compute.base import Node, NodeDriver, NodeImage, NodeLocation, Nod
 from libcloud.compute.providers import get_driver, set_driver
 from libcloud.compute.types import NodeState
 
-from .config import ConfigError, NodeConfig, parse_cpu, parse_memory
+from .config import ConfigError, NodeConfig, parse_node
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster
@@ -128,16 +128,9 @@ class CloudPool:
             raise VMError(422, f"name: {name!r} is not a valid VM/node name (lower-case letters, digits, '-')")
         if name in self.cluster.kubelets:
             raise VMError(409, f"a node named {name!r} already exists")
-        labels = body.get("labels") or {}
-        if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
-            raise VMError(422, "labels must be an object of strings")
-        try:
-            cpu, memory = str(body.get("cpu", "")), str(body.get("memory", ""))
-            parse_cpu(cpu), parse_memory(memory)
-        except ValueError as e:
-            raise VMError(422, f"cpu/memory: {e}") from None
-        node = NodeConfig(name, "cloud", cpu, memory, dict(labels))
-        try:
+        try:  # the checks of a cloud node in the config file: quantities, labels, no tier override
+            node, = parse_node({"name": name, "tier": "cloud", "cpu": body.get("cpu", ""),
+                                "memory": body.get("memory", ""), "labels": body.get("labels") or {}}, "")
             await self.cluster.add_node(node, powered_on=False)
         except ConfigError as e:
             raise VMError(422, str(e)) from None
@@ -145,6 +138,8 @@ class CloudPool:
         return self.start(name)
 
     async def destroy(self, name: str) -> dict:
+        if self._vm(name).state == STOPPING:  # another stop or destroy is under way: one at a time
+            raise VMError(409, f"VM {name!r} is stopping; destroy it once it is stopped")
         await self.stop(name)
         vm = self.vms.pop(name)
         await self.cluster.remove_node(name)

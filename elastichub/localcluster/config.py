@@ -30,6 +30,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
+
 TIERS = ("on-prem", "cloud")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 TIER_LABEL = "elastichub.io/tier"
@@ -47,11 +49,8 @@ _DECIMAL_SUFFIXES = {
     "P": decimal.Decimal(10) ** 15,
     "E": decimal.Decimal(10) ** 18,
 }
+_INT64_MAX = 2**63 - 1
 _QUANTITY_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
-# A DNS-1123 subdomain: what Kubernetes accepts as a node name.
-_NODE_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 class ConfigError(ValueError):
@@ -78,14 +77,27 @@ def parse_quantity(value: Any) -> decimal.Decimal:
     return number * _DECIMAL_SUFFIXES[suffix]
 
 
+def _whole_units(value: Any, scale: int) -> int:
+    """The quantity times `scale`, rounded up to an integer, as Kubernetes rounds.
+    Beyond int64 (where Kubernetes' scaled values end) is an error: "1e999999" would
+    otherwise cost the event loop a minute turning it into a million-digit int."""
+    try:
+        scaled = parse_quantity(value) * scale
+    except decimal.DecimalException:  # an exponent beyond even Decimal's range
+        scaled = None
+    if scaled is None or scaled > _INT64_MAX:
+        raise QuantityError(f"{value!r} is out of range for a quantity")
+    return int(scaled.to_integral_value(rounding=decimal.ROUND_CEILING))
+
+
 def parse_cpu(value: Any) -> int:
     """CPU quantity in millicores ("500m" -> 500, "2" -> 2000), rounded up like Kubernetes."""
-    return int((parse_quantity(value) * 1000).to_integral_value(rounding=decimal.ROUND_CEILING))
+    return _whole_units(value, 1000)
 
 
 def parse_memory(value: Any) -> int:
     """Memory quantity in bytes ("2Gi" -> 2147483648, "1G" -> 10**9), rounded up."""
-    return int(parse_quantity(value).to_integral_value(rounding=decimal.ROUND_CEILING))
+    return _whole_units(value, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +180,7 @@ def parse_config(data: dict[str, Any]) -> ClusterConfig:
         raw_nodes = data["nodes"]
         if not isinstance(raw_nodes, list) or not raw_nodes:
             raise ConfigError("nodes must be a non-empty array of tables ([[nodes]])")
-        nodes = tuple(n for i, raw in enumerate(raw_nodes) for n in _parse_node(raw, f"nodes[{i}]."))
+        nodes = tuple(n for i, raw in enumerate(raw_nodes) for n in parse_node(raw, f"nodes[{i}]."))
     seen: set[str] = set()
     for node in nodes:
         if node.name in seen:
@@ -179,7 +191,7 @@ def parse_config(data: dict[str, Any]) -> ClusterConfig:
     )
 
 
-def _parse_node(raw: Any, where: str) -> list[NodeConfig]:
+def parse_node(raw: Any, where: str) -> list[NodeConfig]:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where.rstrip('.')} must be a table")
     _no_unknown_keys(raw, {"name", "count", "tier", "cpu", "memory", "labels", "taints"}, where)
@@ -203,9 +215,9 @@ def _parse_node(raw: Any, where: str) -> list[NodeConfig]:
     if not isinstance(labels, dict):
         raise ConfigError(f"{where}labels must be a table of strings")
     for key, value in labels.items():
-        if not isinstance(value, str) or not _LABEL_VALUE_RE.match(value) or len(value) > 63:
+        if not isinstance(value, str) or label_value_error(value):
             raise ConfigError(f"{where}labels.{key}: {value!r} is not a valid label value")
-        if not _valid_label_key(key):
+        if label_key_error(key):
             raise ConfigError(f"{where}labels: {key!r} is not a valid label key")
         if key == TIER_LABEL:
             raise ConfigError(f"{where}labels.{key} is set from {where}tier; remove it")
@@ -221,7 +233,7 @@ def _parse_node(raw: Any, where: str) -> list[NodeConfig]:
     else:
         names = [f"{name}-{i}" for i in range(1, count + 1)]
     for n in names:
-        if len(n) > 253 or not _NODE_NAME_RE.match(n):
+        if len(n) > 253 or not DNS_SUBDOMAIN.match(n):
             raise ConfigError(
                 f"{where}name: {n!r} is not a valid node name (lower-case letters, digits, '-' and '.')"
             )
@@ -235,7 +247,7 @@ def _parse_taint(raw: Any, where: str) -> dict[str, str]:
         raise ConfigError(f"{where.rstrip('.')} must be a table")
     _no_unknown_keys(raw, {"key", "value", "effect"}, where)
     key = _string(raw, "key", where, None)
-    if not _valid_label_key(key):
+    if label_key_error(key):
         raise ConfigError(f"{where}key: {key!r} is not a valid taint key")
     effect = raw.get("effect")
     if effect not in TAINT_EFFECTS:
@@ -244,13 +256,6 @@ def _parse_taint(raw: Any, where: str) -> dict[str, str]:
     if "value" in raw:
         taint["value"] = _string(raw, "value", where, None)
     return taint
-
-
-def _valid_label_key(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _NODE_NAME_RE.match(prefix)):
-        return False
-    return bool(name) and len(name) <= 63 and bool(_LABEL_NAME_RE.match(name))
 
 
 def _string(table: dict, key: str, where: str, default: str | None) -> str:

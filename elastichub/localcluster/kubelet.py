@@ -504,24 +504,26 @@ class Kubelet:
         elif rt.stop_reason == "shutdown":
             for c in rt.containers:
                 c.ready = False
-            rt.phase, rt.reason = "Failed", "NodeShutdown"
-            rt.message = f"Pod was terminated: node {self.name} was powered off"
+            rt.phase, rt.reason, rt.message = "Failed", "NodeShutdown", self._shutdown_message()
             self._push_status(rt)
             self.events.record(pod, "NodeShutdown", rt.message, type="Warning")
         elif rt.stop_reason is None:
             self._push_status(rt)
 
+    def _shutdown_message(self) -> str:
+        return f"Pod was terminated: node {self.name} was powered off"
+
     def _fail_unstarted(self, pod: dict) -> None:
+        message = self._shutdown_message()
+
         def mutate(p: dict) -> None:
-            p.setdefault("status", {}).update(
-                phase="Failed", reason="NodeShutdown", message=f"Pod was terminated: node {self.name} was powered off")
+            p.setdefault("status", {}).update(phase="Failed", reason="NodeShutdown", message=message)
 
         try:
             self.store.update("pods", pod["metadata"]["name"], mutate, namespace=pod["metadata"]["namespace"])
         except ApiError:
             return
-        self.events.record(pod, "NodeShutdown", f"Pod was terminated: node {self.name} was powered off",
-                           type="Warning")
+        self.events.record(pod, "NodeShutdown", message, type="Warning")
 
     def _delete_from_store(self, pod: dict) -> None:
         meta = pod["metadata"]

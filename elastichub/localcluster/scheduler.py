@@ -40,6 +40,12 @@ class Usage:
     memory: int = 0
     pods: int = 0
 
+    def add(self, requests: tuple[int, int]) -> None:
+        """Count one more pod requesting (cpu millicores, memory bytes)."""
+        self.cpu += requests[0]
+        self.memory += requests[1]
+        self.pods += 1
+
 
 # ----------------------------------------------------------------------------- resources
 
@@ -80,13 +86,10 @@ def node_usage(pods: Iterable[dict]) -> dict[str, Usage]:
         if not node_name or (pod.get("status") or {}).get("phase") in TERMINATED_PHASES:
             continue
         try:
-            cpu, memory = pod_requests(pod)
+            requests = pod_requests(pod)
         except QuantityError:
-            cpu, memory = 0, 0  # a bound pod with a bad quantity was not bound by us; count it as empty
-        u = usage.setdefault(node_name, Usage())
-        u.cpu += cpu
-        u.memory += memory
-        u.pods += 1
+            requests = (0, 0)  # a bound pod with a bad quantity was not bound by us; count it as empty
+        usage.setdefault(node_name, Usage()).add(requests)
     return usage
 
 
@@ -187,7 +190,10 @@ def filter_node(pod: dict, node: dict, usage: Usage, requests: tuple[int, int]) 
         return f"node(s) had untolerated taint {{{taint['key']}{value}: }}"
     if not matches_required_affinity(pod, node):
         return "node(s) didn't match Pod's node affinity/selector"
-    cpu, memory, max_pods = node_allocatable(node)
+    try:
+        cpu, memory, max_pods = node_allocatable(node)
+    except (ValueError, TypeError):  # a status written through the API with a bad quantity
+        return "node(s) had an invalid allocatable"
     if usage.pods + 1 > max_pods:
         return "Too many pods"
     if usage.cpu + requests[0] > cpu:
@@ -331,11 +337,7 @@ class Scheduler:
                 self._unschedulable(pod, message)
                 continue
             if self._bind(pod, node_name):
-                requests = pod_requests(pod)
-                u = usage.setdefault(node_name, Usage())
-                u.cpu += requests[0]
-                u.memory += requests[1]
-                u.pods += 1
+                usage.setdefault(node_name, Usage()).add(pod_requests(pod))
 
     def _bind(self, pod: dict, node_name: str) -> bool:
         meta = pod["metadata"]

@@ -48,7 +48,8 @@ class SelectorError(ValueError):
 Matcher = Callable[[dict], bool]
 
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# A lowercase RFC 1123 subdomain: label key prefixes, node and pod names.
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 # One token: an operator, a paren/comma, or a run of other characters.
 _TOKEN = re.compile(r"\s*(==|!=|=|\(|\)|,|!|>|<|[^\s=!(),<>]+)")
@@ -57,7 +58,7 @@ _TOKEN = re.compile(r"\s*(==|!=|=|\(|\)|,|!|>|<|[^\s=!(),<>]+)")
 def label_key_error(key: str) -> str | None:
     """Why `key` is not a valid label key (prefix/name), or None."""
     prefix, _, name = key.rpartition("/")
-    if "/" in key and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if "/" in key and (not prefix or len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
         return f"prefix part of {key!r} must be a lowercase RFC 1123 subdomain"
     if not name or len(name) > 63 or not _LABEL_NAME.match(name):
         return (f"name part of {key!r} must consist of alphanumeric characters, '-', '_' or '.', "

@@ -52,8 +52,17 @@ def not_found(kind: str, name: str) -> ApiError:
     return ApiError(404, "NotFound", f'{kind} "{name}" not found', {"name": name, "kind": kind})
 
 
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+RFC3339 = "%Y-%m-%dT%H:%M:%SZ"  # object timestamps: UTC, whole seconds
+
+
+def now_rfc3339(later: float = 0.0) -> str:
+    """Now (or `later` seconds from now) as an object timestamp."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        when = now + datetime.timedelta(seconds=later)
+    except OverflowError:  # a grace period of millennia: the last time a timestamp can say
+        when = datetime.datetime.max
+    return when.strftime(RFC3339)
 
 
 def copy_json(obj: Any) -> Any:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import datetime
 from typing import Callable
 
+from .store import RFC3339
+
 
 def human_age(timestamp: str | None, now: datetime.datetime | None = None) -> str:
     """Age as kubectl shows it (apimachinery's HumanDuration)."""
     if not timestamp:
         return "<unknown>"
     try:
-        then = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        then = datetime.datetime.strptime(timestamp, RFC3339).replace(tzinfo=datetime.timezone.utc)
     except ValueError:
         return "<invalid>"
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -25,18 +27,23 @@ def human_age(timestamp: str | None, now: datetime.datetime | None = None) -> st
     if s < 120:
         return f"{s}s"
     if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+        return _two_units(m, "m", s % 60, "s")
     if h < 3:
         return f"{m}m"
     if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+        return _two_units(h, "h", m % 60, "m")
     if h < 48:
         return f"{h}h"
     if d < 8:
-        return f"{d}d{h % 24}h" if h % 24 else f"{d}d"
+        return _two_units(d, "d", h % 24, "h")
     if d < 730:
         return f"{d}d"
     return f"{d // 365}y{d % 365}d"
+
+
+def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
+    """Like "5h3m", or "5h" when the smaller part is zero."""
+    return f"{big}{big_unit}{small}{small_unit}" if small else f"{big}{big_unit}"
 
 
 def _col(name: str, type_: str = "string", priority: int = 0, fmt: str = "") -> dict:
@@ -67,7 +74,8 @@ def _pod_row(pod: dict) -> list:
 def _node_row(node: dict) -> list:
     meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    state = "Unknown" if ready is None else {"True": "Ready", "False": "NotReady"}.get(ready.get("status"), "Unknown")
+    # As kubectl's printer: no Ready condition is Unknown; one that is not True (False or Unknown) is NotReady.
+    state = "Unknown" if ready is None else "Ready" if ready.get("status") == "True" else "NotReady"
     if spec.get("unschedulable"):
         state += ",SchedulingDisabled"
     roles = sorted(k.split("/", 1)[1] for k in meta.get("labels") or {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import models
 
-from .selectors import label_key_error, label_value_error
+from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
 from .store import KINDS, ApiError
 
 MODEL_OF_KIND = {"pods": "V1Pod", "nodes": "V1Node", "namespaces": "V1Namespace", "events": "CoreV1Event"}
@@ -25,7 +25,6 @@ MODEL_OF_KIND = {"pods": "V1Pod", "nodes": "V1Node", "namespaces": "V1Namespace"
 _QUANTITY_MAPS = {"requests", "limits", "capacity", "allocatable", "overhead", "hard", "used"}
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _schema_cache: dict[str, dict[str, str]] = {}
 _ZERO = {"str": "", "int": 0, "float": 0.0, "bool": False, "datetime": "", "date": ""}
 
@@ -109,12 +108,22 @@ def decode(kind: str, body: Any) -> tuple[dict, list[str]]:
     return body, unknown
 
 
+def decode_options(model_name: str, kind_name: str, body: Any) -> dict:
+    """Type-check a request body that is not a stored object (a Binding, DeleteOptions)
+    against its core/v1 model, in place; unknown fields are dropped."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", f"the body of the request must be a JSON object ({kind_name}), "
+                       f"not a JSON {_json_type(body)}")
+    _check(body, model_name, "", [], kind_name, False)
+    return body
+
+
 def _name_error(kind: str, name: str) -> str | None:
     if kind == "namespaces":
         if len(name) > 63 or not _DNS_LABEL.match(name):
             return ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
                     "and must start and end with an alphanumeric character (at most 63)")
-    elif len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    elif len(name) > 253 or not DNS_SUBDOMAIN.match(name):
         return ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
                 "and must start and end with an alphanumeric character (at most 253)")
     return None

@@ -95,6 +95,23 @@ async def test_conflicts_and_missing_things(api_server):
     assert_status(await call(api_server, "PUT", PODS + "/p", body=changed), 422, "Invalid",
                   "pod updates may not change fields")
     assert_status(await call(api_server, "PUT", PODS + "/other", body=current), 400, "BadRequest", "does not match")
+    # Bodies that are not stored objects are typed too: a Binding, DeleteOptions.
+    for target in ("n1", {"name": ["n1"]}):
+        assert_status(await call(api_server, "POST", PODS + "/p/binding", body={"target": target}), 400,
+                      "BadRequest", "cannot be handled as a Binding")
+    assert_status(await call(api_server, "POST", PODS + "/p/binding", body={"target": {}}), 422, "Invalid",
+                  "target.name")
+    for options in ({"preconditions": "uid"}, {"gracePeriodSeconds": "5"}, []):
+        assert_status(await call(api_server, "DELETE", PODS + "/p", body=options), 400, "BadRequest",
+                      "DeleteOptions")
+    assert api_server.store.get("pods", "p")["metadata"]["uid"] == current["metadata"]["uid"]
+    # A grace period beyond any date: the deletion is marked at the last representable time.
+    api_server.store.create("nodes", make_node("n1"))
+    assert (await call(api_server, "POST", PODS, body=make_pod("bound", node="n1")))[0] == 201
+    for grace in ("?gracePeriodSeconds=" + "9" * 30, "?gracePeriodSeconds=999999999999"):  # the shorter wins
+        code, pod, _ = await call(api_server, "DELETE", PODS + "/bound" + grace)
+        assert code == 200 and pod["metadata"]["deletionTimestamp"] == "9999-12-31T23:59:59Z", pod
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 999999999999
 
 
 async def test_bad_requests_on_queries_methods_and_patches(api_server):

@@ -32,6 +32,15 @@ async def test_table_output(api_server):
     assert names[:5] == ["Name", "Status", "Roles", "Age", "Version"]
     row = table["rows"][0]
     assert row["cells"][:2] == ["n1", "Ready,SchedulingDisabled"]
+    # kubectl's printer: a Ready condition that is not True is NotReady, even when Unknown
+    # (a powered-off cloud node); only a node without the condition is Unknown.
+    api_server.store.create("nodes", make_node("off"))
+    api_server.store.update("nodes", "off", lambda n: n["status"]["conditions"][0].update(status="Unknown"))
+    api_server.store.create("nodes", make_node("new"))
+    api_server.store.update("nodes", "new", lambda n: n["status"].update(conditions=[]))
+    code, table, _ = await call(api_server, "GET", "/api/v1/nodes", accept=TABLE)
+    assert {r["cells"][0]: r["cells"][1] for r in table["rows"]} == {
+        "n1": "Ready,SchedulingDisabled", "off": "NotReady", "new": "Unknown"}
     assert row["object"]["kind"] == "PartialObjectMetadata" and row["object"]["metadata"]["name"] == "n1"
     code, table, _ = await call(api_server, "GET", "/api/v1/nodes/n1?includeObject=Object", accept=TABLE)
     assert table["rows"][0]["object"]["status"]["allocatable"]["cpu"] == "4"

@@ -13,7 +13,7 @@ from libcloud.compute.providers import get_driver
 from libcloud.compute.types import NodeState
 from lc_clustertools import alive, phase, python_pod, wait_for
 
-from elastichub.localcluster.cloud import LocalClusterNodeDriver
+from elastichub.localcluster.cloud import LocalClusterNodeDriver, VMError
 from elastichub.localcluster.config import default_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -112,6 +112,20 @@ async def test_create_and_destroy_grow_and_shrink_the_pool(cloud):
     assert "burst-1" not in {n["metadata"]["name"] for n in cluster.store.list("nodes")[0]}
 
 
+async def test_concurrent_destroys_of_one_vm_end_in_one_destroy_and_a_clear_error(local_cluster):
+    cluster = local_cluster
+    pool, store = cluster.cloud, cluster.store
+    pool.start("cloud-1")
+    await wait_for(lambda: node_ready(cluster, "cloud-1") == "True", what="node Ready")
+    store.create("pods", python_pod("on-cloud", "import time; time.sleep(300)", nodeSelector=CLOUD_ONLY))
+    await wait_for(lambda: phase(store, "on-cloud") == "Running", what="pod Running")
+    # The power-off of a node with a pod takes a while: the second destroy arrives during it.
+    results = await asyncio.gather(pool.destroy("cloud-1"), pool.destroy("cloud-1"), return_exceptions=True)
+    assert results[0]["state"] == "terminated"
+    assert isinstance(results[1], VMError) and results[1].code == 409, results[1]
+    assert "cloud-1" not in cluster.kubelets and "cloud-1" not in pool.vms
+
+
 async def test_errors_are_clear(cloud):
     cluster, driver = cloud
     from libcloud.compute.base import Node
@@ -135,6 +149,13 @@ async def test_errors_are_clear(cloud):
     assert code == 400 and "not valid JSON" in answer["error"]
     code, answer = await asyncio.to_thread(post, b'{"name": "x", "cpu": "1", "memory": "lots"}')
     assert code == 422 and "'lots' is not a quantity" in answer["error"]
+    # A created VM is a cloud node: it may not claim another tier, nor carry labels Kubernetes rejects.
+    for labels, problem in (({"elastichub.io/tier": "on-prem"}, "is set from tier"),
+                            ({"bad key": "x"}, "not a valid label key")):
+        body = json.dumps({"name": "x", "cpu": "1", "memory": "1Gi", "labels": labels}).encode()
+        code, answer = await asyncio.to_thread(post, body)
+        assert code == 422 and problem in answer["error"], answer
+    assert "x" not in cluster.kubelets
 
 
 async def test_a_pending_pod_runs_once_a_cloud_node_boots(cluster_factory):

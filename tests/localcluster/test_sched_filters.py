@@ -99,6 +99,15 @@ def test_cordoned_and_not_ready_nodes_are_skipped():
     assert "1 Insufficient memory" in message
 
 
+def test_a_node_with_an_unreadable_allocatable_is_skipped_not_fatal():
+    broken = node("broken")
+    broken["status"]["allocatable"]["memory"] = "1e999999"  # passes the API's pattern, not the arithmetic
+    chosen, _ = choose_node(pod(), [broken, node("fine")], {})
+    assert chosen == "fine"
+    chosen, message = choose_node(pod(), [broken], {})
+    assert chosen is None and message == "0/1 nodes are available: 1 node(s) had an invalid allocatable."
+
+
 def test_taints_need_tolerations():
     tainted = node("gpu", taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])
     soft = node("soft", taints=[{"key": "x", "effect": "PreferNoSchedule"}])
