@@ -47,22 +47,27 @@ async def _serve(config) -> int:
     from .cluster import ClusterError, LocalCluster
 
     cluster = LocalCluster(config)
-    try:
-        await cluster.start()
-    except ClusterError as e:
-        raise UsageError(str(e)) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Handlers first: a Ctrl-C while nodes and pods come up still stops the
+    # cluster cleanly instead of raising KeyboardInterrupt mid-start.
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    nodes = ", ".join(f"{n.name} ({n.tier})" for n in config.nodes)
-    print(f"local cluster ready at {cluster.url}\n  nodes: {nodes}\n"
-          f"  export KUBECONFIG={cluster.kubeconfig}\n  stop with Ctrl-C", flush=True)
+    started = False
     try:
+        try:
+            await cluster.start()
+        except ClusterError as e:
+            raise UsageError(str(e)) from None
+        started = True
+        nodes = ", ".join(f"{n.name} ({n.tier})" for n in config.nodes)
+        print(f"local cluster ready at {cluster.url}\n  nodes: {nodes}\n"
+              f"  export KUBECONFIG={cluster.kubeconfig}\n  stop with Ctrl-C", flush=True)
         await stop.wait()
     finally:
-        print("stopping: ending every pod process...", flush=True)
-        await cluster.stop()
+        if started:
+            print("stopping: ending every pod process...", flush=True)
+        await cluster.stop()  # also undoes a start that failed half-way
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     print("stopped", flush=True)

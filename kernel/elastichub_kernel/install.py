@@ -146,6 +146,8 @@ def uninstall(name: str = KERNEL_NAME, user: bool = False, prefix: str | None = 
             shutil.rmtree(directory)
         except PermissionError:
             raise InstallError(f"cannot remove {directory}: permission denied") from None
+        except OSError as e:
+            raise InstallError(f"cannot remove {directory}: {e.strerror or e}") from None
         return str(directory)
     ksm = KernelSpecManager()
     if name not in ksm.find_kernel_specs():
@@ -154,6 +156,8 @@ def uninstall(name: str = KERNEL_NAME, user: bool = False, prefix: str | None = 
         return ksm.remove_kernel_spec(name)
     except PermissionError as e:
         raise InstallError(f"cannot remove {e.filename}: permission denied") from None
+    except OSError as e:
+        raise InstallError(f"cannot remove kernelspec {name!r}: {e.strerror or e}") from None
 
 
 def _parser() -> argparse.ArgumentParser:

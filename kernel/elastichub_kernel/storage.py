@@ -390,9 +390,27 @@ def set_aside(path: str, why: str) -> str | None:
     the user then says the file is still where it was).
     """
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = f"{path}.{why}-{stamp}-{os.getpid()}"
-    try:
-        os.rename(path, target)
-    except OSError:
-        return None
-    return target
+    base = f"{path}.{why}-{stamp}-{os.getpid()}"
+    # Link, then unlink: unlike rename, link never replaces a file set aside
+    # earlier in the same second, so every refused checkpoint is kept.
+    for n in range(100):
+        target = base if n == 0 else f"{base}-{n}"
+        try:
+            os.link(path, target, follow_symlinks=False)
+        except FileExistsError:
+            continue
+        except OSError:  # a volume without hard links: rename to a name just seen free
+            if os.path.lexists(target):
+                continue
+            try:
+                os.rename(path, target)
+            except OSError:
+                return None
+            return target
+        try:
+            os.unlink(path)
+        except OSError:
+            _unlink_quietly(target)
+            return None
+        return target
+    return None

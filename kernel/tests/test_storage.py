@@ -138,6 +138,18 @@ def test_set_aside_keeps_the_file(tmp_path):
     assert open(kept, "rb").read() == data
 
 
+def test_set_aside_twice_in_one_second_keeps_both(tmp_path):
+    first, _ = _write(tmp_path / "s")
+    data_one = open(first, "rb").read()
+    kept_one = storage.set_aside(first, "rejected")
+    second, _ = _write(tmp_path / "s", [b"another generation"])
+    data_two = open(second, "rb").read()
+    kept_two = storage.set_aside(second, "rejected")
+    assert kept_one != kept_two
+    assert open(kept_one, "rb").read() == data_one
+    assert open(kept_two, "rb").read() == data_two != data_one
+
+
 def test_session_key_is_stable_safe_and_distinct(tmp_path):
     a = storage.session_key("work/Analysis 1.ipynb")
     assert a == storage.session_key("work/Analysis 1.ipynb")
