@@ -34,7 +34,10 @@ from .typeprobe import is_module, type_name, unrestorable_reason
 _PURE_PREFIX = "\x00pure:"
 # Values smaller than this are always migrated: recomputing saves nothing.
 MIN_RECOMPUTE_BYTES = 1 << 20
-_IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+|_ih|_oh|_dh|In|Out)$")
+# IPython's per-cell output/input caches, which are not in user_ns_hidden. Its
+# In, Out, _ih, _oh, _dh are, so they are skipped by identity only: a user's
+# own `Out = df` is a variable like any other and must be saved.
+_IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+)$")
 
 
 def user_variable_names(ns: dict, hidden: dict) -> list:

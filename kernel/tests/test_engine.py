@@ -146,8 +146,15 @@ def test_module_changed_since_checkpoint_is_restored_and_noted(tmp_path):
 def test_user_variable_names_skip_ipython_history():
     ns = {"_": 1, "__": 2, "_i3": "x", "_5": 5, "In": [], "Out": {}, "_oh": {}, "__name__": "__main__",
           "exit": object(), "data": 1, "_private": 2}
-    hidden = {"exit": ns["exit"]}
+    hidden = {"exit": ns["exit"], "In": ns["In"], "Out": ns["Out"], "_oh": ns["_oh"]}
     assert engine.user_variable_names(ns, hidden) == ["data", "_private"]
+
+
+def test_a_user_variable_named_like_ipython_history_is_kept():
+    ipython_out = {}
+    ns = {"Out": "the user's own", "In": [1, 2], "_oh": ipython_out, "data": 1}
+    hidden = {"Out": ipython_out, "In": [], "_oh": ipython_out}
+    assert engine.user_variable_names(ns, hidden) == ["Out", "In", "data"]
 
 
 def test_rejected_file_binds_nothing_not_even_imports(tmp_path):
