@@ -1,0 +1,38 @@
+"""Names ElasticHub writes on Kubernetes objects: the contract between the
+spawner (which labels the pods) and the orchestrator (which reads them, and
+marks the nodes it drains).
+
+Everything lives under one prefix, so `kubectl get pods -l` / `kubectl
+describe node` show an admin at a glance what ElasticHub owns. Label values
+must be valid Kubernetes label values (63 characters of [A-Za-z0-9._-]);
+raw JupyterHub names (any Unicode) go in annotations.
+"""
+
+from __future__ import annotations
+
+PREFIX = "elastichub.io/"
+
+# -- nodes (set by the admin, or the local cluster) ----------------------------
+TIER_LABEL = PREFIX + "tier"  # "on-prem" | "cloud" (values configurable)
+
+# -- single-user pods (set by ElasticSpawner) ----------------------------------
+MANAGED_LABEL = PREFIX + "managed"  # "true": a server ElasticHub may account for and move
+MIGRATABLE_LABEL = PREFIX + "migratable"  # "true" | "false": the orchestrator never moves "false"
+USER_ANNOTATION = PREFIX + "user"  # the JupyterHub user name, unescaped
+SERVER_NAME_ANNOTATION = PREFIX + "server-name"  # "" for the default server
+VERSION_ANNOTATION = PREFIX + "spawner-version"
+
+# -- nodes being drained (set by the orchestrator) -----------------------------
+# A NoSchedule taint, as Karpenter marks the nodes it disrupts: it says why the
+# node is cordoned, so a restarted orchestrator (or an admin) knows it is ours.
+DRAIN_TAINT = PREFIX + "draining"
+# JSON on the Node: the drain's plan and progress (see orchestrator docs).
+DRAIN_ANNOTATION = PREFIX + "drain"
+
+TRUE, FALSE = "true", "false"
+
+
+def server_key(user: str, server_name: str) -> str:
+    """One string for a hub server: "alice" or "alice/gpu" (as the hub's
+    own routes spell it)."""
+    return f"{user}/{server_name}" if server_name else user
