@@ -2,6 +2,8 @@
 
 Each subcommand module exposes `add_arguments(parser)` and `run(args) -> int`
 and keeps its heavy imports inside `run`, so `elastichub --help` stays fast.
+The services (`orchestrator`) are traitlets Applications, as JupyterHub's
+are: their arguments go to the Application unparsed.
 Bad input raises `UsageError`; it is printed as one line naming the problem,
 with exit status 2, never as a traceback.
 """
@@ -25,6 +27,13 @@ SUBCOMMANDS = {
         "run a local Kubernetes cluster (API emulator, scheduler, kubelet, cloud pool) in the foreground",
     ),
 }
+# name -> (module with main(argv) -> int, one-line help): traitlets Applications
+APPLICATIONS = {
+    "orchestrator": (
+        "elastichub.orchestrator.app",
+        "run the orchestrator service (the live Tmon/Tcool loop); --help-all lists its settings",
+    ),
+}
 
 
 class UsageError(Exception):
@@ -39,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    for name, (_, help_text) in APPLICATIONS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -48,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in APPLICATIONS:
+        return importlib.import_module(APPLICATIONS[argv[0]][0]).main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

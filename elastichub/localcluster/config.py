@@ -23,81 +23,23 @@ Every error is a `ConfigError` naming the key at fault (``nodes[2].memory``).
 from __future__ import annotations
 
 import dataclasses
-import decimal
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..quantity import QuantityError, parse_cpu, parse_memory, parse_quantity  # noqa: F401 (re-exported)
+from ..podmeta import TIER_LABEL
 from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
 
 TIERS = ("on-prem", "cloud")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-TIER_LABEL = "elastichub.io/tier"
 DEFAULT_PORT = 6443
 DEFAULT_KUBECONFIG = "~/.kube/elastichub-localcluster.yaml"
-
-_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SUFFIXES = {
-    "m": decimal.Decimal("0.001"),
-    "": decimal.Decimal(1),
-    "k": decimal.Decimal(10) ** 3,
-    "M": decimal.Decimal(10) ** 6,
-    "G": decimal.Decimal(10) ** 9,
-    "T": decimal.Decimal(10) ** 12,
-    "P": decimal.Decimal(10) ** 15,
-    "E": decimal.Decimal(10) ** 18,
-}
-_INT64_MAX = 2**63 - 1
-_QUANTITY_RE = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 
 
 class ConfigError(ValueError):
     """The cluster config (or a quantity in it) is invalid; the message names the key."""
-
-
-class QuantityError(ValueError):
-    """A string is not a Kubernetes resource quantity."""
-
-
-def parse_quantity(value: Any) -> decimal.Decimal:
-    """A Kubernetes quantity ("500m", "2Gi", "1e3", 4, 0.5) as an exact Decimal."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise QuantityError(f"{value!r} is not a quantity (a number or a string like '500m' or '2Gi')")
-    text = str(value).strip()
-    match = _QUANTITY_RE.match(text)
-    if not match:
-        raise QuantityError(f"{value!r} is not a quantity (expected e.g. '500m', '2', '512Mi', '1G')")
-    number, suffix = decimal.Decimal(match.group(1)), match.group(2) or ""
-    if number < 0:
-        raise QuantityError(f"{value!r} is negative")
-    if suffix in _BINARY_SUFFIXES:
-        return number * _BINARY_SUFFIXES[suffix]
-    return number * _DECIMAL_SUFFIXES[suffix]
-
-
-def _whole_units(value: Any, scale: int) -> int:
-    """The quantity times `scale`, rounded up to an integer, as Kubernetes rounds.
-    Beyond int64 (where Kubernetes' scaled values end) is an error: "1e999999" would
-    otherwise cost the event loop a minute turning it into a million-digit int."""
-    try:
-        scaled = parse_quantity(value) * scale
-    except decimal.DecimalException:  # an exponent beyond even Decimal's range
-        scaled = None
-    if scaled is None or scaled > _INT64_MAX:
-        raise QuantityError(f"{value!r} is out of range for a quantity")
-    return int(scaled.to_integral_value(rounding=decimal.ROUND_CEILING))
-
-
-def parse_cpu(value: Any) -> int:
-    """CPU quantity in millicores ("500m" -> 500, "2" -> 2000), rounded up like Kubernetes."""
-    return _whole_units(value, 1000)
-
-
-def parse_memory(value: Any) -> int:
-    """Memory quantity in bytes ("2Gi" -> 2147483648, "1G" -> 10**9), rounded up."""
-    return _whole_units(value, 1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -80,6 +80,7 @@ class Server:
     node: str | None = None  # None while it waits for room (Pending)
     started_at: float | None = None  # when it started running (for lifetime-aware policies)
     created_at: float | None = None  # when the user asked for it (waiting starts here)
+    movable: bool = True  # False: never migrated (an admin pinned it); its node stays until it ends
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,16 +86,19 @@ def plan_migration(
     Simulates the scheduler: each server (RAM descending) goes to the fitting
     destination with the highest tier priority (on-prem first), then the
     *most* used by RAM (packing), then name. Placements accumulate. Returns
-    None when any server has no destination. Destinations default to every
+    None when any server has no destination or may not be moved (`movable`
+    False). Destinations default to every
     active node but the candidate; cordoned, booting or not-ready nodes are
     never targets.
     """
     if destinations is None:
         destinations = snapshot.nodes
-    targets = [n for n in destinations if n.active and n.name != candidate.name]
     servers = migration_order(candidate.servers)
     if not servers:
         return MigrationPlan(candidate.name, ())
+    if not all(s.movable for s in servers):
+        return None  # a pinned server keeps its node until it ends
+    targets = [n for n in destinations if n.active and n.name != candidate.name]
 
     # A necessary condition first: most infeasible cycles end here, cheaply.
     demand = Resources.total(s.requests for s in servers)

@@ -1,0 +1,344 @@
+"""`elastichub orchestrator`: the ElasticOrchestrator Application.
+
+As jupyterhub-idle-culler does, the Application only wires configuration to
+the logic (`Controller` and the adapters). Run it as a hub-managed service::
+
+    c.JupyterHub.services = [{"name": "elastichub-orchestrator",
+                              "command": ["elastichub", "orchestrator"],
+                              "url": "http://127.0.0.1:10101"}]
+
+or as a process of its own (JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN in
+its environment, or the matching traits). Every trait can be set in
+``elastichub_orchestrator_config.py`` (``--generate-config`` writes one) or
+on the command line (``--ElasticOrchestrator.theta_out=85``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import sys
+from urllib.parse import urlparse
+
+from traitlets import Bool, Dict, Float, Integer, List, Unicode, default, validate
+from traitlets.config import Application, TraitError
+
+from .. import __version__, podmeta
+from ..policy import PolicyConfig, Resources, make_strategy
+from ..quantity import QuantityError, parse_cpu, parse_memory
+from .controller import Controller, Settings
+from .drain import DrainTimeouts
+from .observe import ObserveConfig
+
+
+class StartupError(Exception):
+    """Something the orchestrator needs is missing or unreachable at start: one line says what."""
+
+
+class ElasticOrchestrator(Application):
+    name = "elastichub-orchestrator"
+    version = __version__
+    description = """Burst a JupyterHub on Kubernetes to cloud nodes before users wait, and give the
+    nodes back as soon as on-prem has room, moving each user's server with its kernel state."""
+    config_file_name = Unicode("elastichub_orchestrator_config.py", config=True,
+                               help="The config file to load (a Python file setting c.ElasticOrchestrator.*).")
+    generate_config = Bool(False, config=True, help="Write a default config file and exit.")
+
+    aliases = {
+        "config": "ElasticOrchestrator.config_file_name",
+        "policy": "ElasticOrchestrator.policy",
+        "theta-out": "ElasticOrchestrator.theta_out",
+        "tmon": "ElasticOrchestrator.tmon",
+        "tcool": "ElasticOrchestrator.tcool",
+        "kubeconfig": "ElasticOrchestrator.kubeconfig",
+        "cloud-driver": "ElasticOrchestrator.cloud_driver",
+        "log-level": "Application.log_level",
+    }
+    flags = {
+        "dry-run": ({"ElasticOrchestrator": {"dry_run": True}},
+                    "Observe and decide every Tmon, log the decisions, change nothing."),
+        "generate-config": ({"ElasticOrchestrator": {"generate_config": True}}, generate_config.help),
+    }
+
+    # -- the policy (the same names and meaning as `elastichub simulate`) ---------------------
+    policy = Unicode("elastic", config=True, help="""Scaling strategy: 'elastic' (default) or 'paper' (the
+        published policy), as `elastichub simulate --policy` names them: tune on the simulator, run the same here.""")
+    theta_out = Float(80.0, config=True, help="""Scale-out threshold, percent of the RAM requests over the
+        allocatable RAM of the active nodes (the paper's theta_out, eq. 2).""")
+    tmon = Float(15.0, config=True, help="Seconds between two observations (the paper's Tmon).")
+    tcool = Float(580.0, config=True, help="Seconds after a scaling action before the next one (the paper's Tcool).")
+    scale_out = Bool(True, config=True, help="Start cloud nodes at all (False: on-prem only, observe and report).")
+    migration = Bool(True, config=True, help="""Move servers off cloud nodes to give them back early
+        (False: only cloud nodes that emptied by themselves are stopped).""")
+    policy_options = Dict(config=True, help="""Options of the strategy, as the policy names them
+        (e.g. {"theta_in": 5, "boot_s": 290, "lifetime_mean_s": 3600} for 'elastic'); see the docs'
+        strategies page.""")
+
+    # -- Kubernetes -------------------------------------------------------------------------
+    kubeconfig = Unicode("", config=True, help="""Kubeconfig file. Empty: the in-cluster service account when
+        running in a pod, else $KUBECONFIG or ~/.kube/config.""")
+    tier_label = Unicode(podmeta.TIER_LABEL, config=True, help="Node label that says a node's tier.")
+    onprem_tier = Unicode("on-prem", config=True, help="Value of tier_label on on-prem nodes.")
+    cloud_tier = Unicode("cloud", config=True, help="Value of tier_label on cloud nodes.")
+    watch_timeout = Integer(300, config=True, help="Seconds of one watch request before it is renewed.")
+
+    # -- the cloud --------------------------------------------------------------------------
+    cloud_driver = Unicode("", config=True, help="""Apache Libcloud compute provider of the cloud pool: 'ec2',
+        'gce', 'azure_arm', 'openstack', ... or 'module:Class' for a driver libcloud does not ship. Empty: no
+        cloud (the loop observes and decides, and starts nothing).""")
+    cloud_driver_args = List(config=True, help="""Positional arguments of the driver (usually key, secret).
+        Empty: $ELASTICHUB_CLOUD_KEY and $ELASTICHUB_CLOUD_SECRET, where set.""")
+    cloud_driver_kwargs = Dict(config=True, help="""Keyword arguments of the driver, e.g. {"region":
+        "eu-west-1"} (EC2), {"datacenter": "us-central1-a", "project": "..."} (GCE).""")
+    cloud_node_mapping = Unicode("name", config=True, help="""How a VM maps to its Kubernetes node: 'name' (the
+        node is named like the VM) or 'tag:KEY' (the VM's tag/label KEY holds the node name).""")
+    cloud_vm_name_prefix = Unicode("", config=True, help="Only VMs whose name starts with this are in the pool.")
+    cloud_vm_tags = Dict(config=True, help="Only VMs carrying all these tags/labels are in the pool.")
+    cloud_node_cpu = Unicode("4", config=True, help="""Allocatable CPU of a pool VM that has never registered
+        as a node (a quantity); nodes that exist are read from Kubernetes.""")
+    cloud_node_memory = Unicode("16Gi", config=True, help="Allocatable memory of such a VM (a quantity).")
+    cloud_timeout = Float(120.0, config=True, help="Seconds one cloud call may take.")
+    boot_timeout = Float(600.0, config=True, help="""Seconds from a VM's start to its node being Ready; past
+        that the VM is stopped and kept out of the pool for a back-off.""")
+    boot_backoff = Float(60.0, config=True, help="First back-off after a failed boot, doubling per failure.")
+    boot_backoff_max = Float(3600.0, config=True, help="Longest back-off after failed boots.")
+
+    # -- moving servers ---------------------------------------------------------------------
+    busy_timeout = Float(300.0, config=True, help="""Seconds to wait for a kernel that is running a cell
+        before a move; past that the node is given up for now (uncordoned) and tried in a later cycle.""")
+    checkpoint_timeout = Float(1800.0, config=True, help="Seconds one server's checkpoint may take.")
+    stop_timeout = Float(180.0, config=True, help="Seconds for a server (or a VM) to stop.")
+    start_timeout = Float(600.0, config=True, help="Seconds for a moved server to start and answer again.")
+
+    # -- JupyterHub -------------------------------------------------------------------------
+    hub_api_url = Unicode(config=True, help="The hub's REST API. Default: $JUPYTERHUB_API_URL.")
+    api_token = Unicode(config=True, help="""Token of this service. Default: $JUPYTERHUB_API_TOKEN. Its role
+        needs the scopes list:users, read:users, servers, access:servers.""")
+    proxy_url = Unicode(config=True, help="""Where the hub's proxy serves /user/... (reaching a user's
+        server for its kernels and checkpoints). Default: $ELASTICHUB_PROXY_URL, else http://127.0.0.1:8000;
+        on zero-to-jupyterhub http://proxy-public.""")
+    service_url = Unicode(config=True, help="""Where to serve the status page, API and metrics.
+        Default: $JUPYTERHUB_SERVICE_URL (set by the hub for a managed service); empty: no web server.""")
+    service_prefix = Unicode(config=True, help="URL prefix. Default: $JUPYTERHUB_SERVICE_PREFIX or /.")
+    authenticate_metrics = Bool(False, config=True, help="Require the hub's auth for /metrics too.")
+    page_refresh = Integer(5, config=True, help="Seconds between refreshes of the status page.")
+    history_hours = Float(6.0, config=True, help="Hours of timeline kept for the status page.")
+    dry_run = Bool(False, config=True, help="Observe and decide, log the decisions, change nothing.")
+
+    @default("hub_api_url")
+    def _hub_api_url(self):
+        return os.environ.get("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api")
+
+    @default("api_token")
+    def _api_token(self):
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
+
+    @default("proxy_url")
+    def _proxy_url(self):
+        return os.environ.get("ELASTICHUB_PROXY_URL", "http://127.0.0.1:8000")
+
+    @default("service_url")
+    def _service_url(self):
+        return os.environ.get("JUPYTERHUB_SERVICE_URL", "")
+
+    @default("service_prefix")
+    def _service_prefix(self):
+        return os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+
+    @validate("tmon", "tcool", "boot_timeout", "boot_backoff", "boot_backoff_max", "busy_timeout",
+              "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout")
+    def _positive(self, proposal):
+        value = proposal["value"]
+        if not value > 0:
+            raise TraitError(f"ElasticOrchestrator.{proposal['trait'].name} must be > 0 seconds, not {value!r}")
+        return value
+
+    @validate("cloud_node_mapping")
+    def _mapping(self, proposal):
+        value = proposal["value"]
+        if value != "name" and not (value.startswith("tag:") and len(value) > 4):
+            raise TraitError(f"ElasticOrchestrator.cloud_node_mapping must be 'name' or 'tag:KEY', not {value!r}")
+        return value
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def build_strategy(self):
+        try:
+            config = PolicyConfig(theta_out=self.theta_out, tmon=self.tmon, tcool=self.tcool,
+                                  scale_out=self.scale_out, migration=self.migration)
+            return make_strategy(self.policy, config, **self.policy_options)
+        except (ValueError, TypeError) as e:
+            raise StartupError(f"ElasticOrchestrator.policy / policy_options: {e}") from None
+
+    def settings(self) -> Settings:
+        try:
+            default = Resources(parse_cpu(self.cloud_node_cpu) / 1000, float(parse_memory(self.cloud_node_memory)))
+        except QuantityError as e:
+            raise StartupError(f"ElasticOrchestrator.cloud_node_cpu / cloud_node_memory: {e}") from None
+        return Settings(
+            tmon=self.tmon, boot_timeout=self.boot_timeout, boot_backoff=self.boot_backoff,
+            boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),
+            drain=DrainTimeouts(busy=self.busy_timeout, checkpoint=self.checkpoint_timeout, stop=self.stop_timeout,
+                                start=self.start_timeout, poll=min(1.0, self.tmon)),
+            observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default),
+            timeline_s=self.history_hours * 3600, dry_run=self.dry_run)
+
+    def build_cloud(self):
+        if not self.cloud_driver:
+            self.log.warning("no cloud_driver configured: the orchestrator will decide but start no VM")
+            return None
+        from .cloud import CloudPool, load_driver
+
+        args = list(self.cloud_driver_args)
+        if not args and os.environ.get("ELASTICHUB_CLOUD_KEY"):
+            args = [os.environ["ELASTICHUB_CLOUD_KEY"]]
+            if os.environ.get("ELASTICHUB_CLOUD_SECRET"):
+                args.append(os.environ["ELASTICHUB_CLOUD_SECRET"])
+        try:
+            driver = load_driver(self.cloud_driver, args, dict(self.cloud_driver_kwargs))
+        except ValueError as e:
+            raise StartupError(f"ElasticOrchestrator.cloud_driver: {e}") from None
+        return CloudPool(driver, mapping=self.cloud_node_mapping, name_prefix=self.cloud_vm_name_prefix,
+                         tags=dict(self.cloud_vm_tags), timeout=self.cloud_timeout)
+
+    async def _kube(self):
+        from kubernetes_asyncio import client, config
+
+        try:
+            if self.kubeconfig:
+                await config.load_kube_config(config_file=self.kubeconfig)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
+                config.load_incluster_config()
+            else:
+                await config.load_kube_config()
+        except Exception as e:
+            raise StartupError(f"cannot load the Kubernetes configuration ({self.kubeconfig or 'default'}): "
+                               f"{e}") from None
+        api = client.ApiClient()
+        return api, client.CoreV1Api(api)
+
+    async def build_controller(self) -> tuple[Controller, list]:
+        """Every adapter, checked once: an unreachable API fails here, in one line."""
+        from .hub import HubClient, HubError
+        from .kube import Informer, KubeNodes, object_key, object_name
+        from .records import node_record, pod_record
+
+        strategy = self.build_strategy()
+        settings = self.settings()
+        cloud = self.build_cloud()
+        api, core = await self._kube()
+        closers = [api.close]
+        try:
+            await core.list_node(limit=1)
+        except Exception as e:
+            await api.close()
+            raise StartupError(f"cannot reach the Kubernetes API at {api.configuration.host}: "
+                               f"{type(e).__name__}: {e}") from None
+        if cloud is not None:
+            try:
+                vms = await cloud.list()
+            except Exception as e:
+                await api.close()
+                raise StartupError(f"cannot reach the cloud ({self.cloud_driver}): {e}") from None
+            self.log.info("cloud pool: %d VM(s) (%s)", len(vms), ", ".join(f"{v.name}: {v.state}" for v in vms))
+        if not self.api_token:
+            await api.close()
+            raise StartupError("no hub API token: set JUPYTERHUB_API_TOKEN (a managed service gets it) or "
+                               "ElasticOrchestrator.api_token")
+        hub = HubClient(self.hub_api_url, self.proxy_url, self.api_token)
+        try:
+            version = await hub.check()
+        except HubError as e:
+            await api.close()
+            raise StartupError(f"cannot use the hub API at {self.hub_api_url}: {e}") from None
+        self.log.info("hub %s at %s; servers reached through %s", version, self.hub_api_url, self.proxy_url)
+        nodes = Informer("nodes", core.list_node, lambda o: node_record(o, self.tier_label), object_name,
+                         watch_timeout=self.watch_timeout, label_selector=self.tier_label)
+        pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,
+                        watch_timeout=self.watch_timeout)
+        controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings)
+        return controller, closers
+
+    async def run(self) -> None:
+        controller, closers = await self.build_controller()
+        informers = [asyncio.create_task(i.run(), name=f"informer-{i.name}")
+                     for i in (controller.nodes, controller.pods)]
+        server = None
+        try:
+            await asyncio.wait_for(asyncio.gather(controller.nodes.synced.wait(), controller.pods.synced.wait()),
+                                   60)
+            if self.service_url:
+                server = self._serve(controller)
+            self.log.info("orchestrator running: policy %s, theta_out %g %%, Tmon %g s, Tcool %g s%s",
+                          self.policy, self.theta_out, self.tmon, self.tcool, " (dry run)" if self.dry_run else "")
+            await controller.run()
+        finally:
+            if server is not None:
+                server.stop()
+            await controller.close()
+            for t in informers:
+                t.cancel()
+            await asyncio.gather(*informers, return_exceptions=True)
+            for close in closers:
+                await close()
+
+    def _serve(self, controller):
+        from jupyterhub.services.auth import HubOAuth
+        from tornado.httpserver import HTTPServer
+
+        from .web import make_app
+
+        url = urlparse(self.service_url)
+        hub_auth = HubOAuth(api_token=self.api_token, api_url=self.hub_api_url, cache_max_age=60)
+        app = make_app(controller, self.service_prefix, cookie_secret=secrets.token_bytes(32), hub_auth=hub_auth,
+                       authenticate_metrics=self.authenticate_metrics, page_refresh_s=self.page_refresh)
+        server = HTTPServer(app)
+        server.listen(url.port or 80, url.hostname or "")
+        self.log.info("status page, API and metrics at %s%s", self.service_url.rstrip("/"), self.service_prefix)
+        return server
+
+    def start(self) -> None:
+        if self.generate_config:
+            self.write_default_config()
+            return
+        asyncio.run(self._main())
+
+    def write_default_config(self) -> None:
+        path = self.config_file_name
+        if os.path.exists(path):
+            raise StartupError(f"{path} exists already: not overwriting it")
+        with open(path, "w") as f:
+            f.write(self.generate_config_file())
+        print(f"wrote {path}")
+
+    async def _main(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        # A managed service started from a background shell may inherit an
+        # ignored SIGINT: install our handlers so the hub's stop is prompt.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            await self.run()
+        except asyncio.CancelledError:
+            self.log.info("stopped")
+
+    def initialize(self, argv=None) -> None:
+        super().initialize(argv)
+        if not self.generate_config:
+            self.load_config_file(self.config_file_name)
+        self.log.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the orchestrator; a startup problem is one line on stderr and exit status 1."""
+    try:
+        app = ElasticOrchestrator.instance()
+        app.initialize(argv)
+        app.start()
+    except (StartupError, TraitError) as e:
+        print(f"elastichub orchestrator: error: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,401 @@
+"""The loop: every Tmon observe, reconcile, decide, act.
+
+Level-triggered like a Kubernetes controller. Each cycle reads the caches
+and the cloud, then:
+
+1. reconciles what the cluster says is in flight: a drain recorded on a
+   Node with no task carrying it is resumed (or its roll-back finished); a
+   VM that is on with a node not yet Ready and uncordoned gets a boot
+   watcher (which stops it after `boot_timeout`);
+2. asks the policy (`decide`, the simulator's code) with the snapshot;
+3. starts the work the action asks for as a background task: one boot per
+   VM, at most one drain at a time.
+
+Steps never block the loop, a failure of one is an event with a reason,
+and nothing here is needed to be correct after a restart: the Node records
+and the VMs' states are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
+from .cloud import CloudError, CloudPool
+from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
+from .hub import HubClient, HubError
+from .kube import Informer, KubeNodes
+from .metrics import Metrics
+from .observe import ObserveConfig, Observation, observe
+
+log = logging.getLogger(__name__)
+decision_log = logging.getLogger("elastichub.orchestrator.decisions")
+
+
+@dataclass(frozen=True)
+class Settings:
+    tmon: float = 15.0
+    boot_timeout: float = 600.0
+    boot_backoff: float = 60.0  # first back-off after a failed boot; doubles per failure
+    boot_backoff_max: float = 3600.0
+    poll: float = 1.0  # how often a step re-reads what it waits for
+    drain: DrainTimeouts = DrainTimeouts()
+    observe: ObserveConfig = ObserveConfig()
+    history: int = 200  # decisions, moves and events kept for the status page
+    timeline_s: float = 6 * 3600.0
+    dry_run: bool = False
+
+
+@dataclass
+class Backoff:
+    failures: int = 0
+    until: float = 0.0
+
+
+@dataclass
+class Controller:
+    strategy: Strategy
+    nodes: Informer
+    pods: Informer
+    kube: KubeNodes
+    hub: HubClient
+    cloud: CloudPool | None
+    settings: Settings = field(default_factory=Settings)
+    metrics: Metrics = field(default_factory=Metrics)
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        self.state = ControllerState()
+        self.tasks: dict[str, asyncio.Task] = {}  # "boot:NODE" / "drain:NODE" -> task
+        self.boot_started: dict[str, float] = {}
+        self.backoff: dict[str, Backoff] = {}
+        n = self.settings.history
+        self.decisions: deque[dict] = deque(maxlen=n)
+        self.moves: deque[MoveReport] = deque(maxlen=n)
+        self.events: deque[dict] = deque(maxlen=n)
+        self.timeline: deque[dict] = deque(maxlen=max(10, int(self.settings.timeline_s / self.settings.tmon)))
+        self.last: Observation | None = None
+        self.last_cycle_at: float | None = None
+        self.cycles = 0
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Cycle every Tmon until cancelled; a failed cycle is retried with back-off."""
+        failures = 0
+        while True:
+            started = time.monotonic()
+            try:
+                await self.cycle()
+                failures = 0
+                delay = self.settings.tmon - (time.monotonic() - started)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # an API down, an answer we cannot read: never the end of the loop
+                failures += 1
+                self.metrics.cycle_errors.labels("cycle").inc()
+                delay = min(self.settings.tmon * 2 ** min(failures, 6), 600.0)
+                self.event("error", f"cycle failed ({type(e).__name__}: {e}); retrying in {delay:.0f} s")
+                log.exception("cycle failed")
+            await asyncio.sleep(max(delay, 0.0))
+
+    async def cycle(self) -> dict:
+        now = self.clock()
+        vms = None
+        t0 = time.perf_counter()
+        if self.cloud is not None:
+            try:
+                vms = await self.cloud.list()
+            except CloudError as e:
+                # Without the VMs' states no decision can be right: observe only.
+                self.metrics.cycle_errors.labels("cloud").inc()
+                self.event("error", f"cannot list the cloud's VMs: {e}")
+                return self._decided(now, None, "the cloud's VMs are unknown this cycle", t0)
+        t0 = time.perf_counter()  # the cloud's round trip is not our decision's latency
+        obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
+                      self.boot_started)
+        self.last = obs
+        self._account(obs, now)
+        self._reconcile(obs, now)
+        snapshot = self._without_backed_off(obs.snapshot, now)
+        action, self.state = self.strategy.decide(snapshot, self.state, now)
+        return self._decided(now, action, getattr(action, "reason", ""), t0)
+
+    def _decided(self, now: float, action, reason: str, t0: float) -> dict:
+        seconds = time.perf_counter() - t0
+        self.metrics.decision_seconds.observe(seconds)
+        obs = self.last
+        record = {
+            "time": now,
+            "action": "scale-out" if isinstance(action, ScaleOut) else "scale-in" if isinstance(action, ScaleIn)
+            else "none",
+            "nodes": list(action.nodes) if isinstance(action, ScaleOut) else [action.node] if action else [],
+            "moves": [m.server.name for m in action.moves] if isinstance(action, ScaleIn) else [],
+            "reason": reason,
+            "occupancy_ram": round(occupancy(obs.snapshot.active_nodes, "ram"), 2) if obs else None,
+            "pending": len(obs.snapshot.pending) if obs else None,
+            "decide_ms": round(seconds * 1000, 3),
+            "dry_run": self.settings.dry_run,
+        }
+        if action is not None:
+            record["taken"] = self._act(action, now)
+        self.decisions.append(record)
+        self.cycles += 1
+        self.last_cycle_at = now
+        decision_log.info(json.dumps(record, sort_keys=True))
+        return record
+
+    # -- bookkeeping ---------------------------------------------------------------------
+
+    def event(self, kind: str, message: str) -> None:
+        self.events.append({"time": self.clock(), "kind": kind, "message": message})
+        (log.warning if kind in ("error", "boot-failed", "drain-failed") else log.info)("%s: %s", kind, message)
+
+    def _on_move(self, report: MoveReport) -> None:
+        if report not in self.moves:
+            self.moves.append(report)
+        if report.outcome != "in-flight":
+            self.metrics.migrations.labels(report.outcome).inc()
+            if report.downtime_s is not None:
+                self.metrics.migration_downtime.observe(report.downtime_s)
+
+    def _account(self, obs: Observation, now: float) -> None:
+        snap = obs.snapshot
+        counts: dict[tuple[str, str], int] = {}
+        for n in snap.nodes:
+            counts[(n.tier.value, n.status.value)] = counts.get((n.tier.value, n.status.value), 0) + 1
+        self.metrics.nodes.clear()
+        for (tier, status), count in counts.items():
+            self.metrics.nodes.labels(tier, status).set(count)
+        on = sum(1 for vm in obs.vms.values() if vm.on)
+        if self.last_cycle_at is not None and now > self.last_cycle_at:
+            self.metrics.cloud_node_seconds.inc(on * (now - self.last_cycle_at))
+        self.metrics.cloud_vms_on.set(on)
+        active = snap.active_nodes
+        ram, cpu = occupancy(active, "ram"), occupancy(active, "cpu")
+        self.metrics.occupancy.labels("ram").set(ram)
+        self.metrics.occupancy.labels("cpu").set(cpu)
+        self.metrics.pending.set(len(snap.pending))
+        self.timeline.append({"time": now, "cloud_on": on, "pending": len(snap.pending),
+                              "occupancy_ram": round(ram, 2), "moving": self.draining() is not None,
+                              "servers": sum(len(n.servers) for n in snap.nodes)})
+
+    def draining(self) -> str | None:
+        return next((key[6:] for key, task in self.tasks.items() if key.startswith("drain:") and not task.done()),
+                    None)
+
+    def _busy(self, key: str) -> bool:
+        task = self.tasks.get(key)
+        return task is not None and not task.done()
+
+    def _spawn(self, key: str, coro) -> None:
+        task = asyncio.create_task(self._guarded(key, coro), name=key)
+        self.tasks[key] = task
+
+    async def _guarded(self, key: str, coro) -> None:
+        """A background step: its failure is an event, never the loop's end."""
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self.metrics.cycle_errors.labels(key.split(":")[0]).inc()
+            self.event("error", f"{key} failed ({type(e).__name__}: {e}); the next cycles retry")
+            log.debug("%s failed", key, exc_info=True)
+
+    async def close(self) -> None:
+        tasks = [t for t in self.tasks.values() if not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- reconcile -----------------------------------------------------------------------
+
+    def _reconcile(self, obs: Observation, now: float) -> None:
+        for node, text in obs.drains.items():
+            if not self._busy(f"drain:{node}"):
+                self._start_drain(node, obs, now, resume=text, reason="resumed from the node's record")
+        for n in obs.snapshot.nodes:
+            if n.status is NodeStatus.BOOTING and not self._busy(f"boot:{n.name}"):
+                vm = obs.vms.get(n.name)
+                self.boot_started.setdefault(n.name, now)
+                self._start_boot(n.name, vm.id if vm else None, start=False, now=now)
+        # Our taint on a Ready node nobody is draining or booting (e.g. an
+        # on-prem node of an interrupted roll-back): lift it.
+        for name in obs.tainted - set(obs.drains):
+            node = self._node(obs.snapshot, name)
+            if node is not None and node.status is NodeStatus.CORDONED and not self._busy(f"boot:{name}"):
+                if self.settings.dry_run:
+                    self.event("dry-run", f"would uncordon {name} (our taint, no drain recorded)")
+                else:
+                    self._spawn(f"boot:{name}", self.kube.uncordon(name))
+
+    @staticmethod
+    def _node(snapshot: ClusterSnapshot, name: str):
+        try:
+            return snapshot.node(name)
+        except KeyError:
+            return None
+
+    def _without_backed_off(self, snapshot: ClusterSnapshot, now: float) -> ClusterSnapshot:
+        """VMs whose last boot failed stay out of the pool until their back-off ends."""
+        out = {name for name, b in self.backoff.items() if b.until > now}
+        if not out:
+            return snapshot
+        return ClusterSnapshot(tuple(n for n in snapshot.nodes if not (n.name in out and n.status is
+                                                                           NodeStatus.STOPPED)), snapshot.pending)
+
+    # -- act -----------------------------------------------------------------------------
+
+    def _act(self, action, now: float) -> str:
+        obs = self.last
+        if isinstance(action, ScaleOut):
+            started = []
+            for name in action.nodes:
+                vm = obs.vms.get(name)
+                if vm is None or self.cloud is None:
+                    self.event("error", f"scale-out chose {name}, which has no VM in the cloud pool")
+                    continue
+                if self.settings.dry_run:
+                    self.event("dry-run", f"would start VM {vm.id} for node {name}")
+                    continue
+                self.boot_started[name] = now
+                self._start_boot(name, vm.id, start=True, now=now)
+                started.append(name)
+            self.metrics.actions.labels("scale-out").inc()
+            return f"starting {', '.join(started)}" if started else "nothing started"
+        # ScaleIn
+        if self.draining() is not None:
+            return f"not now: {self.draining()} is still being drained"
+        vm = obs.vms.get(action.node)
+        if self.cloud is not None and vm is None:
+            self.event("error", f"scale-in chose {action.node}, which has no VM in the cloud pool")
+            return "no VM to stop"
+        if self.settings.dry_run:
+            self.event("dry-run", f"would drain {action.node} ({len(action.moves)} server(s)) and stop its VM")
+            return "dry run"
+        self.metrics.actions.labels("scale-in").inc()
+        self._start_drain(action.node, obs, now, reason=action.reason)
+        return f"draining {action.node}"
+
+    def _start_drain(self, node: str, obs: Observation, now: float, *, reason: str, resume: str | None = None):
+        if self.settings.dry_run:
+            self.event("dry-run", f"would {'resume' if resume else 'start'} the drain of {node}")
+            return
+        vm = obs.vms.get(node)
+        drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
+                      pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
+                      clock=self.clock, on_move=self._on_move)
+        self.event("drain", f"{'resuming' if resume else 'starting'} the drain of {node}: {reason}")
+
+        async def run():
+            try:
+                outcome = await (drain.resume(resume) if resume is not None else drain.start())
+            except MoveAborted as e:  # the node vanished before it was marked
+                outcome = f"not started ({e})"
+            except (HubError, CloudError) as e:
+                self.event("drain-failed", f"drain of {node} interrupted: {e}; the next cycle resumes it")
+                return
+            self.event("drain", f"drain of {node}: {outcome}")
+        self._spawn(f"drain:{node}", run())
+
+    def _start_boot(self, node: str, vm_id: str | None, *, start: bool, now: float) -> None:
+        if self.settings.dry_run:
+            return
+        self._spawn(f"boot:{node}", self._boot(node, vm_id, start))
+
+    async def _boot(self, node: str, vm_id: str | None, start: bool) -> None:
+        """Start the VM (when asked), wait for its node to be Ready, uncordon
+        it. Not Ready within `boot_timeout` of the start: stop the VM and keep
+        it out of the pool for a back-off that doubles with each failure."""
+        s = self.settings
+        try:
+            if start:
+                await self.cloud.start(vm_id)
+                self.event("scale-out", f"started VM {vm_id} for node {node}")
+            deadline = self.boot_started.get(node, self.clock()) + s.boot_timeout
+            while True:
+                rec = self.nodes.records.get(node)
+                if rec is not None and rec.ready:
+                    await self.kube.uncordon(node)
+                    took = self.clock() - self.boot_started.get(node, self.clock())
+                    self.event("node-ready", f"{node} is Ready and schedulable ({took:.0f} s after the start)")
+                    self.backoff.pop(node, None)
+                    return
+                if self.clock() > deadline:
+                    break
+                await asyncio.sleep(s.poll)
+            b = self.backoff.setdefault(node, Backoff())
+            b.failures += 1
+            delay = min(s.boot_backoff * 2 ** (b.failures - 1), s.boot_backoff_max)
+            b.until = self.clock() + delay
+            self.metrics.boot_failures.inc()
+            self.event("boot-failed", f"{node} was not Ready within {s.boot_timeout:g} s: stopping VM {vm_id}, "
+                       f"kept out of the pool for {delay:g} s (failure {b.failures})")
+            if vm_id is not None and self.cloud is not None:
+                await self.cloud.stop(vm_id)
+        except CloudError as e:
+            b = self.backoff.setdefault(node, Backoff())
+            b.failures += 1
+            b.until = self.clock() + min(s.boot_backoff * 2 ** (b.failures - 1), s.boot_backoff_max)
+            self.event("boot-failed", f"{node}: {e}")
+        finally:
+            self.boot_started.pop(node, None)
+
+    # -- status --------------------------------------------------------------------------
+
+    def status(self) -> dict:
+        obs = self.last
+        snap = obs.snapshot if obs else ClusterSnapshot(())
+        draining = self.draining()
+        nodes = []
+        for n in snap.nodes:
+            vm = obs.vms.get(n.name) if obs else None
+            nodes.append({
+                "name": n.name, "tier": n.tier.value, "status": n.status.value,
+                "allocatable": {"cpu": n.allocatable.cpu, "ram": n.allocatable.ram},
+                "used": {"cpu": n.used.cpu, "ram": n.used.ram},
+                "occupancy_ram": round(100 * n.used.ram / n.allocatable.ram, 2) if n.allocatable.ram else None,
+                "servers": sorted(s.name for s in n.servers),
+                "pinned": sorted(s.name for s in n.servers if not s.movable),
+                "vm": {"id": vm.id, "state": vm.state} if vm else None,
+                "draining": n.name == draining or (obs is not None and n.name in obs.drains),
+            })
+        tiers = {}
+        for tier in Tier:
+            members = [n for n in snap.active_nodes if n.tier is tier]
+            tiers[tier.value] = {"active": len(members), "occupancy_ram": round(occupancy(members, "ram"), 2)
+                                 if members else None}
+        config = getattr(self.strategy, "config", None)
+        return {
+            "time": self.clock(),
+            "policy": getattr(self.strategy, "name", "?"),
+            "theta_out": getattr(config, "theta_out", None),
+            "tmon": getattr(config, "tmon", None),
+            "tcool": getattr(config, "tcool", None),
+            "dry_run": self.settings.dry_run,
+            "cycles": self.cycles,
+            "occupancy": {"ram": round(occupancy(snap.active_nodes, "ram"), 2),
+                          "cpu": round(occupancy(snap.active_nodes, "cpu"), 2)},
+            "tiers": tiers,
+            "nodes": nodes,
+            "pending": [s.name for s in snap.pending],
+            "pool": {status.value: len(snap.with_status(status, Tier.CLOUD)) for status in NodeStatus},
+            "decisions": list(self.decisions)[-50:],
+            "migrations": {
+                "in_flight": [m.to_json() for m in self.moves if m.outcome == "in-flight"],
+                "recent": [m.to_json() for m in self.moves if m.outcome != "in-flight"][-50:],
+            },
+            "events": list(self.events)[-50:],
+            "problems": obs.problems[:20] if obs else [],
+            "timeline": list(self.timeline),
+            "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
+                        if b.until > self.clock()},
+        }
+

@@ -1,0 +1,292 @@
+"""Draining a cloud node: move each server off it with its kernel state, then stop its VM.
+
+The protocol (break-before-make), one server at a time, RAM descending:
+
+  cordon + taint + record          (the node takes no new server)
+  per server: kernels idle?        (a running cell is never killed: wait, bounded, else roll back)
+              checkpoint           (the kernel package's endpoint; any failure: roll back)
+              record "restart"     (from here a crash must end with the server started again)
+              stop via the hub     (wait until the hub has it stopped)
+              start via the hub    (same user_options: same profile; lands elsewhere, the node is cordoned)
+              record "done"        (with the node it landed on)
+  no single-user pod left: record "stopping-vm", stop the VM, forget the record (the node stays cordoned).
+
+Rolling back: servers waiting for their restart are started, the record is
+dropped and the node uncordoned. Every record is written on the Node before
+the step it announces, so `resume` continues a drain (or finishes a roll
+back) from the cluster alone after a crash, never repeating a finished step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .cloud import STOPPED, CloudError, CloudPool
+from .hub import HubClient, HubError, HubServer
+from .kube import KubeNodes
+from .records import PodRecord, load_drain
+
+log = logging.getLogger(__name__)
+
+DRAINING, STOPPING_VM, ABORTING = "draining", "stopping-vm", "aborting"
+RESTART, DONE = "restart", "done"  # a server's steps in the record
+
+
+class MoveAborted(Exception):
+    """This drain cannot go on (busy kernel, failed checkpoint, pinned server...): roll back."""
+
+
+@dataclass(frozen=True)
+class DrainTimeouts:
+    busy: float = 300.0  # how long to wait for a busy kernel before giving the node up for now
+    checkpoint: float = 1800.0
+    stop: float = 180.0
+    start: float = 600.0
+    empty: float = 300.0  # for the node's last pods to go once every server moved
+    poll: float = 1.0
+
+
+def classify_checkpoint(code: int, payload: object) -> tuple[bool, str, dict]:
+    """Is it safe to stop this server? (ok, outcome, details) from the
+    checkpoint endpoint's answer. Safe: every kernel saved, or no kernel at
+    all. A server without the kernel package (404) is safe only when it runs
+    no kernel, which the caller checks: a kernel we cannot save is state we
+    would lose."""
+    if code == 404:
+        return False, "unsupported", {"error": "the server has no checkpoint endpoint (kernel package missing)"}
+    if code != 200 or not isinstance(payload, list):
+        return False, "failed", {"error": f"checkpoint endpoint answered {code}: {str(payload)[:300]}"}
+    if not payload:
+        return True, "nothing-to-save", {"kernels": 0, "bytes": 0}
+    bad = [k for k in payload if not (isinstance(k, dict) and k.get("ok") is True)]
+    if bad:
+        errors = "; ".join(str(k.get("error", k)) if isinstance(k, dict) else repr(k) for k in bad)
+        return False, "failed", {"error": errors[:500]}
+    total = sum(int(k.get("bytes") or 0) for k in payload)
+    seconds = max(float(k.get("wall_seconds") or k.get("seconds") or 0.0) for k in payload)
+    return True, "saved", {"kernels": len(payload), "bytes": total, "seconds": round(seconds, 3)}
+
+
+@dataclass
+class MoveReport:
+    server: str
+    source: str
+    outcome: str = "in-flight"  # moved | aborted | failed
+    destination: str | None = None
+    checkpoint: dict = field(default_factory=dict)
+    downtime_s: float | None = None
+    error: str = ""
+    started_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict:
+        return {"server": self.server, "from": self.source, "to": self.destination, "outcome": self.outcome,
+                "checkpoint": self.checkpoint, "downtime_s": self.downtime_s, "error": self.error,
+                "started_at": self.started_at}
+
+
+class Drain:
+    """One node's drain. `pods()` reads the pod cache; `on_move` is told of
+    every server move (for the status page and the metrics)."""
+
+    def __init__(self, node: str, vm_id: str | None, *, kube: KubeNodes, hub: HubClient, cloud: CloudPool | None,
+                 pods: Callable[[], list[PodRecord]], timeouts: DrainTimeouts, reason: str = "",
+                 clock: Callable[[], float] = time.time, on_move: Callable[[MoveReport], None] = lambda r: None):
+        self.node, self.vm_id = node, vm_id
+        self.kube, self.hub, self.cloud = kube, hub, cloud
+        self.pods, self.t, self.reason = pods, timeouts, reason
+        self.clock, self.on_move = clock, on_move
+        self.record: dict = {}
+        self.outcome = "in-flight"  # stopped | rolled-back | failed
+
+    # -- the record on the Node ---------------------------------------------------------
+
+    async def _save(self) -> None:
+        await self.kube.record_drain(self.node, self.record)
+
+    def _servers_here(self) -> list[PodRecord]:
+        """Single-user pods still on the node (not finished), RAM descending."""
+        here = [p for p in self.pods() if p.managed and p.node == self.node and p.holds_resources]
+        return sorted(here, key=lambda p: (-p.ram, -p.cpu, p.server))
+
+    # -- entry points -------------------------------------------------------------------
+
+    async def start(self) -> str:
+        self.record = {"v": 1, "state": DRAINING, "started": self.clock(), "reason": self.reason, "servers": {}}
+        if await self.kube.mark_drain(self.node, self.record) is None:
+            raise MoveAborted(f"node {self.node} is gone")
+        return await self._run()
+
+    async def resume(self, text: str) -> str:
+        self.record = load_drain(text) or {}
+        self.record.setdefault("servers", {})
+        log.info("resuming the drain of %s (state %s)", self.node, self.record.get("state"))
+        if self.record.get("state") == ABORTING:
+            await self._roll_back("finishing a roll-back interrupted by a restart")
+            return self.outcome
+        return await self._run()
+
+    async def _run(self) -> str:
+        try:
+            if self.record.get("state") != STOPPING_VM:
+                await self._restart_pending()
+                while True:
+                    here = self._servers_here()
+                    if not here:
+                        break
+                    pinned = [p.server for p in here if not p.migratable]
+                    if pinned:
+                        raise MoveAborted(f"server(s) {', '.join(pinned)} may not be moved (migratable: false)")
+                    await self._move(here[0])
+            await self._stop_vm()
+        except MoveAborted as e:
+            await self._roll_back(str(e))
+        return self.outcome
+
+    # -- one server ---------------------------------------------------------------------
+
+    async def _move(self, pod: PodRecord) -> None:
+        report = MoveReport(pod.server, self.node)
+        self.on_move(report)
+        server = await self.hub.server(pod.user, pod.server_name)
+        if server is None or not server.ready:
+            # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
+            await self._wait_pod_gone(pod, self.t.stop)
+            report.outcome, report.error = "skipped", "not running in the hub"
+            self.on_move(report)
+            return
+        try:
+            kernels = await self._wait_idle(server)
+            ok, outcome, details = classify_checkpoint(*await self.hub.checkpoint(server, self.t.checkpoint))
+            if outcome == "unsupported" and not kernels:
+                ok, outcome = True, "nothing-to-save"  # no kernel: nothing to lose
+            report.checkpoint = {"outcome": outcome, **details}
+            if not ok:
+                raise MoveAborted(f"checkpoint of {pod.server} {outcome}: {details.get('error', '')}")
+        except MoveAborted as e:
+            report.outcome, report.error = "aborted", str(e)
+            self.on_move(report)
+            raise
+        except HubError as e:
+            report.outcome, report.error = "aborted", str(e)
+            self.on_move(report)
+            raise MoveAborted(f"{pod.server}: {e}") from None
+
+        self.record["servers"][pod.server] = {"user": pod.user, "name": pod.server_name, "step": RESTART,
+                                               "options": server.user_options, "checkpoint": report.checkpoint}
+        await self._save()
+        down = time.monotonic()
+        try:
+            await self.hub.stop(pod.user, pod.server_name)
+            await self._wait_stopped(pod)
+            report.destination = await self._start(pod.server)
+        except HubError as e:
+            report.outcome, report.error = "failed", str(e)
+            self.on_move(report)
+            raise MoveAborted(f"moving {pod.server}: {e}") from None
+        report.downtime_s = round(time.monotonic() - down, 3)
+        report.outcome = "moved"
+        self.on_move(report)
+
+    async def _wait_idle(self, server: HubServer) -> list[dict]:
+        """The server's kernels once none is busy; MoveAborted after `busy` s."""
+        deadline = time.monotonic() + self.t.busy
+        while True:
+            try:
+                kernels = await self.hub.kernels(server)
+            except HubError as e:
+                raise MoveAborted(f"cannot read the kernels of {server.key}: {e}") from None
+            busy = [k.get("id") for k in kernels if k.get("execution_state") == "busy"]
+            if not busy:
+                return kernels
+            if time.monotonic() > deadline:
+                raise MoveAborted(f"{server.key} has a kernel still running a cell after {self.t.busy:g} s")
+            await asyncio.sleep(self.t.poll)
+
+    async def _wait_stopped(self, pod: PodRecord) -> None:
+        deadline = time.monotonic() + self.t.stop
+        while await self.hub.server(pod.user, pod.server_name) is not None:
+            if time.monotonic() > deadline:
+                raise HubError(f"{pod.server} did not stop within {self.t.stop:g} s")
+            await asyncio.sleep(self.t.poll / 4)
+        await self._wait_pod_gone(pod, self.t.stop)
+
+    async def _wait_pod_gone(self, pod: PodRecord, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while any(p.key == pod.key and p.node == self.node and p.holds_resources for p in self.pods()):
+            if time.monotonic() > deadline:
+                raise MoveAborted(f"pod {pod.key} is still on {self.node} after {timeout:g} s")
+            await asyncio.sleep(self.t.poll / 4)
+
+    async def _start(self, key: str) -> str | None:
+        """Start a server the record says we stopped; wait until it answers.
+        Returns the node it landed on; the record marks it done."""
+        entry = self.record["servers"][key]
+        user, name = entry["user"], entry["name"]
+        deadline = time.monotonic() + self.t.start
+        current = await self.hub.server(user, name)
+        if current is None:
+            await self.hub.start(user, name, entry.get("options") or {})
+        while True:
+            current = await self.hub.server(user, name)
+            if current is not None and current.ready:
+                break
+            if current is None:  # the start failed: the hub dropped it. Once more, within the deadline.
+                await self.hub.start(user, name, entry.get("options") or {})
+            if time.monotonic() > deadline:
+                raise HubError(f"{key} did not start again within {self.t.start:g} s")
+            await asyncio.sleep(self.t.poll / 4)
+        landed = next((p.node for p in self.pods() if p.managed and p.server == key and p.holds_resources
+                       and p.node), None)
+        entry.update(step=DONE, to=landed)
+        await self._save()
+        return landed
+
+    async def _restart_pending(self) -> None:
+        """Servers a previous run stopped and had not started again (a crash)."""
+        for key, entry in list(self.record["servers"].items()):
+            if entry.get("step") != RESTART:
+                continue
+            if any(p.managed and p.server == key and p.node == self.node and p.holds_resources for p in self.pods()):
+                continue  # never stopped: the loop moves it again from the start (checkpoint included)
+            log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
+            report = MoveReport(key, self.node)
+            report.destination = await self._start(key)
+            report.outcome = "moved"
+            self.on_move(report)
+
+    # -- the VM and the end -------------------------------------------------------------
+
+    async def _stop_vm(self) -> None:
+        self.record["state"] = STOPPING_VM
+        await self._save()
+        if self.cloud is not None and self.vm_id is not None:
+            await self.cloud.stop(self.vm_id)
+            deadline = time.monotonic() + self.t.stop
+            while True:
+                vm = next((v for v in await self.cloud.list() if v.id == self.vm_id), None)
+                if vm is None or vm.state == STOPPED:
+                    break
+                if time.monotonic() > deadline:  # the record stays: the next cycle's resume tries again
+                    raise CloudError(f"VM {self.vm_id} did not stop within {self.t.stop:g} s")
+                await asyncio.sleep(self.t.poll)
+        await self.kube.end_drain(self.node, uncordon=False)
+        self.outcome = "stopped"
+        log.info("drained %s: VM stopped", self.node)
+
+    async def _roll_back(self, why: str) -> None:
+        log.warning("rolling back the drain of %s: %s", self.node, why)
+        self.record["state"] = ABORTING
+        self.record["why"] = why
+        await self._save()
+        try:
+            await self._restart_pending()
+        except HubError as e:  # keep the record: the next cycle's resume tries again
+            self.outcome = "failed"
+            log.error("roll-back of %s could not restart every server: %s", self.node, e)
+            return
+        await self.kube.end_drain(self.node, uncordon=True)
+        self.outcome = "rolled-back"

@@ -1,0 +1,170 @@
+"""JupyterHub through its REST API, and single-user servers through its proxy.
+
+Everything the orchestrator does to a user's server goes through here, with
+the service's own token (the scopes its role grants), so the hub stays the
+one authority on servers: it sees every stop and start the orchestrator asks
+for, exactly as if an admin had clicked them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+
+log = logging.getLogger(__name__)
+
+PAGINATION = "application/jupyterhub-pagination+json"
+
+
+class HubError(Exception):
+    """A hub or single-user server call failed; the message names it."""
+
+    def __init__(self, message: str, code: int = 0):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class HubServer:
+    user: str
+    name: str  # "" for the default server
+    ready: bool
+    pending: str | None  # "spawn", "stop" or None
+    url: str  # the server's path prefix on the proxy, e.g. /user/alice/
+    user_options: dict
+    started: str | None
+    last_activity: str | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.user}/{self.name}" if self.name else self.user
+
+
+def server_api_path(user: str, name: str) -> str:
+    """/users/NAME/server or /users/NAME/servers/SNAME (hub API, unprefixed)."""
+    base = f"/users/{quote(user, safe='')}"
+    return f"{base}/servers/{quote(name, safe='')}" if name else f"{base}/server"
+
+
+def parse_server(user: str, name: str, raw: dict) -> HubServer:
+    if not isinstance(raw, dict):
+        raise HubError(f"the hub's model of server {user}/{name} is not an object: {raw!r}")
+    return HubServer(user=user, name=name, ready=bool(raw.get("ready")), pending=raw.get("pending"),
+                     url=str(raw.get("url") or ""), user_options=dict(raw.get("user_options") or {}),
+                     started=raw.get("started"), last_activity=raw.get("last_activity"))
+
+
+class HubClient:
+    """`api_url`: the hub API (JUPYTERHUB_API_URL, ends in /hub/api);
+    `proxy_url`: where the proxy serves /user/... (the hub's public URL)."""
+
+    def __init__(self, api_url: str, proxy_url: str, token: str, *, timeout: float = 30.0):
+        self.api_url = api_url.rstrip("/")
+        self.proxy_url = proxy_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.http = AsyncHTTPClient()
+
+    async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
+                     accept: str = "application/json") -> tuple[int, object, dict]:
+        headers = {"Authorization": f"token {self.token}", "Accept": accept}
+        data = None
+        if body is not None:
+            data = json.dumps(body)
+            headers["Content-Type"] = "application/json"
+        elif method in ("POST", "PUT", "PATCH"):
+            data = ""
+        request = HTTPRequest(url, method=method, headers=headers, body=data, allow_nonstandard_methods=True,
+                              request_timeout=timeout or self.timeout, connect_timeout=10)
+        try:
+            resp = await self.http.fetch(request, raise_error=False)
+        except (OSError, HTTPClientError) as e:
+            raise HubError(f"{method} {url}: {e}") from None
+        if resp.code == 599:
+            raise HubError(f"{method} {url}: {resp.error}")
+        payload: object = None
+        if resp.body:
+            try:
+                payload = json.loads(resp.body)
+            except ValueError:
+                payload = resp.body.decode("utf-8", "replace")
+        return resp.code, payload, dict(resp.headers)
+
+    async def _api(self, method: str, path: str, body=None, ok=(200,), **kw):
+        code, payload, _ = await self._fetch(self.api_url + path, method, body, **kw)
+        if code not in ok:
+            message = payload.get("message") if isinstance(payload, dict) else payload
+            raise HubError(f"{method} {path}: {code} {message}", code)
+        return code, payload
+
+    async def check(self) -> str:
+        """The hub's version; raises HubError when it cannot be reached or refuses the token."""
+        _, info = await self._api("GET", "/")
+        await self._api("GET", "/users?limit=1")
+        return str((info or {}).get("version", "?"))
+
+    async def servers(self) -> dict[str, HubServer]:
+        """Every active server (running, starting or stopping), by key."""
+        servers: dict[str, HubServer] = {}
+        offset = 0
+        while True:
+            _, page = await self._api("GET", f"/users?state=active&offset={offset}&limit=200", accept=PAGINATION)
+            if isinstance(page, dict):
+                items, pagination = page.get("items"), page.get("_pagination") or {}
+            else:  # a hub without pagination answers a plain list
+                items, pagination = page, {}
+            if not isinstance(items, list):
+                raise HubError(f"GET /users: unexpected answer {str(page)[:200]!r}")
+            for user in items:
+                for name, raw in (user.get("servers") or {}).items():
+                    server = parse_server(user["name"], name, raw)
+                    servers[server.key] = server
+            nxt = pagination.get("next")
+            if not nxt:
+                return servers
+            offset = int(nxt.get("offset", offset + len(items)))
+
+    async def server(self, user: str, name: str) -> HubServer | None:
+        """The hub's model of one server; None when it is not running (or the user is gone)."""
+        try:
+            _, model = await self._api("GET", f"/users/{quote(user, safe='')}")
+        except HubError as e:
+            if e.code == 404:
+                return None
+            raise
+        raw = (model.get("servers") or {}).get(name) if isinstance(model, dict) else None
+        return None if raw is None else parse_server(user, name, raw)
+
+    async def stop(self, user: str, name: str) -> None:
+        await self._api("DELETE", server_api_path(user, name), ok=(202, 204))
+
+    async def start(self, user: str, name: str, user_options: dict) -> None:
+        # 400 "already running" is the goal reached (a retried start).
+        try:
+            await self._api("POST", server_api_path(user, name), body=user_options or None, ok=(201, 202))
+        except HubError as e:
+            if e.code == 400 and "already" in str(e):
+                return
+            raise
+
+    # -- the single-user server, through the proxy ---------------------------------------
+
+    def _server_url(self, server: HubServer, path: str) -> str:
+        return self.proxy_url + server.url.rstrip("/") + path
+
+    async def kernels(self, server: HubServer) -> list[dict]:
+        """Jupyter Server's kernel list (id, execution_state, last_activity)."""
+        code, payload, _ = await self._fetch(self._server_url(server, "/api/kernels"))
+        if code != 200 or not isinstance(payload, list):
+            raise HubError(f"kernels of {server.key}: {code} {str(payload)[:200]}", code)
+        return payload
+
+    async def checkpoint(self, server: HubServer, timeout: float) -> tuple[int, object]:
+        """POST the kernel package's checkpoint endpoint; (status, answer) as it came."""
+        code, payload, _ = await self._fetch(self._server_url(server, "/api/elastichub/checkpoint"), "POST",
+                                             timeout=timeout)
+        return code, payload

@@ -1,0 +1,233 @@
+"""Kubernetes through kubernetes_asyncio: watch-backed caches and node marks.
+
+`Informer` lists a resource once, then follows its watch from that
+resourceVersion (re-listing on 410 Gone, reconnecting with back-off on any
+other failure), keeping one small record per object (`records`). A cycle
+reads the records; it never lists the cluster.
+
+`KubeNodes` marks the nodes the orchestrator drains: cordon + a NoSchedule
+taint + a JSON annotation with the drain's progress, written with the
+node's resourceVersion so two writers never silently overwrite each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from typing import Any, Callable
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from .. import podmeta
+
+log = logging.getLogger(__name__)
+
+
+class Informer:
+    """One resource's list+watch into `records` (key -> parse(obj))."""
+
+    def __init__(self, name: str, list_fn: Callable, parse: Callable[[dict], Any], key: Callable[[dict], str],
+                 *, watch_timeout: int = 300, max_backoff: float = 30.0, **selectors):
+        self.name = name
+        self.list_fn = list_fn
+        self.parse = parse
+        self.key = key
+        self.watch_timeout = watch_timeout
+        self.max_backoff = max_backoff
+        self.selectors = {k: v for k, v in selectors.items() if v}
+        self.records: dict[str, Any] = {}
+        self.synced = asyncio.Event()
+        self.version = 0  # bumped on every change: a cheap "anything new?"
+        self.lists = 0  # how many full lists (1 + re-lists after 410 or errors)
+        self.last_error: str = ""
+        self._resource_version: str | None = None
+
+    async def run(self) -> None:
+        """Forever: list, then watch; a failure is logged and retried with back-off."""
+        failures = 0
+        while True:
+            try:
+                if self._resource_version is None:
+                    await self._list()
+                await self._watch()
+                failures = 0
+            except asyncio.CancelledError:
+                raise
+            except ApiException as e:
+                if e.status == 410:  # our resourceVersion is too old: start over
+                    log.info("%s watch expired (410): listing again", self.name)
+                    self._resource_version = None
+                    continue
+                failures += 1
+                self.last_error = f"{e.status} {e.reason}"
+                self._resource_version = None
+                await self._backoff(failures)
+            except Exception as e:  # connection refused, reset, malformed answer
+                failures += 1
+                self.last_error = f"{type(e).__name__}: {e}"
+                self._resource_version = None
+                await self._backoff(failures)
+
+    async def _backoff(self, failures: int) -> None:
+        delay = min(self.max_backoff, 0.5 * 2 ** min(failures, 10)) * random.uniform(0.5, 1.0)
+        log.warning("%s list/watch failed (%s); retrying in %.1f s", self.name, self.last_error, delay)
+        await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        resp = await self.list_fn(_preload_content=False, **self.selectors)
+        try:
+            body = json.loads(await resp.read())
+        finally:
+            resp.release()
+        items = body.get("items")
+        if not isinstance(items, list):
+            raise ValueError(f"{self.name} list answer has no items")
+        records = {}
+        for obj in items:
+            records[self.key(obj)] = self.parse(obj)
+        self.records = records
+        self._resource_version = (body.get("metadata") or {}).get("resourceVersion") or "0"
+        self.version += 1
+        self.lists += 1
+        self.last_error = ""
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        resp = await self.list_fn(watch=True, resource_version=self._resource_version,
+                                  timeout_seconds=self.watch_timeout, allow_watch_bookmarks=True,
+                                  _preload_content=False, **self.selectors)
+        try:
+            while True:
+                line = await resp.content.readline()
+                if not line:
+                    return  # the server ended the watch (timeoutSeconds): resume from where we are
+                self._apply(json.loads(line))
+        finally:
+            resp.release()
+
+    def _apply(self, event: dict) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            raise ApiException(status=obj.get("code", 500), reason=obj.get("message", "watch error"))
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self._resource_version = rv or self._resource_version
+            return
+        key = self.key(obj)
+        if kind == "DELETED":
+            self.records.pop(key, None)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.records[key] = self.parse(obj)
+        else:
+            raise ValueError(f"{self.name} watch sent an event of unknown type {kind!r}")
+        if rv:
+            self._resource_version = rv
+        self.version += 1
+
+
+def object_name(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def object_key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class KubeNodes:
+    """Writes on Node objects: cordon/uncordon, our taint, our drain record."""
+
+    def __init__(self, core_api, *, retries: int = 5):
+        self.core = core_api
+        self.retries = retries
+
+    async def _update(self, name: str, change: Callable[[dict], dict | None]) -> dict | None:
+        """Read the node, let `change` compute a patch from it (None: nothing
+        to do), and apply it conditionally on the node's resourceVersion;
+        a conflict (someone wrote in between) re-reads and retries."""
+        for attempt in range(self.retries):
+            node = await self.get(name)
+            if node is None:
+                return None
+            patch = change(node)
+            if patch is None:
+                return node
+            patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"].get("resourceVersion")
+            try:
+                resp = await self.core.patch_node(name, patch, _preload_content=False)
+                try:
+                    return json.loads(await resp.read())
+                finally:
+                    resp.release()
+            except ApiException as e:
+                if e.status != 409 or attempt == self.retries - 1:
+                    raise
+        return None
+
+    async def get(self, name: str) -> dict | None:
+        try:
+            resp = await self.core.read_node(name, _preload_content=False)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        try:
+            return json.loads(await resp.read())
+        finally:
+            resp.release()
+
+    async def mark_drain(self, name: str, record: dict) -> dict | None:
+        """Cordon, taint and record the drain, in one write."""
+        def change(node: dict) -> dict:
+            taints = _without_our_taint(node) + [{"key": podmeta.DRAIN_TAINT, "value": "true",
+                                                  "effect": "NoSchedule"}]
+            return {"spec": {"unschedulable": True, "taints": taints},
+                    "metadata": {"annotations": {podmeta.DRAIN_ANNOTATION: json.dumps(record, sort_keys=True)}}}
+        return await self._update(name, change)
+
+    async def record_drain(self, name: str, record: dict) -> dict | None:
+        """Update the drain's progress (the annotation only)."""
+        text = json.dumps(record, sort_keys=True)
+
+        def change(node: dict) -> dict | None:
+            if (node["metadata"].get("annotations") or {}).get(podmeta.DRAIN_ANNOTATION) == text:
+                return None
+            return {"metadata": {"annotations": {podmeta.DRAIN_ANNOTATION: text}}}
+        return await self._update(name, change)
+
+    async def end_drain(self, name: str, *, uncordon: bool) -> dict | None:
+        """Forget the drain record; `uncordon`: also lift the cordon and our
+        taint (a drain rolled back). A node whose VM was stopped stays
+        cordoned, so it takes no pod when it boots again before we say so."""
+        def change(node: dict) -> dict | None:
+            annotations = node["metadata"].get("annotations") or {}
+            patch: dict = {}
+            if podmeta.DRAIN_ANNOTATION in annotations:
+                patch["metadata"] = {"annotations": {podmeta.DRAIN_ANNOTATION: None}}
+            if uncordon:
+                spec = _uncordon_spec(node)
+                if spec:
+                    patch["spec"] = spec
+            return patch or None
+        return await self._update(name, change)
+
+    async def uncordon(self, name: str) -> dict | None:
+        """A booted node joins the cluster: lift the cordon and our taint."""
+        return await self._update(name, lambda node: ({"spec": spec} if (spec := _uncordon_spec(node)) else None))
+
+
+def _without_our_taint(node: dict) -> list[dict]:
+    return [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != podmeta.DRAIN_TAINT]
+
+
+def _uncordon_spec(node: dict) -> dict:
+    """Lift a cordon only where our taint says the cordon is ours: an
+    admin's own `kubectl cordon` is never undone by the orchestrator."""
+    spec = node.get("spec") or {}
+    taints = spec.get("taints") or []
+    kept = _without_our_taint(node)
+    if len(kept) == len(taints):
+        return {}
+    return {"unschedulable": False, "taints": kept}

@@ -1,0 +1,36 @@
+"""Prometheus metrics of the orchestrator (served at /services/<name>/metrics).
+
+A registry of its own, so a process that embeds the orchestrator (tests,
+the demo) never mixes its numbers with anyone else's.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        self.nodes = Gauge("elastichub_nodes", "Worker nodes by tier and status", ["tier", "status"], registry=r)
+        self.cloud_vms_on = Gauge("elastichub_cloud_vms_running",
+                                  "Cloud VMs that cost money now (started, booting, running or stopping)",
+                                  registry=r)
+        self.cloud_node_seconds = Counter("elastichub_cloud_node_seconds",
+                                          "Cloud VM-seconds run, as observed each cycle (the bill)", registry=r)
+        self.occupancy = Gauge("elastichub_occupancy_percent",
+                               "Requests over allocatable of the active nodes (eq. 1)", ["resource"], registry=r)
+        self.theta_out = Gauge("elastichub_theta_out_percent", "The scale-out threshold in force", registry=r)
+        self.pending = Gauge("elastichub_pending_servers", "Single-user servers waiting for a node", registry=r)
+        self.decision_seconds = Histogram(
+            "elastichub_decision_seconds", "Time of one observe + decide step (the policy included)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5), registry=r)
+        self.actions = Counter("elastichub_scale_actions", "Scaling actions taken", ["action"], registry=r)
+        self.migrations = Counter("elastichub_migrations", "Server moves by outcome", ["outcome"], registry=r)
+        self.migration_downtime = Histogram(
+            "elastichub_migration_downtime_seconds", "From a moved server's stop to its answering again",
+            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300), registry=r)
+        self.boot_failures = Counter("elastichub_boot_failures", "Cloud VMs whose node was not Ready in time",
+                                     registry=r)
+        self.cycle_errors = Counter("elastichub_cycle_errors", "Cycles that failed (and were retried)",
+                                    ["stage"], registry=r)

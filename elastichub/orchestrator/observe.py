@@ -1,0 +1,145 @@
+"""The cluster as the policy sees it: cached records -> `ClusterSnapshot`.
+
+Pure (no I/O, clock passed in), so it is tested on hand-made records and
+benchmarked at 1,000 nodes / 20,000 servers without a cluster.
+
+How a node's status is read:
+- on-prem: Ready -> READY, or CORDONED when unschedulable; else NOT_READY.
+- cloud, its VM stopped -> STOPPED (the pool); VM started and the node not
+  Ready yet, or Ready but still carrying our taint with no drain recorded
+  (the scale-out has not uncordoned it yet) -> BOOTING; stopping -> NOT_READY
+  (no target for a start); otherwise as on-prem.
+- a pool VM with no Node object: STOPPED or BOOTING, with the allocatable of
+  `default_allocatable` (a new cloud node registers only once it boots).
+A stopped cloud node an admin cordoned (without our taint) stays out of the
+pool: the orchestrator never starts a VM an admin set aside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..policy import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
+from .cloud import PENDING, RUNNING, STOPPED, STOPPING, UNKNOWN, VM
+from .records import NodeRecord, PodRecord
+
+
+@dataclass(frozen=True)
+class ObserveConfig:
+    onprem_tier: str = "on-prem"
+    cloud_tier: str = "cloud"
+    default_allocatable: Resources = Resources()  # a pool VM not (yet) seen as a node
+
+
+@dataclass
+class Observation:
+    snapshot: ClusterSnapshot
+    vms: dict[str, VM] = field(default_factory=dict)  # node name -> its VM (cloud tier)
+    drains: dict[str, str] = field(default_factory=dict)  # node name -> drain annotation text
+    tainted: set[str] = field(default_factory=set)  # nodes carrying our taint
+    pods_on: dict[str, int] = field(default_factory=dict)  # node -> single-user pods not finished
+    problems: list[str] = field(default_factory=list)
+
+
+def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterable[VM] | None,
+            config: ObserveConfig, now: float, boot_started: dict[str, float] | None = None) -> Observation:
+    boot_started = boot_started or {}
+    tiers = {config.onprem_tier: Tier.ONPREM, config.cloud_tier: Tier.CLOUD}
+    problems: list[str] = []
+    vm_by_node: dict[str, VM] = {}
+    for vm in vms or ():
+        if not vm.node_name:
+            problems.append(f"VM {vm.name} ({vm.id}) maps to no node name")
+            continue
+        vm_by_node[vm.node_name] = vm
+    cloud_managed = vms is not None
+
+    # Requests on each node, and each node's single-user servers.
+    used: dict[str, list[float]] = {}
+    servers: dict[str, list[Server]] = {}
+    pods_on: dict[str, int] = {}
+    pending: list[Server] = []
+    for pod in pods:
+        if pod.problem:
+            problems.append(pod.problem)
+        if not pod.holds_resources:
+            continue
+        if pod.node is not None:
+            u = used.get(pod.node)
+            if u is None:
+                used[pod.node] = [pod.cpu, pod.ram]
+            else:
+                u[0] += pod.cpu
+                u[1] += pod.ram
+        if not pod.managed:
+            continue
+        server = Server(pod.server, Resources(pod.cpu, pod.ram), pod.node, pod.started, pod.created,
+                        pod.migratable)
+        if pod.node is None:
+            if pod.phase == "Pending" and not pod.terminating:
+                pending.append(server)
+        else:
+            servers.setdefault(pod.node, []).append(server)
+            pods_on[pod.node] = pods_on.get(pod.node, 0) + 1
+    pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
+
+    out_nodes: list[Node] = []
+    drains: dict[str, str] = {}
+    tainted: set[str] = set()
+    seen: set[str] = set()
+    for rec in nodes:
+        tier = tiers.get(rec.tier) if rec.tier is not None else None
+        if tier is None:
+            continue  # not an ElasticHub worker (control plane, another tier)
+        if rec.problem:
+            problems.append(rec.problem)
+        seen.add(rec.name)
+        if rec.drain is not None:
+            drains[rec.name] = rec.drain
+        if rec.drain_taint:
+            tainted.add(rec.name)
+        vm = vm_by_node.get(rec.name)
+        status = _status(rec, tier, vm, cloud_managed)
+        if status is None:
+            continue
+        u = used.get(rec.name, (0.0, 0.0))
+        since = boot_started.get(rec.name) if status is NodeStatus.BOOTING else None
+        out_nodes.append(Node(rec.name, tier, Resources(rec.cpu, rec.ram), Resources(u[0], u[1]),
+                              tuple(servers.get(rec.name, ())), status, since))
+
+    # Pool VMs that are no Node (yet).
+    for name, vm in vm_by_node.items():
+        if name in seen:
+            continue
+        if vm.state == STOPPED:
+            status = NodeStatus.STOPPED
+        elif vm.state in (RUNNING, PENDING, UNKNOWN):
+            status = NodeStatus.BOOTING
+        else:
+            continue
+        out_nodes.append(Node(name, Tier.CLOUD, config.default_allocatable, Resources(), (), status,
+                              boot_started.get(name) if status is NodeStatus.BOOTING else None))
+
+    return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
+                       tainted=tainted, pods_on=pods_on, problems=problems)
+
+
+def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> NodeStatus | None:
+    """None: leave the node out of the snapshot."""
+    if tier is Tier.CLOUD and cloud_managed:
+        if vm is None:
+            # A cloud-tier node with no VM in the pool: nothing can start or
+            # stop it; it counts like any node while it runs.
+            pass
+        elif vm.state == STOPPED:
+            if rec.unschedulable and not rec.drain_taint:
+                return None  # an admin set it aside: not ours to start
+            return NodeStatus.STOPPED
+        elif vm.state == STOPPING:
+            return NodeStatus.NOT_READY
+        elif not rec.ready or (rec.drain_taint and rec.drain is None):
+            return NodeStatus.BOOTING
+    if not rec.ready:
+        return NodeStatus.NOT_READY
+    return NodeStatus.CORDONED if rec.unschedulable else NodeStatus.READY

@@ -1,0 +1,169 @@
+"""What the orchestrator keeps of each Node and Pod: small records parsed once
+per watch event, so a cycle over 20,000 pods reads tuples, not manifests.
+
+Pure functions of the raw JSON objects (as the API server sends them). A
+malformed object (a bad quantity, a missing name) is parsed as far as it
+can be and reported, never allowed to stop the loop: its `problem` says why.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, field
+
+from .. import podmeta
+from ..quantity import QuantityError, parse_cpu, parse_memory
+
+MILLI = 1000.0
+READY_CONDITION = "Ready"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    tier: str | None  # the tier label's value; None: not an ElasticHub worker
+    ready: bool
+    unschedulable: bool
+    cpu: float  # allocatable cores
+    ram: float  # allocatable bytes
+    provider_id: str = ""
+    labels: dict = field(default_factory=dict)
+    drain_taint: bool = False  # our NoSchedule taint: the orchestrator cordoned it
+    drain: str | None = None  # our drain annotation (JSON), None when no drain is recorded
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    key: str  # namespace/name
+    node: str | None  # spec.nodeName; None while unscheduled
+    phase: str
+    cpu: float  # requested cores, every container
+    ram: float  # requested bytes
+    terminating: bool
+    managed: bool  # labelled by ElasticSpawner
+    migratable: bool
+    user: str = ""
+    server_name: str = ""
+    created: float | None = None  # epoch seconds
+    started: float | None = None
+    problem: str = ""
+
+    @property
+    def server(self) -> str:
+        return podmeta.server_key(self.user, self.server_name)
+
+    @property
+    def holds_resources(self) -> bool:
+        """Counts towards its node's O_i: not finished (a terminating pod
+        still holds its requests until it is gone, as on Kubernetes)."""
+        return self.phase not in ("Succeeded", "Failed")
+
+
+def parse_time(text: str | None) -> float | None:
+    """RFC 3339 (as Kubernetes writes it) to epoch seconds; None if absent or bad."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def node_record(obj: dict, tier_label: str = podmeta.TIER_LABEL) -> NodeRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    ready = any(c.get("type") == READY_CONDITION and c.get("status") == "True"
+                for c in status.get("conditions") or [] if isinstance(c, dict))
+    problem = ""
+    alloc = status.get("allocatable") or {}
+    try:
+        cpu = parse_cpu(alloc.get("cpu", 0)) / MILLI
+        ram = float(parse_memory(alloc.get("memory", 0)))
+    except QuantityError as e:
+        cpu = ram = 0.0
+        problem = f"node {meta.get('name')!r}: allocatable: {e}"
+    taints = spec.get("taints") or []
+    return NodeRecord(
+        name=str(meta.get("name", "")),
+        tier=labels.get(tier_label),
+        ready=ready,
+        unschedulable=bool(spec.get("unschedulable")),
+        cpu=cpu,
+        ram=ram,
+        provider_id=str(spec.get("providerID") or ""),
+        labels=dict(labels),
+        drain_taint=any(isinstance(t, dict) and t.get("key") == podmeta.DRAIN_TAINT for t in taints),
+        drain=annotations.get(podmeta.DRAIN_ANNOTATION),
+        problem=problem,
+    )
+
+
+def pod_requests(spec: dict) -> tuple[float, float]:
+    """(cores, bytes) the pod requests: the sum over its containers, or the
+    largest init container if that is more (Kubernetes' effective request)."""
+    def total(containers) -> tuple[float, float]:
+        cpu = ram = 0.0
+        for c in containers or []:
+            req = ((c or {}).get("resources") or {}).get("requests") or {}
+            cpu += parse_cpu(req.get("cpu", 0)) / MILLI
+            ram += parse_memory(req.get("memory", 0))
+        return cpu, ram
+
+    cpu, ram = total(spec.get("containers"))
+    for init in spec.get("initContainers") or []:
+        icpu, iram = total([init])
+        cpu, ram = max(cpu, icpu), max(ram, iram)
+    return cpu, ram
+
+
+def pod_record(obj: dict) -> PodRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    problem = ""
+    try:
+        cpu, ram = pod_requests(spec)
+    except QuantityError as e:
+        cpu = ram = 0.0
+        problem = f"pod {meta.get('namespace')}/{meta.get('name')}: requests: {e}"
+    managed = labels.get(podmeta.MANAGED_LABEL) == podmeta.TRUE
+    return PodRecord(
+        key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
+        node=spec.get("nodeName") or None,
+        phase=str(status.get("phase") or "Pending"),
+        cpu=cpu,
+        ram=ram,
+        terminating=bool(meta.get("deletionTimestamp")),
+        managed=managed,
+        # Anything but an explicit "false" is movable: the spawner's default.
+        migratable=labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE,
+        user=str(annotations.get(podmeta.USER_ANNOTATION, "")),
+        server_name=str(annotations.get(podmeta.SERVER_NAME_ANNOTATION, "")),
+        created=parse_time(meta.get("creationTimestamp")),
+        started=parse_time(status.get("startTime")),
+        problem=problem if not (managed and not annotations.get(podmeta.USER_ANNOTATION)) else
+        f"pod {meta.get('namespace')}/{meta.get('name')}: labelled {podmeta.MANAGED_LABEL} "
+        f"but has no {podmeta.USER_ANNOTATION} annotation",
+    )
+
+
+def load_drain(text: str | None) -> dict | None:
+    """The drain annotation as a dict; None when absent. A value that is not
+    our JSON raises ValueError naming the problem (the caller reports it and
+    treats the node as an admin's, never guessing)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is not JSON: {e}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("servers", {}), dict):
+        raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is not a drain record: {text[:200]!r}")
+    return value

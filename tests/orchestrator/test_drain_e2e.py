@@ -1,0 +1,118 @@
+"""Scale-in end to end: a real JupyterHub + CHP, KubeSpawner pods on the local
+cluster, the Elastic Python kernel driven over the kernel websocket, and the
+orchestrator's controller with its real adapters. Load falls: the cloud node
+is cordoned, its servers move to on-prem with every variable identical, the
+VM stops."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from hubtools import Hub, Notebook
+from podtools import node_of, until
+
+from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
+from elastichub.orchestrator.drain import DrainTimeouts
+from elastichub.orchestrator.hub import HubClient
+from elastichub.policy import PolicyConfig, make_strategy
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SPAWNER = """
+c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
+c.KubeSpawner.extra_labels = {"elastichub.io/managed": "true"}
+c.KubeSpawner.extra_annotations = {"elastichub.io/user": "{username}", "elastichub.io/server-name": ""}
+c.KubeSpawner.mem_guarantee = "2G"
+c.KubeSpawner.cpu_guarantee = 0.1
+"""
+
+STATE = """
+import numpy as np, pandas as pd, hashlib
+rng = np.random.default_rng()
+a = rng.random((300, 200))
+df = pd.DataFrame({"x": rng.integers(0, 100, 500), "y": rng.random(500)})
+def f(v):
+    return v * 3 + len(df)
+"""
+DIGEST = "print(hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(df.to_json().encode()).hexdigest(), f(7))"
+
+
+def filler(memory: str) -> dict:
+    import sys
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "filler", "namespace": "default"},
+            "spec": {"nodeName": "onprem-1", "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": "local", "command": [sys.executable, "-c",
+                                                                              "import time; time.sleep(3600)"],
+                                     "resources": {"requests": {"cpu": "100m", "memory": memory}}}]},
+            "status": {"phase": "Pending"}}
+
+
+@pytest.fixture
+async def hub_on_cluster(make_cluster, tmp_path):
+    cluster = await make_cluster(onprem=1, cloud=1)
+    hub = Hub(cluster, tmp_path, SPAWNER)
+    await hub.start()
+    yield cluster, hub
+    await hub.stop()
+
+
+async def boot(cluster, name: str) -> None:
+    driver = cluster.cloud_driver()
+    vm = next(v for v in await asyncio.to_thread(driver.list_nodes) if v.id == name)
+    await asyncio.to_thread(driver.start_node, vm)
+    await until(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                            for c in cluster.store.get("nodes", name)["status"]["conditions"]), what=f"{name} Ready")
+
+
+async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_stops(hub_on_cluster, wire):
+    cluster, hub = hub_on_cluster
+    cluster.store.create("pods", filler("7Gi"))  # on-prem full: servers go to the cloud
+    await until(lambda: cluster.store.get("pods", "filler", "default")["status"].get("phase") == "Running",
+                what="filler running")
+    await boot(cluster, "cloud-1")
+    digests = {}
+    for user in ("alice", "bob"):
+        await hub.start_server(user)
+        assert node_of(cluster.store, f"jupyter-{user}") == "cloud-1"
+        nb = await Notebook(hub, user, f"{user}.ipynb").open()
+        assert (await nb.run(STATE))["status"] == "ok"
+        digests[user] = (await nb.run(DIGEST))["stdout"]
+        assert len(digests[user].split()) == 3, digests[user]
+        await nb.close()
+
+    # Load falls: the filler ends; the controller (policy "elastic", short Tmon/Tcool) takes it from here.
+    cluster.store.delete("pods", "filler", "default")
+    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
+    ctl = await wire(cluster, strategy, hub=HubClient(hub.api_url, hub.url, hub.token), tmon=0.5,
+                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2))
+    loop = asyncio.create_task(ctl.run())
+    try:
+        vms = ctl.cloud
+        await until(lambda: any(d["action"] == "scale-in" for d in ctl.decisions), timeout=30, what="a scale-in")
+        scale_in_at = next(d["time"] for d in ctl.decisions if d["action"] == "scale-in")
+
+        async def vm_stopped():
+            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await vms.list())
+        await until(vm_stopped, timeout=150, step=0.5, what="cloud-1's VM stopped")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    for user in ("alice", "bob"):
+        assert (await hub.server(user))["ready"]
+        assert node_of(cluster.store, f"jupyter-{user}") == "onprem-1"
+        nb = await Notebook(hub, user, f"{user}.ipynb").open()
+        assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs after the move"
+        await nb.close()
+    moves = [m for m in ctl.moves if m.outcome == "moved"]
+    assert sorted(m.server for m in moves) == ["alice", "bob"]
+    assert all(m.destination == "onprem-1" and m.checkpoint["outcome"] == "saved" for m in moves)
+    node = cluster.store.get("nodes", "cloud-1")
+    assert node["spec"].get("unschedulable") is True  # stopped nodes stay cordoned
+    assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})
+    # Tcool: no second scaling action within tcool of the first.
+    actions = [d["time"] for d in ctl.decisions if d["action"] != "none"]
+    assert all(t2 - t1 >= 5 for t1, t2 in zip(actions, actions[1:])), actions
+    assert scale_in_at >= time.time() - 300

@@ -1,0 +1,130 @@
+"""Records and the snapshot the policy sees, from hand-made Kubernetes objects (no cluster)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elastichub import podmeta
+from elastichub.orchestrator.cloud import PENDING, RUNNING, STOPPED, STOPPING, VM
+from elastichub.orchestrator.observe import ObserveConfig, observe
+from elastichub.orchestrator.records import load_drain, node_record, pod_record
+from elastichub.policy import GiB, NodeStatus, Resources, Tier, plan_migration
+
+NOW = 1_800_000_000.0
+
+
+def node(name, tier="on-prem", ready=True, unschedulable=False, cpu="4", memory="8Gi", taint=False, drain=None):
+    obj = {"metadata": {"name": name, "labels": {podmeta.TIER_LABEL: tier} if tier else {}, "annotations": {}},
+           "spec": {"unschedulable": unschedulable,
+                    "taints": [{"key": podmeta.DRAIN_TAINT, "effect": "NoSchedule"}] if taint else []},
+           "status": {"allocatable": {"cpu": cpu, "memory": memory},
+                      "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}]}}
+    if drain is not None:
+        obj["metadata"]["annotations"][podmeta.DRAIN_ANNOTATION] = json.dumps(drain)
+    return node_record(obj)
+
+
+def pod(name, node=None, user=None, memory="1Gi", cpu="500m", phase="Running", managed=True, migratable=None,
+        created="2027-01-15T08:00:00Z"):
+    labels, annotations = {}, {}
+    if managed:
+        labels[podmeta.MANAGED_LABEL] = "true"
+        annotations[podmeta.USER_ANNOTATION] = user or name
+        annotations[podmeta.SERVER_NAME_ANNOTATION] = ""
+    if migratable is not None:
+        labels[podmeta.MIGRATABLE_LABEL] = migratable
+    return pod_record({"metadata": {"name": name, "namespace": "jh", "labels": labels, "annotations": annotations,
+                                    "creationTimestamp": created},
+                       "spec": {"nodeName": node, "containers": [{"name": "notebook", "resources": {
+                           "requests": {"cpu": cpu, "memory": memory}}}]},
+                       "status": {"phase": phase}})
+
+
+CONFIG = ObserveConfig(default_allocatable=Resources(2, 4 * GiB))
+
+
+def test_requests_of_every_pod_count_but_only_managed_pods_are_servers():
+    nodes = [node("onprem-1")]
+    pods = [pod("jupyter-alice", "onprem-1", user="alice"), pod("system", "onprem-1", managed=False, memory="512Mi"),
+            pod("done", "onprem-1", phase="Succeeded")]
+    snap = observe(nodes, pods, None, CONFIG, NOW).snapshot
+    n = snap.node("onprem-1")
+    assert n.used == Resources(1.0, 1.5 * GiB)
+    assert [s.name for s in n.servers] == ["alice"]
+    assert n.status is NodeStatus.READY and n.tier is Tier.ONPREM
+
+
+def test_unscheduled_servers_are_the_queue_oldest_first():
+    pods = [pod("b", phase="Pending", created="2027-01-15T08:00:05Z"),
+            pod("a", phase="Pending", created="2027-01-15T08:00:01Z"),
+            pod("gone", phase="Failed")]
+    snap = observe([node("onprem-1")], pods, None, CONFIG, NOW).snapshot
+    assert [s.name for s in snap.pending] == ["a", "b"]
+
+
+@pytest.mark.parametrize("vm_state, rec, status", [
+    (STOPPED, dict(ready=False), NodeStatus.STOPPED),
+    (PENDING, dict(ready=False), NodeStatus.BOOTING),
+    (RUNNING, dict(ready=True, unschedulable=True, taint=True), NodeStatus.BOOTING),  # booted, not uncordoned
+    (RUNNING, dict(ready=True), NodeStatus.READY),
+    (RUNNING, dict(ready=True, unschedulable=True, taint=True, drain={"state": "draining", "servers": {}}),
+     NodeStatus.CORDONED),
+    (RUNNING, dict(ready=True, unschedulable=True), NodeStatus.CORDONED),  # an admin's cordon
+    (STOPPING, dict(ready=True), NodeStatus.NOT_READY),
+])
+def test_cloud_node_status_from_node_and_vm(vm_state, rec, status):
+    obs = observe([node("cloud-1", "cloud", **rec)], [], [VM("i-1", "cloud-1", vm_state, "cloud-1")], CONFIG, NOW)
+    assert obs.snapshot.node("cloud-1").status is status
+
+
+def test_a_stopped_node_an_admin_cordoned_is_not_in_the_pool():
+    obs = observe([node("cloud-1", "cloud", ready=False, unschedulable=True)],
+                  [], [VM("i-1", "cloud-1", STOPPED, "cloud-1")], CONFIG, NOW)
+    assert [n.name for n in obs.snapshot.nodes] == []
+
+
+def test_a_pool_vm_without_a_node_counts_with_the_default_size():
+    obs = observe([], [], [VM("i-1", "vm-a", STOPPED, "node-a"), VM("i-2", "vm-b", PENDING, "node-b")], CONFIG,
+                  NOW, boot_started={"node-b": NOW - 30})
+    a, b = obs.snapshot.node("node-a"), obs.snapshot.node("node-b")
+    assert (a.status, b.status) == (NodeStatus.STOPPED, NodeStatus.BOOTING)
+    assert a.allocatable == Resources(2, 4 * GiB) and a.tier is Tier.CLOUD
+    assert b.status_since == NOW - 30
+
+
+def test_nodes_of_other_tiers_or_none_are_left_out():
+    obs = observe([node("cp", tier=None), node("gpu", tier="gpu"), node("onprem-1")], [], None, CONFIG, NOW)
+    assert [n.name for n in obs.snapshot.nodes] == ["onprem-1"]
+
+
+def test_a_pinned_server_keeps_its_node_out_of_any_plan():
+    nodes = [node("onprem-1"), node("cloud-1", "cloud")]
+    movable = observe(nodes, [pod("alice", "cloud-1")], None, CONFIG, NOW).snapshot
+    assert plan_migration(movable, movable.node("cloud-1")) is not None
+    pinned = observe(nodes, [pod("alice", "cloud-1", migratable="false")], None, CONFIG, NOW).snapshot
+    assert not pinned.node("cloud-1").servers[0].movable
+    assert plan_migration(pinned, pinned.node("cloud-1")) is None
+
+
+def test_bad_quantities_are_reported_not_fatal():
+    obs = observe([node("onprem-1", memory="lots")], [pod("alice", "onprem-1", memory="12 GB")], None, CONFIG, NOW)
+    assert any("allocatable" in p and "onprem-1" in p for p in obs.problems)
+    assert any("requests" in p and "alice" in p for p in obs.problems)
+    assert obs.snapshot.node("onprem-1").allocatable == Resources(0, 0)
+
+
+def test_a_managed_pod_without_its_user_annotation_is_reported():
+    rec = pod_record({"metadata": {"name": "x", "namespace": "jh", "labels": {podmeta.MANAGED_LABEL: "true"}},
+                      "spec": {"containers": []}, "status": {}})
+    assert podmeta.USER_ANNOTATION in rec.problem
+
+
+def test_drain_records_that_are_not_ours_are_refused_by_name():
+    assert load_drain(None) is None
+    assert load_drain('{"state": "draining", "servers": {}}')["state"] == "draining"
+    with pytest.raises(ValueError, match="not JSON"):
+        load_drain("{oops")
+    with pytest.raises(ValueError, match="not a drain record"):
+        load_drain('["a"]')

@@ -1,0 +1,109 @@
+"""Scale-out against the local cluster: real kubernetes_asyncio informers, the
+local cluster's libcloud driver, the shared policy. Faults are injected
+through small subclasses of the libcloud driver."""
+
+from __future__ import annotations
+
+import pytest
+from podtools import node_of, server_pod, until
+
+from elastichub.orchestrator.cloud import CloudPool
+from elastichub.policy import PolicyConfig, make_strategy
+
+pytestmark = [pytest.mark.timeout(60)]
+
+
+def paper(theta=80.0, tcool=0.0):
+    return make_strategy("paper", PolicyConfig(theta_out=theta, tmon=0.2, tcool=tcool))
+
+
+async def fill(cluster, users, memory="2Gi"):
+    for u in users:
+        cluster.store.create("pods", server_pod(u, memory))
+    await until(lambda: all(node_of(cluster.store, f"jupyter-{u}") for u in users), what="pods bound")
+
+
+async def test_above_theta_out_a_vm_starts_its_node_turns_ready_and_takes_new_servers(make_cluster, wire):
+    cluster = await make_cluster()
+    await fill(cluster, [f"u{i}" for i in range(7)])  # 14 of 16 GiB on-prem: 87.5 %
+    ctl = await wire(cluster, paper())
+    await until(lambda: ctl.pods.records and all(p.node for p in ctl.pods.records.values()), what="cache")
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-out" and decision["nodes"] == ["cloud-1"], decision
+    await until(lambda: ctl.nodes.records["cloud-1"].ready, what="cloud-1 Ready")
+    await until(lambda: not ctl._busy("boot:cloud-1"), what="the boot step")
+    node = cluster.store.get("nodes", "cloud-1")
+    assert not node["spec"].get("unschedulable")
+    vms = {vm.id: vm.state for vm in await ctl.cloud.list()}
+    assert vms == {"cloud-1": "running", "cloud-2": "stopped"}
+    # On-prem has 2 GiB left: two more 2 GiB servers, one of them must go to the cloud.
+    await fill(cluster, ["late1", "late2"])
+    assert {node_of(cluster.store, "jupyter-late1"), node_of(cluster.store, "jupyter-late2")} & {"cloud-1"}
+    assert any(e["kind"] == "node-ready" for e in ctl.events)
+
+
+async def test_below_theta_out_nothing_starts(make_cluster, wire):
+    cluster = await make_cluster()
+    await fill(cluster, ["a", "b"])
+    ctl = await wire(cluster, paper())
+    decision = await ctl.cycle()
+    assert decision["action"] == "none"
+    assert {vm.state for vm in await ctl.cloud.list()} == {"stopped"}
+
+
+class NeverBoots:
+    """A VM whose start is accepted but which never becomes a node (a broken image)."""
+
+    def start_node(self, node):
+        self.starts = getattr(self, "starts", 0) + 1
+        return True
+
+
+class RaisesOnStart:
+    def start_node(self, node):
+        raise RuntimeError("InsufficientInstanceCapacity: injected")
+
+
+def driver_with(cluster, mixin):
+    base = type(cluster.cloud_driver())
+    return type(f"{mixin.__name__}Driver", (mixin, base), {})("k", host=cluster.config.host, port=cluster.port)
+
+
+async def test_a_vm_whose_node_never_turns_ready_is_stopped_and_backed_off(make_cluster, wire):
+    cluster = await make_cluster()
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    driver = driver_with(cluster, NeverBoots)
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver), boot_timeout=0.5, boot_backoff=30)
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: any(e["kind"] == "boot-failed" for e in ctl.events), what="boot failure")
+    await until(lambda: not ctl._busy("boot:cloud-1"), what="the boot step")
+    assert driver.starts == 1
+    assert ctl.backoff["cloud-1"].failures == 1
+    # Backed off: the next decision picks the other VM, not the broken one.
+    decision = await ctl.cycle()
+    assert decision["nodes"] == ["cloud-2"], decision
+    assert ctl.metrics.boot_failures._value.get() == 1
+
+
+async def test_a_libcloud_call_that_raises_is_an_event_and_a_back_off(make_cluster, wire):
+    cluster = await make_cluster()
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, RaisesOnStart)))
+    await ctl.cycle()
+    await until(lambda: any("InsufficientInstanceCapacity" in e["message"] for e in ctl.events), what="event")
+    assert ctl.backoff["cloud-1"].failures == 1
+    assert {vm.state for vm in await ctl.cloud.list()} == {"stopped"}
+
+
+class ListFails:
+    def list_nodes(self):
+        raise ConnectionError("cloud API down: injected")
+
+
+async def test_a_cloud_that_cannot_be_listed_skips_the_decision_not_the_loop(make_cluster, wire):
+    cluster = await make_cluster()
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, ListFails)))
+    decision = await ctl.cycle()
+    assert decision["action"] == "none" and "unknown" in decision["reason"]
+    assert any("cloud API down" in e["message"] for e in ctl.events)
