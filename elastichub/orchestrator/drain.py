@@ -159,13 +159,17 @@ class Drain:
             self.on_move(report)
             return
         try:
-            kernels = await self._wait_idle(server)
-            ok, outcome, details = classify_checkpoint(*await self.hub.checkpoint(server, self.t.checkpoint))
-            if outcome == "unsupported" and not kernels:
-                ok, outcome = True, "nothing-to-save"  # no kernel: nothing to lose
-            report.checkpoint = {"outcome": outcome, **details}
-            if not ok:
-                raise MoveAborted(f"checkpoint of {pod.server} {outcome}: {details.get('error', '')}")
+            while True:
+                kernels = await self._wait_idle(server)
+                ok, outcome, details = classify_checkpoint(*await self.hub.checkpoint(server, self.t.checkpoint))
+                if outcome == "unsupported" and not kernels:
+                    ok, outcome = True, "nothing-to-save"  # no kernel: nothing to lose
+                report.checkpoint = {"outcome": outcome, **details}
+                if not ok:
+                    raise MoveAborted(f"checkpoint of {pod.server} {outcome}: {details.get('error', '')}")
+                # A cell started while we wrote would be killed by the stop: wait for it, checkpoint again.
+                if not any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server)):
+                    break
         except MoveAborted as e:
             report.outcome, report.error = "aborted", str(e)
             self.on_move(report)

@@ -70,3 +70,26 @@ async def wire(tmp_path):
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# KubeSpawner labelled as ElasticSpawner labels its pods.
+SPAWNER = """
+c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
+c.KubeSpawner.extra_labels = {"elastichub.io/managed": "true"}
+c.KubeSpawner.extra_annotations = {"elastichub.io/user": "{username}", "elastichub.io/server-name": ""}
+c.KubeSpawner.mem_guarantee = "2G"
+c.KubeSpawner.cpu_guarantee = 0.1
+"""
+
+
+@pytest.fixture
+async def hub_on_cluster(make_cluster, tmp_path):
+    """One on-prem and one cloud node (8 GiB each) and a real hub spawning onto them."""
+    from hubtools import Hub
+
+    cluster = await make_cluster(onprem=1, cloud=1)
+    hub = Hub(cluster, tmp_path, SPAWNER)
+    await hub.start()
+    yield cluster, hub
+    await hub.stop()
+    assert "Traceback" not in hub.log(), hub.log()[-4000:]

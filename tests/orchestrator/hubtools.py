@@ -167,8 +167,8 @@ class Notebook:
                                           max_message_size=64 << 20)
         return self
 
-    async def run(self, code: str, timeout: float = 120) -> dict:
-        """Execute `code`; {"status", "stdout", "result", "error"} of the cell."""
+    def submit(self, code: str) -> str:
+        """Send an execute_request; its msg_id (collect the outcome with `collect`)."""
         msg_id = uuid.uuid4().hex
         self.ws.write_message(json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": self.user,
@@ -176,6 +176,10 @@ class Notebook:
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                         "allow_stdin": False, "stop_on_error": True}}))
+        return msg_id
+
+    async def collect(self, msg_id: str, timeout: float = 120) -> dict:
+        """{"status", "stdout", "result", "error"} of the cell `msg_id`, once the kernel is idle after it."""
         out = {"status": None, "stdout": "", "result": None, "error": None}
         idle = False
         while out["status"] is None or not idle:
@@ -198,7 +202,66 @@ class Notebook:
                 idle = True
         return out
 
+    async def run(self, code: str, timeout: float = 120) -> dict:
+        return await self.collect(self.submit(code), timeout)
+
     async def close(self) -> None:
         if self.ws is not None:
             self.ws.close()
             self.ws = None
+
+
+# -- a cloud node with users on it -----------------------------------------------------------
+
+# State a student builds: random arrays, a DataFrame, a function.
+STATE = """
+import numpy as np, pandas as pd, hashlib
+rng = np.random.default_rng()
+a = rng.random((300, 200))
+df = pd.DataFrame({"x": rng.integers(0, 100, 500), "y": rng.random(500)})
+def f(v):
+    return v * 3 + len(df)
+"""
+DIGEST = "print(hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(df.to_json().encode()).hexdigest(), f(7))"
+
+
+def filler(memory: str, node: str = "onprem-1") -> dict:
+    """A pod that only holds `memory` on `node` (load that is not a user's server)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "filler", "namespace": "default"},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": "local",
+                                     "command": [sys.executable, "-c", "import time; time.sleep(3600)"],
+                                     "resources": {"requests": {"cpu": "100m", "memory": memory}}}]},
+            "status": {"phase": "Pending"}}
+
+
+async def boot(cluster, name: str) -> None:
+    """Start a cloud node's VM through the local cluster's libcloud driver; wait until it is Ready."""
+    from podtools import until
+
+    driver = cluster.cloud_driver()
+    vm = next(v for v in await asyncio.to_thread(driver.list_nodes) if v.id == name)
+    await asyncio.to_thread(driver.start_node, vm)
+    await until(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                            for c in cluster.store.get("nodes", name)["status"]["conditions"]), what=f"{name} Ready")
+
+
+async def users_on_cloud(cluster, hub, users, state: str = STATE) -> dict:
+    """On-prem filled, cloud-1 booted, each user's server on cloud-1 with
+    STATE built in `<user>.ipynb`; returns each user's DIGEST output."""
+    from podtools import node_of, until
+
+    cluster.store.create("pods", filler("7Gi"))
+    await until(lambda: cluster.store.get("pods", "filler", "default")["status"].get("phase") == "Running",
+                what="filler running")
+    await boot(cluster, "cloud-1")
+    digests = {}
+    for user in users:
+        await hub.start_server(user)
+        assert node_of(cluster.store, f"jupyter-{user}") == "cloud-1"
+        nb = await Notebook(hub, user, f"{user}.ipynb").open()
+        assert (await nb.run(state))["status"] == "ok"
+        digests[user] = (await nb.run(DIGEST))["stdout"]
+        assert len(digests[user].split()) == 3, digests[user]
+        await nb.close()
+    return digests

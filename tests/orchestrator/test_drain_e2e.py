@@ -10,7 +10,7 @@ import asyncio
 import time
 
 import pytest
-from hubtools import Hub, Notebook
+from hubtools import DIGEST, Notebook, users_on_cloud
 from podtools import node_of, until
 
 from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
@@ -20,67 +20,10 @@ from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
-SPAWNER = """
-c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
-c.KubeSpawner.extra_labels = {"elastichub.io/managed": "true"}
-c.KubeSpawner.extra_annotations = {"elastichub.io/user": "{username}", "elastichub.io/server-name": ""}
-c.KubeSpawner.mem_guarantee = "2G"
-c.KubeSpawner.cpu_guarantee = 0.1
-"""
-
-STATE = """
-import numpy as np, pandas as pd, hashlib
-rng = np.random.default_rng()
-a = rng.random((300, 200))
-df = pd.DataFrame({"x": rng.integers(0, 100, 500), "y": rng.random(500)})
-def f(v):
-    return v * 3 + len(df)
-"""
-DIGEST = "print(hashlib.sha256(a.tobytes()).hexdigest(), hashlib.sha256(df.to_json().encode()).hexdigest(), f(7))"
-
-
-def filler(memory: str) -> dict:
-    import sys
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "filler", "namespace": "default"},
-            "spec": {"nodeName": "onprem-1", "terminationGracePeriodSeconds": 1,
-                     "containers": [{"name": "c", "image": "local", "command": [sys.executable, "-c",
-                                                                              "import time; time.sleep(3600)"],
-                                     "resources": {"requests": {"cpu": "100m", "memory": memory}}}]},
-            "status": {"phase": "Pending"}}
-
-
-@pytest.fixture
-async def hub_on_cluster(make_cluster, tmp_path):
-    cluster = await make_cluster(onprem=1, cloud=1)
-    hub = Hub(cluster, tmp_path, SPAWNER)
-    await hub.start()
-    yield cluster, hub
-    await hub.stop()
-
-
-async def boot(cluster, name: str) -> None:
-    driver = cluster.cloud_driver()
-    vm = next(v for v in await asyncio.to_thread(driver.list_nodes) if v.id == name)
-    await asyncio.to_thread(driver.start_node, vm)
-    await until(lambda: any(c["type"] == "Ready" and c["status"] == "True"
-                            for c in cluster.store.get("nodes", name)["status"]["conditions"]), what=f"{name} Ready")
-
 
 async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_stops(hub_on_cluster, wire):
     cluster, hub = hub_on_cluster
-    cluster.store.create("pods", filler("7Gi"))  # on-prem full: servers go to the cloud
-    await until(lambda: cluster.store.get("pods", "filler", "default")["status"].get("phase") == "Running",
-                what="filler running")
-    await boot(cluster, "cloud-1")
-    digests = {}
-    for user in ("alice", "bob"):
-        await hub.start_server(user)
-        assert node_of(cluster.store, f"jupyter-{user}") == "cloud-1"
-        nb = await Notebook(hub, user, f"{user}.ipynb").open()
-        assert (await nb.run(STATE))["status"] == "ok"
-        digests[user] = (await nb.run(DIGEST))["stdout"]
-        assert len(digests[user].split()) == 3, digests[user]
-        await nb.close()
+    digests = await users_on_cloud(cluster, hub, ["alice", "bob"])
 
     # Load falls: the filler ends; the controller (policy "elastic", short Tmon/Tcool) takes it from here.
     cluster.store.delete("pods", "filler", "default")

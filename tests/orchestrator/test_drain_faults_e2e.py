@@ -1,0 +1,79 @@
+"""Scale-in when a move must not happen now: a kernel running a long cell, a
+kernel that cannot checkpoint. Real hub, real kernels, the controller with
+its real adapters; each case ends with nothing lost."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hubtools import DIGEST, Notebook, users_on_cloud
+from podtools import node_of, until
+
+from elastichub.orchestrator.drain import DrainTimeouts
+from elastichub.orchestrator.hub import HubClient
+from elastichub.policy import PolicyConfig, make_strategy
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+
+async def start_loop(cluster, hub, wire, busy: float):
+    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=3))
+    ctl = await wire(cluster, strategy, hub=HubClient(hub.api_url, hub.url, hub.token), tmon=0.5,
+                     drain=DrainTimeouts(busy=busy, stop=60, start=90, poll=0.2))
+    return ctl, asyncio.create_task(ctl.run())
+
+
+def drain_events(ctl, word: str) -> list[str]:
+    return [e["message"] for e in ctl.events if e["kind"] == "drain" and word in e["message"]]
+
+
+async def test_a_running_cell_is_never_killed_the_node_waits_then_the_server_moves(hub_on_cluster, wire):
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    nb = await Notebook(hub, "alice", "alice.ipynb").open()
+    cell = nb.submit("import time\ntime.sleep(6)\nb = 41 + 1\nprint('cell finished')")
+    await asyncio.sleep(0.5)
+    cluster.store.delete("pods", "filler", "default")
+    ctl, loop = await start_loop(cluster, hub, wire, busy=1.5)
+    try:
+        # The kernel is busy past `busy`: the drain is rolled back, the node uncordoned.
+        await until(lambda: drain_events(ctl, "rolled-back"), timeout=30, what="a rolled-back drain")
+        assert "still running a cell" in " ".join(m.error for m in ctl.moves)
+        out = await nb.collect(cell, timeout=30)
+        assert out["status"] == "ok" and out["stdout"] == "cell finished\n", out  # never interrupted
+        # Once idle, a later cycle moves it (Tcool later).
+        await until(lambda: drain_events(ctl, "stopped"), timeout=120, step=0.5, what="the drain to end")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        await nb.close()
+    assert node_of(cluster.store, "jupyter-alice") == "onprem-1"
+    nb = await Notebook(hub, "alice", "alice.ipynb").open()
+    assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
+    assert (await nb.run("print(b)"))["stdout"] == "42\n"  # the long cell's result moved too
+    await nb.close()
+
+
+async def test_a_kernel_that_cannot_checkpoint_keeps_its_server_where_it_is(hub_on_cluster, wire):
+    cluster, hub = hub_on_cluster
+    await users_on_cloud(cluster, hub, ["carol"])
+    stock = await Notebook(hub, "carol", "stock.ipynb", kernel="python3").open()
+    assert (await stock.run("secret = 1234"))["status"] == "ok"
+    cluster.store.delete("pods", "filler", "default")
+    ctl, loop = await start_loop(cluster, hub, wire, busy=30)
+    try:
+        await until(lambda: drain_events(ctl, "rolled-back"), timeout=60, what="a rolled-back drain")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    aborted = [m for m in ctl.moves if m.outcome == "aborted"]
+    assert aborted and "not an Elastic Python kernel" in aborted[0].error, [m.to_json() for m in ctl.moves]
+    # Nothing lost: same pod, same kernel, same variable; the node takes servers again.
+    assert node_of(cluster.store, "jupyter-carol") == "cloud-1"
+    assert (await stock.run("print(secret)"))["stdout"] == "1234\n"
+    await stock.close()
+    node = cluster.store.get("nodes", "cloud-1")
+    assert not node["spec"].get("unschedulable")
+    assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "elastichub.io/draining"]
+    assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})
