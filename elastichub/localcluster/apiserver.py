@@ -602,11 +602,13 @@ def _tail(text: str, lines: int | None, limit: int | None) -> str:
 
 
 def make_app(store: Store, extra_handlers: list = (), *, watch_timeout: float = 1800.0,
-             bookmark_interval: float = 60.0, log_poll_interval: float = 0.5) -> tornado.web.Application:
+             bookmark_interval: float = 60.0, log_poll_interval: float = 0.5,
+             log_function=None) -> tornado.web.Application:
     """The API server's tornado application. `extra_handlers` (URL specs)
     come first, so the cluster can add its own endpoints. `watch_timeout` is
     the base of a watch's length when the client gives no timeoutSeconds;
-    `bookmark_interval` the spacing of BOOKMARKs for clients that allow them."""
+    `bookmark_interval` the spacing of BOOKMARKs for clients that allow them;
+    `log_function(handler)` sees every request (an audit log for tests)."""
     handlers = list(extra_handlers) + [
         (r"/version/?", JsonHandler, {"body": SERVER_VERSION}),
         (r"/(?:healthz|readyz|livez)(?:/.*)?", TextHandler, {"text": "ok"}),
@@ -616,8 +618,9 @@ def make_app(store: Store, extra_handlers: list = (), *, watch_timeout: float = 
         (r"/api/v1/.+", ResourceHandler),
         (r".*", NotFoundHandler),
     ]
+    extra = {"log_function": log_function} if log_function is not None else {}
     return tornado.web.Application(handlers, store=store, watch_timeout=watch_timeout,
-                                   bookmark_interval=bookmark_interval, log_poll_interval=log_poll_interval)
+                                   bookmark_interval=bookmark_interval, log_poll_interval=log_poll_interval, **extra)
 
 
 def write_kubeconfig(path: str, server_url: str, context: str = "elastichub-local",

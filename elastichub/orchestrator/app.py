@@ -16,6 +16,7 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import signal
@@ -329,7 +330,20 @@ class ElasticOrchestrator(Application):
         super().initialize(argv)
         if not self.generate_config:
             self.load_config_file(self.config_file_name)
+        # The modules log under "elastichub": through the Application's handler, at its level.
+        package_log = logging.getLogger("elastichub")
+        package_log.handlers = list(self.log.handlers)
+        package_log.setLevel(self.log_level)
+        package_log.propagate = False
         self.log.propagate = False
+
+    @default("log_level")
+    def _log_level(self):
+        return logging.INFO
+
+    @default("log_format")
+    def _log_format(self):
+        return "[%(name)s %(asctime)s %(levelname)s] %(message)s"
 
 
 def main(argv: list[str] | None = None) -> int:

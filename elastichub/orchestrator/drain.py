@@ -250,13 +250,19 @@ class Drain:
         return landed
 
     async def _restart_pending(self) -> None:
-        """Servers a previous run stopped and had not started again (a crash)."""
+        """Servers a previous run stopped (or began to stop) and had not
+        started again: the hub says whether the stop happened."""
         for key, entry in list(self.record["servers"].items()):
             if entry.get("step") != RESTART:
                 continue
-            if any(p.managed and p.server == key and p.node == self.node and p.holds_resources for p in self.pods()):
+            here = [p for p in self.pods() if p.managed and p.server == key and p.node == self.node
+                    and p.holds_resources]
+            server = await self.hub.server(entry["user"], entry["name"])
+            if server is not None and server.ready and here and not any(p.terminating for p in here):
                 continue  # never stopped: the loop moves it again from the start (checkpoint included)
             log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
+            if here:
+                await self._wait_pod_gone(here[0], self.t.stop)
             report = MoveReport(key, self.node)
             report.destination = await self._start(key)
             report.outcome = "moved"

@@ -15,12 +15,12 @@ async def make_cluster(tmp_path):
 
     started = []
 
-    async def make(onprem: int = 2, cloud: int = 2, memory: str = "8Gi", boot_delay: float = 0.3):
+    async def make(onprem: int = 2, cloud: int = 2, memory: str = "8Gi", boot_delay: float = 0.3, **app_settings):
         nodes = [NodeConfig(f"onprem-{i}", "on-prem", "4", memory) for i in range(1, onprem + 1)]
         nodes += [NodeConfig(f"cloud-{i}", "cloud", "4", memory) for i in range(1, cloud + 1)]
         config = ClusterConfig(nodes=tuple(nodes), port=0, kubeconfig=str(tmp_path / f"kubeconfig-{len(started)}"),
                                boot_delay=boot_delay, workdir=str(tmp_path))
-        cluster = LocalCluster(config)
+        cluster = LocalCluster(config, **app_settings)
         await cluster.start()
         started.append(cluster)
         return cluster
@@ -83,11 +83,20 @@ c.KubeSpawner.cpu_guarantee = 0.1
 
 
 @pytest.fixture
-async def hub_on_cluster(make_cluster, tmp_path):
+def api_requests():
+    """Every HTTP request the local cluster's API server answers: (method, path, status)."""
+    return []
+
+
+@pytest.fixture
+async def hub_on_cluster(make_cluster, tmp_path, api_requests):
     """One on-prem and one cloud node (8 GiB each) and a real hub spawning onto them."""
     from hubtools import Hub
 
-    cluster = await make_cluster(onprem=1, cloud=1)
+    def audit(handler):
+        api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
+
+    cluster = await make_cluster(onprem=1, cloud=1, log_function=audit)
     hub = Hub(cluster, tmp_path, SPAWNER)
     await hub.start()
     yield cluster, hub

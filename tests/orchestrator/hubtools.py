@@ -265,3 +265,55 @@ async def users_on_cloud(cluster, hub, users, state: str = STATE) -> dict:
         assert len(digests[user].split()) == 3, digests[user]
         await nb.close()
     return digests
+
+
+class OrchestratorProcess:
+    """`elastichub orchestrator` as its own process (as a hub would run it),
+    configured by a config file; SIGKILL-able."""
+
+    def __init__(self, cluster, hub: Hub, tmp: Path, extra: str = ""):
+        self.config = tmp / "elastichub_orchestrator_config.py"
+        self.config.write_text(f"""
+c.ElasticOrchestrator.policy = "elastic"
+c.ElasticOrchestrator.theta_out = 80
+c.ElasticOrchestrator.tmon = 0.5
+c.ElasticOrchestrator.tcool = 1
+c.ElasticOrchestrator.kubeconfig = {str(cluster.kubeconfig)!r}
+c.ElasticOrchestrator.cloud_driver = "elastichub.localcluster.cloud:LocalClusterNodeDriver"
+c.ElasticOrchestrator.cloud_driver_kwargs = {{"host": "127.0.0.1", "port": {cluster.port}}}
+c.ElasticOrchestrator.hub_api_url = {hub.api_url!r}
+c.ElasticOrchestrator.api_token = {hub.token!r}
+c.ElasticOrchestrator.proxy_url = {hub.url!r}
+c.ElasticOrchestrator.busy_timeout = 30
+""" + extra)
+        self.tmp = tmp
+        self.runs = 0
+        self.proc = None
+
+    async def start(self, *args: str) -> None:
+        self.runs += 1
+        self.log_path = self.tmp / f"orchestrator-{self.runs}.log"
+        self._log = open(self.log_path, "wb")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "elastichub", "orchestrator", f"--config={self.config}", *args,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=self._log, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+
+    def log(self) -> str:
+        return "".join((self.tmp / f"orchestrator-{i}.log").read_text(errors="replace")
+                       for i in range(1, self.runs + 1))
+
+    async def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            await self.proc.wait()
+        self._log.close()
+
+    async def stop(self) -> int:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.proc.wait(), 20)
+            except asyncio.TimeoutError:
+                await self.kill()
+        self._log.close()
+        return self.proc.returncode
