@@ -97,7 +97,7 @@ class Hub:
         data = json.dumps(body) if body is not None else ("" if method in ("POST", "PATCH") else None)
         resp = await self.http.fetch(HTTPRequest(url, method=method, body=data, allow_nonstandard_methods=True,
                                                  headers={"Authorization": f"token {token or self.admin_token}"},
-                                                 request_timeout=60), raise_error=False)
+                                                 request_timeout=60, follow_redirects=False), raise_error=False)
         payload = None
         if resp.body:
             try:
@@ -267,13 +267,10 @@ async def users_on_cloud(cluster, hub, users, state: str = STATE) -> dict:
     return digests
 
 
-class OrchestratorProcess:
-    """`elastichub orchestrator` as its own process (as a hub would run it),
-    configured by a config file; SIGKILL-able."""
-
-    def __init__(self, cluster, hub: Hub, tmp: Path, extra: str = ""):
-        self.config = tmp / "elastichub_orchestrator_config.py"
-        self.config.write_text(f"""
+def orchestrator_config(cluster, hub: Hub, managed: bool = False) -> str:
+    """The orchestrator's config file for this cluster and hub. `managed`: the
+    hub runs it as a service and gives it its URL and token in the environment."""
+    text = f"""
 c.ElasticOrchestrator.policy = "elastic"
 c.ElasticOrchestrator.theta_out = 80
 c.ElasticOrchestrator.tmon = 0.5
@@ -281,11 +278,21 @@ c.ElasticOrchestrator.tcool = 1
 c.ElasticOrchestrator.kubeconfig = {str(cluster.kubeconfig)!r}
 c.ElasticOrchestrator.cloud_driver = "elastichub.localcluster.cloud:LocalClusterNodeDriver"
 c.ElasticOrchestrator.cloud_driver_kwargs = {{"host": "127.0.0.1", "port": {cluster.port}}}
-c.ElasticOrchestrator.hub_api_url = {hub.api_url!r}
-c.ElasticOrchestrator.api_token = {hub.token!r}
 c.ElasticOrchestrator.proxy_url = {hub.url!r}
 c.ElasticOrchestrator.busy_timeout = 30
-""" + extra)
+"""
+    if not managed:
+        text += f"c.ElasticOrchestrator.hub_api_url = {hub.api_url!r}\nc.ElasticOrchestrator.api_token = {hub.token!r}\n"
+    return text
+
+
+class OrchestratorProcess:
+    """`elastichub orchestrator` as its own process (as a hub would run it),
+    configured by a config file; SIGKILL-able."""
+
+    def __init__(self, cluster, hub: Hub, tmp: Path, extra: str = ""):
+        self.config = tmp / "elastichub_orchestrator_config.py"
+        self.config.write_text(orchestrator_config(cluster, hub) + extra)
         self.tmp = tmp
         self.runs = 0
         self.proc = None

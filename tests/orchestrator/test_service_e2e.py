@@ -1,0 +1,96 @@
+"""The orchestrator as a hub-managed service: started by JupyterHub with a role
+holding only its scopes; its status API, page and metrics under
+/services/<name>/ behind the hub's auth; `--dry-run` decides and changes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SPAWNER
+from hubtools import Hub, free_port, orchestrator_config, users_on_cloud
+from podtools import node_of, until
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+MANAGED = """
+import sys
+c.JupyterHub.services = [
+    {{"name": "tester", "api_token": {admin_token!r}}},
+    {{"name": "elastichub-orchestrator", "url": "http://127.0.0.1:{port}",
+      "command": [sys.executable, "-m", "elastichub", "orchestrator", "--config={config}", "--dry-run"],
+      "environment": {{"PYTHONUNBUFFERED": "1"}}}},
+]
+c.JupyterHub.load_roles = [
+    {{"name": "elastichub-orchestrator", "services": ["elastichub-orchestrator"],
+      "scopes": ["list:users", "read:users", "servers", "access:servers"]}},
+    {{"name": "tester", "services": ["tester"],
+      "scopes": ["admin:users", "admin:servers", "access:servers", "read:users", "access:services"]}},
+]
+"""
+
+
+@pytest.fixture
+async def managed(make_cluster, tmp_path, api_requests):
+    def audit(handler):
+        api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
+
+    cluster = await make_cluster(onprem=1, cloud=1, log_function=audit)
+    hub = Hub(cluster, tmp_path, SPAWNER)
+    config = tmp_path / "elastichub_orchestrator_config.py"
+    config.write_text(orchestrator_config(cluster, hub, managed=True))
+    hub.extra_config += MANAGED.format(admin_token=hub.admin_token, port=free_port(), config=config)
+    await hub.start()
+    yield cluster, hub
+    await hub.stop()
+
+
+async def status(hub) -> dict:
+    code, body = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status")
+    assert code == 200, (code, body)
+    return body
+
+
+async def test_the_managed_service_reports_decides_and_in_dry_run_changes_nothing(managed, api_requests):
+    cluster, hub = managed
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    before = len(api_requests)
+    cluster.store.delete("pods", "filler", "default")  # a scale-in is now due
+
+    async def decided_scale_in():
+        code, body = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status")
+        return code == 200 and any(d["action"] == "scale-in" for d in body["decisions"]) and body
+    body = await until(decided_scale_in, timeout=60, step=0.5, what="a scale-in decision in the status API")
+    assert body["dry_run"] is True and body["policy"] == "elastic" and body["theta_out"] == 80
+    assert {n["name"]: n["status"] for n in body["nodes"]} == {"onprem-1": "ready", "cloud-1": "ready"}
+    assert next(n for n in body["nodes"] if n["name"] == "cloud-1")["servers"] == ["alice"]
+    assert any("would drain cloud-1" in e["message"] for e in body["events"])
+    # It reads the cloud every cycle (through the local cluster's API server, like the Kubernetes API).
+    assert any(p.startswith("/localcluster/v1/vms") for m, p, _ in api_requests[before:])
+
+    # Dry run: only reads reached the cluster; alice is where she was, the VM runs.
+    writes = [(m, p) for m, p, _ in api_requests[before:] if m not in ("GET", "HEAD")]
+    assert writes == [], writes
+    assert node_of(cluster.store, "jupyter-alice") == "cloud-1" and (await hub.server("alice"))["ready"]
+    assert cluster.cloud.describe("cloud-1")["state"] == "running"
+    assert not cluster.store.get("nodes", "cloud-1")["spec"].get("unschedulable")
+    assert digests["alice"]
+
+    code, page = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/")
+    assert code == 200 and b"ElasticHub orchestrator" in page and b"cloud-1" in page
+    code, metrics = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/metrics")
+    text = metrics.decode()
+    assert code == 200 and 'elastichub_nodes{status="ready",tier="cloud"} 1.0' in text
+    assert "elastichub_decision_seconds_count" in text and "elastichub_occupancy_percent" in text
+    # Without a token the API is not served (the page redirects to the hub's login).
+    code, _ = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status", token="nope")
+    assert code in (302, 403)
+
+
+async def test_one_structured_log_line_per_decision(managed):
+    cluster, hub = managed
+    await until(lambda: "elastichub.orchestrator.decisions" in hub.log(), timeout=60, step=0.5,
+                what="a decision in the service's log")
+    line = next(l for l in hub.log().splitlines() if "elastichub.orchestrator.decisions" in l)
+    record = json.loads(line[line.index("{"):])
+    assert {"action", "reason", "occupancy_ram", "pending", "decide_ms", "time"} <= set(record)
