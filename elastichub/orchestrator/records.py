@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 from .. import podmeta
+from ..policy import Resources, Server
 from ..quantity import QuantityError, parse_cpu, parse_memory
 
 MILLI = 1000.0
@@ -49,16 +50,9 @@ class PodRecord:
     created: float | None = None  # epoch seconds
     started: float | None = None
     problem: str = ""
-
-    @property
-    def server(self) -> str:
-        return podmeta.server_key(self.user, self.server_name)
-
-    @property
-    def holds_resources(self) -> bool:
-        """Counts towards its node's O_i: not finished (a terminating pod
-        still holds its requests until it is gone, as on Kubernetes)."""
-        return self.phase not in ("Succeeded", "Failed")
+    server: str = ""  # "user" or "user/name": the hub's key of the server this pod runs
+    holds_resources: bool = True  # counts towards its node's O_i: not finished
+    as_server: Server | None = None  # the policy's view of it (managed pods), built once per event
 
 
 def parse_time(text: str | None) -> float | None:
@@ -134,23 +128,27 @@ def pod_record(obj: dict) -> PodRecord:
         cpu = ram = 0.0
         problem = f"pod {meta.get('namespace')}/{meta.get('name')}: requests: {e}"
     managed = labels.get(podmeta.MANAGED_LABEL) == podmeta.TRUE
+    user = str(annotations.get(podmeta.USER_ANNOTATION, ""))
+    server_name = str(annotations.get(podmeta.SERVER_NAME_ANNOTATION, ""))
+    if managed and not user:
+        problem = (f"pod {meta.get('namespace')}/{meta.get('name')}: labelled {podmeta.MANAGED_LABEL} "
+                   f"but has no {podmeta.USER_ANNOTATION} annotation")
+        managed = False
+    node = spec.get("nodeName") or None
+    phase = str(status.get("phase") or "Pending")
+    created = parse_time(meta.get("creationTimestamp"))
+    started = parse_time(status.get("startTime"))
+    # Anything but an explicit "false" is movable: the spawner's default.
+    migratable = labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE
+    key = podmeta.server_key(user, server_name)
     return PodRecord(
         key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
-        node=spec.get("nodeName") or None,
-        phase=str(status.get("phase") or "Pending"),
-        cpu=cpu,
-        ram=ram,
-        terminating=bool(meta.get("deletionTimestamp")),
-        managed=managed,
-        # Anything but an explicit "false" is movable: the spawner's default.
-        migratable=labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE,
-        user=str(annotations.get(podmeta.USER_ANNOTATION, "")),
-        server_name=str(annotations.get(podmeta.SERVER_NAME_ANNOTATION, "")),
-        created=parse_time(meta.get("creationTimestamp")),
-        started=parse_time(status.get("startTime")),
-        problem=problem if not (managed and not annotations.get(podmeta.USER_ANNOTATION)) else
-        f"pod {meta.get('namespace')}/{meta.get('name')}: labelled {podmeta.MANAGED_LABEL} "
-        f"but has no {podmeta.USER_ANNOTATION} annotation",
+        node=node, phase=phase, cpu=cpu, ram=ram, terminating=bool(meta.get("deletionTimestamp")),
+        managed=managed, migratable=migratable, user=user, server_name=server_name, created=created,
+        started=started, problem=problem, server=key,
+        # A terminating pod still holds its requests until it is gone, as on Kubernetes.
+        holds_resources=phase not in ("Succeeded", "Failed"),
+        as_server=Server(key, Resources(cpu, ram), node, started, created, migratable) if managed else None,
     )
 
 
