@@ -1,0 +1,80 @@
+"""`elastichub orchestrator` as an admin runs it: bad settings and unreachable
+APIs end it at start with one line naming the problem and a non-zero status."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(60)]
+
+
+def orchestrator(*args: str, cwd=None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "elastichub", "orchestrator", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+def one_error_line(result) -> str:
+    assert result.returncode != 0, result
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower() or "CRITICAL" in line]
+    assert len(errors) == 1 and "Traceback" not in result.stderr, result.stderr
+    return errors[0]
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--policy=nope"], "unknown policy 'nope'"),
+    (["--tmon=-1"], "tmon must be > 0"),
+    (["--theta-out=lots"], "theta_out"),
+    (["--ElasticOrchestrator.cloud_node_mapping=label"], "cloud_node_mapping"),
+    (["--ElasticOrchestrator.cloud_node_memory=big"], "cloud_node_memory"),
+    (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),
+    (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
+    (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
+    (["--ElasticOrchestrator.policy_options={'no_such_option': 1}"], "no_such_option"),
+])
+def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
+    assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
+
+
+def test_an_unreachable_kubernetes_api_is_named(tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    from elastichub.localcluster.apiserver import write_kubeconfig
+    write_kubeconfig(str(kubeconfig), "http://127.0.0.1:9")  # nothing listens on the discard port
+    line = one_error_line(orchestrator(f"--kubeconfig={kubeconfig}", cwd=tmp_path))
+    assert "cannot reach the Kubernetes API at http://127.0.0.1:9" in line
+
+
+async def test_an_unreachable_cloud_or_hub_is_named(make_cluster, tmp_path):
+    import asyncio
+
+    cluster = await make_cluster(onprem=1, cloud=1)
+    base = [f"--kubeconfig={cluster.kubeconfig}", "--cloud-driver=elastichub.localcluster.cloud:LocalClusterNodeDriver"]
+    cloud_down = await asyncio.to_thread(orchestrator, *base, "--ElasticOrchestrator.cloud_driver_kwargs={'port': 9}",
+                                         "--ElasticOrchestrator.cloud_timeout=5", cwd=tmp_path)
+    assert "cannot reach the cloud (elastichub.localcluster.cloud:LocalClusterNodeDriver)" in one_error_line(cloud_down)
+    good_cloud = f"--ElasticOrchestrator.cloud_driver_kwargs={{'port': {cluster.port}}}"
+    no_token = await asyncio.to_thread(orchestrator, *base, good_cloud, cwd=tmp_path)
+    assert "no hub API token" in one_error_line(no_token)
+    hub_down = await asyncio.to_thread(orchestrator, *base, good_cloud, "--ElasticOrchestrator.api_token=x",
+                                       "--ElasticOrchestrator.hub_api_url=http://127.0.0.1:9/hub/api", cwd=tmp_path)
+    assert "cannot use the hub API at http://127.0.0.1:9/hub/api" in one_error_line(hub_down)
+
+
+def test_generate_config_writes_every_setting_with_its_help(tmp_path):
+    result = orchestrator("--generate-config", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "elastichub_orchestrator_config.py").read_text()
+    for trait in ("theta_out", "tmon", "tcool", "cloud_driver", "boot_timeout", "busy_timeout", "dry_run"):
+        assert f"c.ElasticOrchestrator.{trait}" in text
+    assert "Scale-out threshold" in text
+    again = orchestrator("--generate-config", cwd=tmp_path)
+    assert "exists already" in one_error_line(again)
+
+
+def test_help_all_lists_the_settings():
+    result = orchestrator("--help-all")
+    assert result.returncode == 0
+    assert "--ElasticOrchestrator.theta_out" in result.stdout and "--ElasticOrchestrator.cloud_driver" in result.stdout
