@@ -2,7 +2,11 @@
 project = "ElasticHub"
 author = "ElasticHub Contributors"
 copyright = "2026, ElasticHub Contributors"
-extensions = ["myst_parser"]
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "_ext"))
+extensions = ["myst_parser", "traitsdoc"]
 source_suffix = {".md": "markdown"}
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
