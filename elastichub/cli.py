@@ -18,6 +18,10 @@ from . import __version__
 
 # name -> (module, one-line help)
 SUBCOMMANDS = {
+    "demo": (
+        "elastichub.demo.cli",
+        "the whole system on one machine: a local cluster, JupyterHub, the orchestrator and a class of students",
+    ),
     "simulate": (
         "elastichub.simulator.cli",
         "simulate the scaling policy on a workload and report cloud node-hours and waiting times",

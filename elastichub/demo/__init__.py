@@ -1,0 +1,1 @@
+"""`elastichub demo`: the whole system on one machine (see cli.py)."""

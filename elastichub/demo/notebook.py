@@ -1,0 +1,110 @@
+"""A notebook as a student's JupyterLab tab uses it, through the hub's proxy:
+a session (`POST /user/NAME/api/sessions`), then code run on its kernel over
+the kernel websocket (`/user/NAME/api/kernels/ID/channels`), the Jupyter
+messaging protocol as JSON frames. Used by `elastichub demo` and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from urllib.parse import quote, urlparse
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.websocket import websocket_connect
+
+
+class NotebookError(Exception):
+    """The session could not be opened, or the kernel's websocket went away."""
+
+
+class Notebook:
+    """One open notebook of `user` at `path` (relative to the server's root)."""
+
+    def __init__(self, hub_url: str, user: str, token: str, path: str, kernel: str = "elastic-python",
+                 server_name: str = ""):
+        self.hub_url = hub_url.rstrip("/")
+        self.user, self.token, self.path, self.kernel = user, token, path, kernel
+        prefix = f"/user/{quote(user, safe='')}" + (f"/{quote(server_name, safe='')}" if server_name else "")
+        self.base = self.hub_url + prefix
+        self.kernel_id: str | None = None
+        self.session_id = uuid.uuid4().hex
+        self.ws = None
+        self.http = AsyncHTTPClient()
+
+    async def _request(self, method: str, path: str, body=None) -> tuple[int, object]:
+        resp = await self.http.fetch(HTTPRequest(
+            self.base + path, method=method, body=None if body is None else json.dumps(body),
+            headers={"Authorization": f"token {self.token}"}, request_timeout=120, follow_redirects=False),
+            raise_error=False)
+        try:
+            return resp.code, json.loads(resp.body) if resp.body else None
+        except ValueError:
+            return resp.code, resp.body
+
+    async def open(self, create: bool = True) -> "Notebook":
+        """Open (and, if missing, create) the notebook and its kernel, as a tab does."""
+        if create:
+            code, _ = await self._request("GET", f"/api/contents/{quote(self.path)}?content=0")
+            if code == 404:
+                code, body = await self._request("PUT", f"/api/contents/{quote(self.path)}", {"type": "notebook"})
+                if code not in (200, 201):
+                    raise NotebookError(f"cannot create {self.path}: {code} {body}")
+        code, session = await self._request("POST", "/api/sessions", {
+            "path": self.path, "name": self.path, "type": "notebook", "kernel": {"name": self.kernel}})
+        if code != 201 or not isinstance(session, dict):
+            raise NotebookError(f"cannot open {self.path} for {self.user}: {code} {session}")
+        self.kernel_id = session["kernel"]["id"]
+        ws_url = urlparse(self.base)._replace(scheme="wss" if self.base.startswith("https") else "ws").geturl()
+        try:
+            self.ws = await websocket_connect(HTTPRequest(
+                f"{ws_url}/api/kernels/{self.kernel_id}/channels?session_id={self.session_id}",
+                headers={"Authorization": f"token {self.token}"}), max_message_size=64 << 20)
+        except Exception as e:
+            raise NotebookError(f"cannot connect to {self.user}'s kernel: {e}") from None
+        return self
+
+    def submit(self, code: str) -> str:
+        """Send an execute_request; its msg_id (collect the outcome with `collect`)."""
+        msg_id = uuid.uuid4().hex
+        self.ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": self.user,
+                       "session": self.session_id, "version": "5.3", "date": ""},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        return msg_id
+
+    async def collect(self, msg_id: str, timeout: float = 300) -> dict:
+        """{"status", "stdout", "result", "error"} of the cell `msg_id`, once the kernel is idle after it."""
+        out = {"status": None, "stdout": "", "result": None, "error": None}
+        idle = False
+        while out["status"] is None or not idle:
+            raw = await asyncio.wait_for(self.ws.read_message(), timeout)
+            if raw is None:
+                raise NotebookError(f"{self.user}'s kernel websocket closed")
+            msg = json.loads(raw)
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream" and content.get("name") == "stdout":
+                out["stdout"] += content["text"]
+            elif kind == "execute_result":
+                out["result"] = content["data"].get("text/plain")
+            elif kind == "error":
+                out["error"] = f"{content['ename']}: {content['evalue']}"
+            elif kind == "execute_reply":
+                out["status"] = content["status"]
+            elif kind == "status" and content.get("execution_state") == "idle":
+                idle = True
+        return out
+
+    async def run(self, code: str, timeout: float = 300) -> dict:
+        return await self.collect(self.submit(code), timeout)
+
+    def close(self) -> None:
+        """Close the tab: the websocket goes, the kernel stays (as in JupyterLab)."""
+        if self.ws is not None:
+            self.ws.close()
+            self.ws = None

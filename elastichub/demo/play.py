@@ -1,0 +1,128 @@
+"""The demo, start to end: stage up, the class, the summary, everything down.
+
+Ctrl-C (or SIGTERM) at any point still stops the hub, the servers, the
+local cluster and its VMs: nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+
+from .classroom import ClassSettings, Classroom
+from .stage import EXAMPLE_CONFIG, Stage, StageError, StageSettings
+from .view import render, summary_table
+
+
+@dataclass
+class DemoSettings:
+    students: int = 10
+    stay: int = 4
+    json: bool = False
+    interactive: bool = False
+    port: int = 0
+    boot_delay: float = 5.0
+    config: Path = EXAMPLE_CONFIG
+    workdir: Path | None = None
+
+
+def metric(metrics_text: str, name: str) -> float:
+    """One sample of the orchestrator's Prometheus text (0 when absent)."""
+    match = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", metrics_text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+async def summarize(stage: Stage, room: Classroom, status: dict, migrations: list[dict], started: float) -> dict:
+    code, metrics = await stage.api("GET", f"{stage.status_url}metrics")
+    text = metrics.decode() if isinstance(metrics, bytes) else str(metrics or "")
+    waits = [s.wait_s for s in room.students if s.wait_s is not None]
+    return {
+        "students": len(room.students),
+        "scale_outs": int(metric(text, 'elastichub_scale_actions_total{action="scale-out"}')),
+        "scale_ins": int(metric(text, 'elastichub_scale_actions_total{action="scale-in"}')),
+        "cloud_node_seconds": round(metric(text, "elastichub_cloud_node_seconds_total"), 1),
+        "max_wait_s": round(max(waits), 2) if waits else 0.0,
+        "migrations": migrations,
+        "all_states_identical": all(m["state_identical"] for m in migrations),
+        "failed_students": {s.name: s.error for s in room.students if s.error},
+        "seconds": round(time.time() - started, 1),
+    }
+
+
+async def play(settings: DemoSettings) -> int:
+    started = time.time()
+    console = Console(stderr=settings.json)
+    messages: list[str] = []
+    stage = Stage(StageSettings(port=settings.port, boot_delay=settings.boot_delay, config=settings.config,
+                                workdir=settings.workdir))
+    room = Classroom(stage, ClassSettings(students=settings.students, stay=settings.stay),
+                     say=messages.append)
+    main = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, main.cancel)
+    status: dict = {}
+    try:
+        await stage.start(log=lambda m: console.print(f"[dim]{m}[/dim]"))
+        if settings.interactive:
+            console.print(f"\n[bold]JupyterHub:[/bold] {stage.url}/hub/login  (any user name, password "
+                          f"[bold]{stage.s.password}[/bold]; user 'admin' is an admin)\n"
+                          f"[bold]orchestrator status page:[/bold] {stage.status_url} (log in as admin)\n")
+        await room.enrol()
+        with Live(render(None, room.students, messages), console=console, refresh_per_second=4,
+                  transient=settings.json) as live:
+            async def refresh():
+                while True:
+                    nonlocal status
+                    status = await stage.orchestrator_status() or status
+                    if status:
+                        room.locate(status)
+                    live.update(render(status or None, room.students, messages))
+                    await asyncio.sleep(0.5)
+            viewer = asyncio.create_task(refresh())
+            try:
+                await room.class_starts()
+                messages.append("every student is working; the orchestrator keeps watch")
+                await asyncio.sleep(3)
+                await room.class_ends()
+                status = await room.wait_cloud_released()
+                messages.append("checking the moved students' kernels against what they held before")
+                migrations = await room.check_moved(status)
+                live.update(render(status, room.students, messages))
+            finally:
+                viewer.cancel()
+                await asyncio.gather(viewer, return_exceptions=True)
+        summary = await summarize(stage, room, status, migrations, started)
+        if settings.json:
+            print(json.dumps(summary))
+        else:
+            console.print(summary_table(summary))
+        if settings.interactive:
+            console.print(f"\nstill running at {stage.url} — Ctrl-C to stop everything")
+            await asyncio.Event().wait()
+        if not summary["all_states_identical"]:
+            console.print("[bold red]a moved student's state differs from what it held before the move[/bold red]")
+            return 1
+        return 0
+    except asyncio.CancelledError:
+        console.print("interrupted: stopping everything")
+        return 130
+    except (StageError, RuntimeError) as e:
+        console.print(f"[bold red]demo failed:[/bold red] {e}")
+        if stage.workdir is not None:
+            console.print(stage.hub_log(), markup=False, highlight=False)
+        return 1
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await stage.stop()
+        sys.stdout.flush()

@@ -1,0 +1,189 @@
+"""The demo's stage: a local cluster, and JupyterHub run on it with
+`jupyterhub_config_example.py` itself (ElasticSpawner, configurable-http-proxy,
+the orchestrator as a managed service).
+
+The example config has one block that only `elastichub demo` turns on: it
+reads the JSON file named by $ELASTICHUB_DEMO (ports, the local cluster's
+address, working directory, short Tmon/Tcool) and points the same config at
+the local cluster. Everything else in the file is what an admin deploys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+
+from ..localcluster.cluster import LocalCluster
+from ..localcluster.config import ClusterConfig, NodeConfig
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE_CONFIG = REPO / "jupyterhub_config_example.py"
+SERVICE = "elastichub-orchestrator"
+
+
+class StageError(Exception):
+    """The demo cannot start (a missing piece, a port, a hub that does not come up)."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_proxy() -> str:
+    local = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
+    if local.exists():
+        return str(local)
+    found = shutil.which("configurable-http-proxy")
+    if not found:
+        raise StageError("configurable-http-proxy is not installed: run ./scripts/setup.sh "
+                         "(or `npm install configurable-http-proxy`)")
+    return found
+
+
+@dataclass
+class StageSettings:
+    onprem_nodes: int = 2
+    cloud_nodes: int = 2
+    node_cpu: str = "4"
+    node_memory: str = "4Gi"
+    boot_delay: float = 5.0  # seconds a cloud VM takes to boot (the paper: 290 s)
+    tmon: float = 1.0  # the paper's 15 s, scaled down
+    tcool: float = 10.0  # the paper's 580 s, scaled down
+    theta_out: float = 80.0
+    port: int = 0  # the hub's public port (0: any free one)
+    config: Path = EXAMPLE_CONFIG
+    workdir: Path | None = None
+    password: str = field(default_factory=lambda: secrets.token_urlsafe(8))
+
+
+class Stage:
+    def __init__(self, settings: StageSettings):
+        self.s = settings
+        self.cluster: LocalCluster | None = None
+        self.hub_proc = None
+        self.token = secrets.token_hex(24)  # the demo's own service (it plays the students)
+        self.workdir: Path | None = None
+        self._own_workdir = False
+        self.url = ""
+        self.http = AsyncHTTPClient()
+
+    @property
+    def status_url(self) -> str:
+        return f"{self.url}/services/{SERVICE}/"
+
+    async def start(self, log=print) -> None:
+        if not self.s.config.exists():
+            raise StageError(f"{self.s.config} not found (the demo runs the repository's example config)")
+        proxy = find_proxy()
+        if self.s.workdir is None:
+            import tempfile
+            self.workdir = Path(tempfile.mkdtemp(prefix="elastichub-demo-"))
+            self._own_workdir = True
+        else:
+            self.workdir = self.s.workdir.resolve()
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        nodes = [NodeConfig(f"onprem-{i}", "on-prem", self.s.node_cpu, self.s.node_memory)
+                 for i in range(1, self.s.onprem_nodes + 1)]
+        nodes += [NodeConfig(f"cloud-{i}", "cloud", self.s.node_cpu, self.s.node_memory)
+                  for i in range(1, self.s.cloud_nodes + 1)]
+        self.cluster = LocalCluster(ClusterConfig(
+            nodes=tuple(nodes), port=0, kubeconfig=str(self.workdir / "kubeconfig"), boot_delay=self.s.boot_delay,
+            workdir=str(self.workdir / "home")))
+        (self.workdir / "home").mkdir(exist_ok=True)
+        log(f"starting the local cluster: {self.s.onprem_nodes} on-prem node(s), a pool of "
+            f"{self.s.cloud_nodes} cloud VM(s) ({self.s.node_cpu} CPU / {self.s.node_memory} each, "
+            f"boot {self.s.boot_delay:g} s)")
+        await self.cluster.start()
+        port = self.s.port or free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        settings = {
+            "workdir": str(self.workdir), "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
+            "service_port": free_port(), "proxy": proxy, "kubeconfig": str(self.cluster.kubeconfig),
+            "cluster_host": self.cluster.config.host, "cluster_port": self.cluster.port,
+            "token": self.token, "password": self.s.password, "tmon": self.s.tmon, "tcool": self.s.tcool,
+            "theta_out": self.s.theta_out, "boot_s": self.s.boot_delay,
+            "allow_root": os.geteuid() == 0,
+        }
+        demo_file = self.workdir / "demo.json"
+        demo_file.write_text(json.dumps(settings, indent=1))
+        env = {**os.environ, "ELASTICHUB_DEMO": str(demo_file), "KUBECONFIG": str(self.cluster.kubeconfig),
+               "PYTHONUNBUFFERED": "1",
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        log(f"starting JupyterHub with {self.s.config.name} (ElasticSpawner, the orchestrator as a service)")
+        self._hub_log = open(self.workdir / "jupyterhub.log", "wb")
+        self.hub_proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "jupyterhub", "-f", str(self.s.config), cwd=self.workdir, env=env,
+            stdout=self._hub_log, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        await self._wait_up()
+
+    def hub_log(self, tail: int = 3000) -> str:
+        try:
+            return (self.workdir / "jupyterhub.log").read_text(errors="replace")[-tail:]
+        except OSError:
+            return ""
+
+    async def api(self, method: str, path: str, body=None, token: str | None = None):
+        url = path if path.startswith("http") else f"{self.url}/hub/api{path}"
+        resp = await self.http.fetch(HTTPRequest(
+            url, method=method, body=None if body is None else json.dumps(body), allow_nonstandard_methods=True,
+            headers={"Authorization": f"token {token or self.token}"}, request_timeout=120,
+            follow_redirects=False), raise_error=False)
+        try:
+            return resp.code, json.loads(resp.body) if resp.body else None
+        except ValueError:
+            return resp.code, resp.body
+
+    async def orchestrator_status(self) -> dict | None:
+        try:
+            code, body = await self.api("GET", f"{self.status_url}api/status")
+        except OSError:
+            return None
+        return body if code == 200 and isinstance(body, dict) else None
+
+    async def _wait_up(self, timeout: float = 90) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            if self.hub_proc.returncode is not None:
+                raise StageError("JupyterHub exited at start:\n" + self.hub_log())
+            try:
+                if await self.orchestrator_status() is not None:
+                    return
+            except OSError:
+                pass
+            await asyncio.sleep(0.5)
+        raise StageError(f"the hub and its orchestrator did not come up within {timeout:g} s:\n" + self.hub_log())
+
+    async def stop(self) -> None:
+        """Stop the hub (it stops the servers and its services), then the cluster: nothing left behind."""
+        if self.hub_proc is not None:
+            if self.hub_proc.returncode is None:
+                self.hub_proc.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(self.hub_proc.wait(), 60)
+                except asyncio.TimeoutError:
+                    pass
+            try:
+                os.killpg(self.hub_proc.pid, signal.SIGKILL)  # whatever of its group is left (proxy, service)
+            except ProcessLookupError:
+                pass
+            if self.hub_proc.returncode is None:
+                await self.hub_proc.wait()
+            self._hub_log.close()
+            self.hub_proc = None
+        if self.cluster is not None:
+            await self.cluster.stop()
+            self.cluster = None
+        if self._own_workdir and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)

@@ -1,0 +1,90 @@
+"""What the demo shows: a live terminal view (rich) of the nodes by tier with
+their servers, occupancy against theta_out, the orchestrator's decisions and
+the students; and the summary at the end, as a table or one JSON object."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+
+def occupancy_bar(percent: float | None, theta: float | None, width: int = 30) -> Text:
+    p = max(0.0, min(100.0, percent or 0.0))
+    filled = round(p / 100 * width)
+    mark = round(min(theta or 100, 100) / 100 * width)
+    text = Text()
+    for i in range(width):
+        if i == mark:
+            text.append("|", style="bold red")
+        text.append("#" if i < filled else ".", style="cyan" if i < filled else "dim")
+    text.append(f" {p:5.1f} %", style="bold")
+    return text
+
+
+def render(status: dict | None, students: list, messages: list[str]) -> Group:
+    parts = []
+    if status is None:
+        parts.append(Text("waiting for the orchestrator...", style="dim"))
+    else:
+        theta = status.get("theta_out")
+        head = Text.assemble(("occupancy of the active nodes (RAM requests) ", "bold"),
+                             occupancy_bar(status["occupancy"]["ram"], theta),
+                             (f"  theta_out {theta:g} %", "red"),
+                             (f"   waiting: {len(status['pending'])}", "yellow" if status["pending"] else "dim"))
+        parts.append(head)
+        nodes = Table(expand=True, show_edge=False, pad_edge=False)
+        for col in ("node", "tier", "status", "RAM requested", "servers"):
+            nodes.add_column(col)
+        for n in sorted(status["nodes"], key=lambda n: (n["tier"] != "on-prem", n["name"])):
+            state = "draining" if n["draining"] else n["status"]
+            style = {"draining": "bold yellow", "booting": "bold yellow", "stopped": "dim",
+                     "ready": "green"}.get(state, "")
+            nodes.add_row(n["name"], n["tier"], Text(state, style=style),
+                          occupancy_bar(n["occupancy_ram"], None, 12) if n["status"] != "stopped" else Text(""),
+                          ", ".join(n["servers"]))
+        parts.append(nodes)
+        decisions = [d for d in status["decisions"] if d["action"] != "none"][-4:]
+        if decisions:
+            lines = Text()
+            for d in decisions:
+                lines.append(time.strftime("%H:%M:%S ", time.localtime(d["time"])), style="dim")
+                lines.append(f"{d['action']} {', '.join(d['nodes'])}: ", style="bold")
+                lines.append(f"{d['reason']} -> {d.get('taken', '')}\n")
+            parts.append(Panel(lines, title="orchestrator decisions", title_align="left"))
+        moves = status["migrations"]["in_flight"] + status["migrations"]["recent"][-4:]
+        if moves:
+            lines = Text()
+            for m in moves:
+                down = "" if m["downtime_s"] is None else f" ({m['downtime_s']:.1f} s)"
+                lines.append(f"{m['server']}: {m['from']} -> {m['to'] or '?'} {m['outcome']}{down}\n")
+            parts.append(Panel(lines, title="migrations", title_align="left"))
+    table = Table(expand=True, show_edge=False, pad_edge=False)
+    for col in ("student", "doing", "node", "waited"):
+        table.add_column(col)
+    for s in students:
+        table.add_row(s.name, s.phase, s.node or "", "" if s.wait_s is None else f"{s.wait_s:.1f} s")
+    parts.append(table)
+    parts.extend(Text(m, style="italic") for m in messages[-3:])
+    return Group(*parts)
+
+
+def summary_table(summary: dict) -> Table:
+    table = Table(title="ElasticHub demo: summary", show_lines=False)
+    table.add_column("")
+    table.add_column("")
+    table.add_row("students", str(summary["students"]))
+    table.add_row("scale-outs (cloud VMs started)", str(summary["scale_outs"]))
+    table.add_row("scale-ins (cloud VMs given back)", str(summary["scale_ins"]))
+    table.add_row("cloud node-seconds", f"{summary['cloud_node_seconds']:.0f}")
+    table.add_row("longest wait for a server", f"{summary['max_wait_s']:.1f} s")
+    table.add_row("migrations", str(len(summary["migrations"])))
+    for m in summary["migrations"]:
+        down = "?" if m["downtime_s"] is None else f"{m['downtime_s']:.1f} s down"
+        same = "[green]state identical[/green]" if m["state_identical"] else "[bold red]STATE DIFFERS[/bold red]"
+        table.add_row(f"  {m['user']}", f"{m['from_node']} -> {m['to_node']}, {down}, {same}")
+    table.add_row("took", f"{summary['seconds']:.0f} s")
+    return table
