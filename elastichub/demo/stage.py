@@ -83,7 +83,7 @@ class Stage:
     def status_url(self) -> str:
         return f"{self.url}/services/{SERVICE}/"
 
-    async def start(self, log=print) -> None:
+    async def start(self, log=print, wait_for_orchestrator: bool = True) -> None:
         if not self.s.config.exists():
             raise StageError(f"{self.s.config} not found (the demo runs the repository's example config)")
         proxy = find_proxy()
@@ -121,12 +121,12 @@ class Stage:
         env = {**os.environ, "ELASTICHUB_DEMO": str(demo_file), "KUBECONFIG": str(self.cluster.kubeconfig),
                "PYTHONUNBUFFERED": "1",
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        log(f"starting JupyterHub with {self.s.config.name} (ElasticSpawner, the orchestrator as a service)")
+        log(f"starting JupyterHub with {self.s.config.name}")
         self._hub_log = open(self.workdir / "jupyterhub.log", "wb")
         self.hub_proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "jupyterhub", "-f", str(self.s.config), cwd=self.workdir, env=env,
             stdout=self._hub_log, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
-        await self._wait_up()
+        await self._wait_up(wait_for_orchestrator)
 
     def hub_log(self, tail: int = 3000) -> str:
         try:
@@ -152,13 +152,15 @@ class Stage:
             return None
         return body if code == 200 and isinstance(body, dict) else None
 
-    async def _wait_up(self, timeout: float = 90) -> None:
+    async def _wait_up(self, orchestrator: bool, timeout: float = 90) -> None:
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
             if self.hub_proc.returncode is not None:
                 raise StageError("JupyterHub exited at start:\n" + self.hub_log())
             try:
-                if await self.orchestrator_status() is not None:
+                if orchestrator and await self.orchestrator_status() is not None:
+                    return
+                if not orchestrator and (await self.api("GET", "/"))[0] == 200:
                     return
             except OSError:
                 pass
