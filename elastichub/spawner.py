@@ -8,10 +8,13 @@ Registered as ``c.JupyterHub.spawner_class = "elastic"``.
 from __future__ import annotations
 
 import asyncio
+import textwrap
+import time
 
 from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1PreferredSchedulingTerm
 from kubespawner import KubeSpawner
 from kubespawner.utils import get_k8s_model
+from sqlalchemy.orm import object_session
 from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
@@ -197,16 +200,37 @@ class ElasticSpawner(KubeSpawner):
             yield {"message": podspec.restore_message(self._restoring.kernels, self._restoring.bytes)}
 
     async def progress(self):
-        announced: set[str] = set()
-        async for event in super().progress():
-            yield event
-            for extra in self._elastic_events(announced, final=False):
+        """KubeSpawner's kind of events, followed by the pod's uid rather than
+        its name: KubeSpawner's own progress() matches events by pod name from
+        a marker its start sets, so a restarted server (same pod name) shows
+        the old pod's events and can miss the new one's; a make-before-break
+        move has two pods. ElasticHub's own events join as soon as they are
+        known: this generator is cut off when the spawn completes."""
+        if self.events_enabled:
+            await self._start_watching_events()
+        started, seen, announced, progress = time.monotonic(), set(), set(), 0.0
+        last_patience = 0.0
+        while True:
+            done = self._start_future is not None and self._start_future.done()
+            elapsed = time.monotonic() - started
+            if 0 < self.slow_spawn_message_threshold <= elapsed and (
+                    elapsed >= last_patience + self.slow_spawn_message_frequency):
+                last_patience = elapsed
+                yield {"message": textwrap.dedent(self.slow_spawn_message).format(seconds=int(elapsed))}
+            uid = ((self._current_pod() or {}).get("metadata") or {}).get("uid")
+            if uid and self.event_reflector is not None:
+                for event in self.event_reflector.events:
+                    if event["involvedObject"].get("uid") != uid or event["metadata"]["uid"] in seen:
+                        continue
+                    seen.add(event["metadata"]["uid"])
+                    progress += (90 - progress) / 3  # approach 90 %, as KubeSpawner does
+                    yield {"progress": int(progress), "raw_event": event, "message": "%s [%s] %s" % (
+                        event["lastTimestamp"] or event["eventTime"], event["type"], event["message"])}
+            for extra in self._elastic_events(announced, final=done):
                 yield extra
-        if self._start_future is not None and not self._start_future.done():
-            # Events disabled: KubeSpawner reported nothing; wait for the pod.
-            await asyncio.wait([self._start_future])
-        for extra in self._elastic_events(announced, final=True):
-            yield extra
+            if done:
+                return
+            await asyncio.sleep(0.25)
 
     # -- stop ----------------------------------------------------------------------------------------
 
@@ -243,16 +267,17 @@ class ElasticSpawner(KubeSpawner):
     def _revoke(self, token: str) -> None:
         from jupyterhub import orm
 
-        found = orm.APIToken.find(self.db, token)
+        db = object_session(self.orm_spawner)
+        found = orm.APIToken.find(db, token)
         if found is not None:
-            self.db.delete(found)
-            self.db.commit()
+            db.delete(found)
+            db.commit()
 
     def _persist_state(self) -> None:
         """Write the state now, not only when the stop ends: a hub that dies
         between the checkpoint and the pod's deletion keeps the outcome."""
-        orm_spawner = getattr(self, "orm_spawner", None)
-        if orm_spawner is None or self.db is None:
+        db = object_session(self.orm_spawner) if self.orm_spawner is not None else None
+        if db is None:
             return
-        orm_spawner.state = self.get_state()
-        self.db.commit()
+        self.orm_spawner.state = self.get_state()
+        db.commit()
