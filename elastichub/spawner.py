@@ -15,6 +15,7 @@ from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1PreferredSch
 from kubespawner import KubeSpawner
 from kubespawner.utils import get_k8s_model
 from sqlalchemy.orm import object_session
+from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
@@ -108,7 +109,13 @@ class ElasticSpawner(KubeSpawner):
         return proposal.value
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+        try:
+            super().__init__(*args, **kwargs)
+        except TraitError as e:
+            # JupyterHub builds a spawner when a server starts (and, at hub
+            # start, for the servers already running): say what is wrong in
+            # one line, to the log and the API, not as a traceback.
+            raise web.HTTPError(500, "Bad ElasticHub configuration: %s", str(e)) from None
         # What the last stop saved, and where the server last ran: the next
         # start announces them. clear_state (after a stop, before a start)
         # leaves them alone on purpose.

@@ -185,3 +185,15 @@ async def test_a_server_without_the_kernel_package_stops_and_starts_like_kubespa
     assert not [e for e in events if "variables" in e.get("message", "") or "Moving" in e.get("message", "")]
     await hub.stop_server("carol")
     assert "Traceback" not in hub.log_text(10**6), hub.log_text()
+
+
+async def test_a_bad_setting_is_one_line_naming_the_trait_not_a_traceback(hub_factory, tmp_path):
+    class NoCluster:  # the spawner fails before it would talk to Kubernetes
+        kubeconfig = tmp_path / "no-kubeconfig"
+
+    hub = await hub_factory(NoCluster, "c.ElasticSpawner.cloud_weight = 500\n", spawner_class="elastic")
+    await hub.api("POST", "/hub/api/users/erin")
+    code, body = await hub.api("POST", "/hub/api/users/erin/server")
+    words = "ElasticSpawner.cloud_weight: 500 is outside 1..100"
+    assert code == 500 and body["message"].startswith("Bad ElasticHub configuration: " + words), body
+    assert words in hub.log_text() and "Traceback" not in hub.log_text(10**6)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from traitlets import TraitError
+from tornado import web
 from traitlets.config import Config
 
 from elastichub import podmeta
@@ -81,9 +82,10 @@ async def test_a_profile_can_pin_its_servers():
     ("tier_label", "my tier", "ElasticSpawner.tier_label: 'my tier' is not a Kubernetes label key"),
 ])
 def test_bad_config_is_one_error_naming_the_trait(trait, value, words):
-    with pytest.raises(TraitError) as err:
+    with pytest.raises(web.HTTPError) as err:  # what the hub's API answers, without a traceback
         spawner(**{trait: value})
-    assert words in str(err.value) and "\n" not in str(err.value).strip()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
 
 
 async def test_state_round_trips_and_survives_clear_state():
@@ -144,6 +146,20 @@ async def test_same_node_no_move_message_and_the_restore_is_told_at_the_end(monk
         "Your variables will be restored when the notebook's kernel starts (1 kernel, 0.0 MB saved)"]
 
 
+async def test_the_example_config_gives_a_valid_spawner():
+    example = Path(__file__).resolve().parents[2] / "jupyterhub_config_example.py"
+    c = Config()
+    exec(compile(example.read_text(), str(example), "exec"), {"get_config": lambda: c})
+    assert c.JupyterHub.spawner_class == "elastic"
+    s = ElasticSpawner(config=c, _mock=True)
+    assert _preferred(await s.get_pod_manifest())[-2:] == [(10, "elastichub.io/tier", ["on-prem"]),
+                                                            (1, "elastichub.io/tier", ["cloud"])]
+    s.user_options = {"profile": "exam"}
+    await s.load_user_options()
+    assert s.migratable is False
+
+
+@pytest.mark.slow
 def test_the_entry_point_loads_the_class_and_help_all_lists_its_traits():
     from jupyterhub.app import JupyterHub
 
