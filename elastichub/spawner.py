@@ -20,7 +20,7 @@ from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podspec
-from .checkpoint_client import SAVED, CheckpointOutcome, request_checkpoint
+from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
 
 # Bump when the shape of the "elastichub" entry of the state changes;
 # load_state ignores what it does not understand rather than failing a hub.
@@ -247,9 +247,13 @@ class ElasticSpawner(KubeSpawner):
         if pod is not None:
             self.last_node = podspec.pod_node(pod) or self.last_node
         if not now and pod is not None and self.server is not None and self.is_pod_running(pod):
-            outcome = await self._checkpoint()
-            self.last_checkpoint = outcome
-            self._persist_state()
+            try:
+                self.last_checkpoint = await self._checkpoint()
+                self._persist_state()
+            except Exception as e:  # the stop proceeds whatever happened (docs/spawner.md)
+                self.last_checkpoint = CheckpointOutcome(FAILED, reason=f"{type(e).__name__}: {e}", at=time.time())
+                self.log.warning("ElasticHub checkpoint before stopping %s: %s", self._log_name,
+                                 self.last_checkpoint.summary())
         await super().stop(now=now)
 
     async def _checkpoint(self) -> CheckpointOutcome:
@@ -267,7 +271,7 @@ class ElasticSpawner(KubeSpawner):
         finally:
             if minted:
                 self._revoke(minted)
-        log = self.log.warning if outcome.status == "failed" else self.log.info
+        log = self.log.warning if outcome.status == FAILED else self.log.info
         log("ElasticHub checkpoint before stopping %s: %s", self._log_name, outcome.summary())
         return outcome
 

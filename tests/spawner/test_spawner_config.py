@@ -171,3 +171,66 @@ def test_the_entry_point_loads_the_class_and_help_all_lists_its_traits():
     for trait in ("tier_label", "onprem_tier", "cloud_tier", "onprem_weight", "cloud_weight", "migratable",
                   "checkpoint_timeout"):
         assert f"--ElasticSpawner.{trait}=" in out
+
+
+@pytest.fixture
+async def stoppable(monkeypatch):
+    """A spawner whose server runs on onprem-1, with KubeSpawner's own stop
+    (the pod deletion) and the pod watch replaced by records."""
+    from types import SimpleNamespace
+
+    from kubespawner import KubeSpawner
+
+    s = spawner()
+    calls = []
+
+    async def deleted(self, now=False):
+        calls.append(("delete", now))
+
+    async def nothing(*args, **kwargs):
+        return None
+
+    monkeypatch.setattr(KubeSpawner, "stop", deleted)
+    monkeypatch.setattr(s, "_start_watching_pods", nothing)
+    monkeypatch.setattr(s, "_current_pod", lambda: {"spec": {"nodeName": "onprem-1"}})
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: True)
+    monkeypatch.setattr(ElasticSpawner, "server", property(lambda self: SimpleNamespace(url="http://x/user/a/")))
+    return s, calls
+
+
+async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def checkpoint():
+        calls.append(("checkpoint",))
+        return CheckpointOutcome("saved", kernels=1, bytes=5)
+
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop()
+    assert calls == [("checkpoint",), ("delete", False)]
+    assert s.last_checkpoint.status == "saved" and s.last_node == "onprem-1"
+
+
+async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def broken():
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(s, "_checkpoint", broken)
+    await s.stop()
+    assert calls == [("delete", False)]
+    assert (s.last_checkpoint.status, s.last_checkpoint.reason) == ("failed", "RuntimeError: database is locked")
+
+
+async def test_stop_now_and_a_pod_not_running_skip_the_checkpoint(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def checkpoint():
+        raise AssertionError("no checkpoint expected")
+
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop(now=True)  # KubeSpawner's cleanup of a pod that already ended
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: False)
+    await s.stop()
+    assert calls == [("delete", True), ("delete", False)] and s.last_checkpoint is None
