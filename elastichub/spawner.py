@@ -147,7 +147,7 @@ class ElasticSpawner(KubeSpawner):
 
     def _current_pod(self) -> dict | None:
         """This server's live pod, found by its labels and annotations."""
-        reflector = self.__class__.reflectors.get(self._get_reflector_key("pods"))
+        reflector = self.pod_reflector
         if reflector is None:
             return None
         return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "")
