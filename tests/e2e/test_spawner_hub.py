@@ -84,7 +84,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     # A hub restart between start and stop: the spawner no longer holds the
     # server's token in memory, and must still checkpoint before the stop.
     await hub.restart()
-    assert (await hub.server("alice"))["ready"]
+    assert (await hub.server("alice") or {}).get("ready"), hub.log_text()
 
     cordon(cluster, old_node)
     await hub.stop_server("alice")
@@ -93,12 +93,12 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     assert saved["status"] == "saved" and saved["kernels"] == 1 and saved["bytes"] > 500_000, saved
     assert state[STATE_KEY]["node"] == old_node
 
-    code, _ = await hub.api("POST", "/hub/api/users/alice/server")
-    assert code == 202
+    code, body = await hub.api("POST", "/hub/api/users/alice/server")
+    assert code == 202, (code, body)
     events = await hub.progress("alice")
     await hub.wait_server("alice", ready=True)
     new_node = pod_of(cluster, "alice")["spec"]["nodeName"]
-    assert new_node != old_node and new_node.startswith("onprem-")
+    assert new_node != old_node and new_node.startswith("onprem-"), (old_node, new_node)
 
     messages = [e.get("message", "") for e in events]
     moving = f"Moving your server from {old_node} to {new_node}"
@@ -116,7 +116,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     after = await nb.run(FINGERPRINT)
     nb.close()
     assert after["status"] == "ok", after
-    assert after["results"] == before["results"]
+    assert after["results"] == before["results"], (before, after)
     assert "Traceback" not in hub.log_text(10**6), hub.log_text()
 
 
