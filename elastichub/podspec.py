@@ -1,0 +1,101 @@
+"""The pieces ElasticSpawner adds to a single-user pod, as pure functions.
+
+Like kubespawner's objects.py: plain data in, plain data out, no cluster, no
+hub, so each piece is unit-tested on its own and the orchestrator can read
+pods with the same rules the spawner wrote them with.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+from . import podmeta
+
+# A Kubernetes label value: at most 63 characters, alphanumerics at both ends,
+# '-', '_' and '.' inside (the empty string is valid too, but not as a tier).
+_LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+# A label key: optional DNS prefix and '/', then a name like a value.
+_LABEL_KEY = re.compile(r"^([a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+
+
+def label_value_problem(value: str) -> str | None:
+    """Why `value` cannot be a Kubernetes label value (None when it can)."""
+    if not isinstance(value, str) or not _LABEL_VALUE.match(value):
+        return (f"{value!r} is not a Kubernetes label value (1-63 characters of "
+                "letters, digits, '-', '_', '.', starting and ending with a letter or digit)")
+    return None
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why `key` cannot be a Kubernetes label key (None when it can)."""
+    if not isinstance(key, str) or not _LABEL_KEY.match(key):
+        return f"{key!r} is not a Kubernetes label key (e.g. 'elastichub.io/tier')"
+    return None
+
+
+def pod_labels(migratable: bool) -> dict[str, str]:
+    """Labels the orchestrator selects ElasticHub's pods by."""
+    return {
+        podmeta.MANAGED_LABEL: podmeta.TRUE,
+        podmeta.MIGRATABLE_LABEL: podmeta.TRUE if migratable else podmeta.FALSE,
+    }
+
+
+def pod_annotations(user: str, server_name: str, version: str) -> dict[str, str]:
+    """Annotations naming the hub server a pod belongs to. Raw names: label
+    values cannot hold every JupyterHub user name, annotations can."""
+    return {
+        podmeta.USER_ANNOTATION: user,
+        podmeta.SERVER_NAME_ANNOTATION: server_name,
+        podmeta.VERSION_ANNOTATION: version,
+    }
+
+
+def tier_preferences(key: str, tiers: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Preferred node-affinity terms, one per (tier value, weight): the
+    scheduler adds a node's weight to its score, so a higher weight is
+    filled first, and a cordoned node is never a candidate at all."""
+    return [
+        {"weight": weight,
+         "preference": {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}}
+        for value, weight in tiers
+    ]
+
+
+def _meta(pod: dict) -> dict:
+    return pod.get("metadata") or {}
+
+
+def server_pods(pods: Iterable[dict], user: str, server_name: str) -> list[dict]:
+    """The ElasticHub pods of one hub server, oldest first, found by their
+    label and annotations rather than a name derived from the user: a
+    make-before-break move has two pods for one server for a while."""
+    mine = [
+        pod for pod in pods
+        if (_meta(pod).get("labels") or {}).get(podmeta.MANAGED_LABEL) == podmeta.TRUE
+        and (_meta(pod).get("annotations") or {}).get(podmeta.USER_ANNOTATION) == user
+        and (_meta(pod).get("annotations") or {}).get(podmeta.SERVER_NAME_ANNOTATION, "") == server_name
+    ]
+    return sorted(mine, key=lambda p: (_meta(p).get("creationTimestamp") or "", _meta(p).get("name") or ""))
+
+
+def current_pod(pods: Iterable[dict], user: str, server_name: str) -> dict | None:
+    """The server's newest pod that is not being deleted, or None."""
+    alive = [p for p in server_pods(pods, user, server_name) if not _meta(p).get("deletionTimestamp")]
+    return alive[-1] if alive else None
+
+
+def pod_node(pod: dict | None) -> str | None:
+    """The node a pod is bound to (None before the scheduler placed it)."""
+    return ((pod or {}).get("spec") or {}).get("nodeName") or None
+
+
+def moving_message(old_node: str, new_node: str) -> str:
+    return f"Moving your server from {old_node} to {new_node}"
+
+
+def restore_message(kernels: int, nbytes: int) -> str:
+    noun = "kernel" if kernels == 1 else "kernels"
+    return (f"Your variables will be restored when the notebook's kernel starts "
+            f"({kernels} {noun}, {nbytes / 1e6:.1f} MB saved)")

@@ -1,0 +1,294 @@
+"""ElasticSpawner: KubeSpawner that fills on-prem nodes first, labels its pods
+for the orchestrator, checkpoints the notebook kernels before a stop, and
+tells the user when a restarted server was moved and will restore.
+
+Registered as ``c.JupyterHub.spawner_class = "elastic"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import time
+
+from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1PreferredSchedulingTerm
+from kubespawner import KubeSpawner
+from kubespawner.utils import get_k8s_model
+from sqlalchemy.orm import object_session
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient
+from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
+
+from . import __version__, podspec
+from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
+
+# Bump when the shape of the "elastichub" entry of the state changes;
+# load_state ignores what it does not understand rather than failing a hub.
+STATE_VERSION = 1
+STATE_KEY = "elastichub"
+
+
+class ElasticSpawner(KubeSpawner):
+    """KubeSpawner for ElasticHub's hybrid clusters (see docs/spawner.md)."""
+
+    tier_label = Unicode(
+        "elastichub.io/tier",
+        config=True,
+        help="""Node label that says which tier a node belongs to. The local
+        cluster sets it; label your own nodes the same way
+        (`kubectl label node NAME elastichub.io/tier=on-prem`).""",
+    )
+    onprem_tier = Unicode(
+        "on-prem",
+        config=True,
+        help="Value of `tier_label` on the on-premises nodes (filled first).",
+    )
+    cloud_tier = Unicode(
+        "cloud",
+        config=True,
+        help="Value of `tier_label` on the cloud nodes (used once on-prem is full).",
+    )
+    onprem_weight = Integer(
+        10,
+        config=True,
+        help="""Preferred node-affinity weight of the on-prem tier (1..100).
+        Higher than `cloud_weight`, so a server lands on-prem while there is room.
+        Added to whatever `node_affinity_preferred` and profiles set.""",
+    )
+    cloud_weight = Integer(
+        1,
+        config=True,
+        help="Preferred node-affinity weight of the cloud tier (1..100).",
+    )
+    migratable = Bool(
+        True,
+        config=True,
+        help="""May the orchestrator move this server to another node (with
+        its kernels' state)? Written on the pod as the label
+        `elastichub.io/migratable`. Set it to False in a profile's
+        `kubespawner_override` to pin, e.g., GPU or exam servers.""",
+    )
+    checkpoint_timeout = Float(
+        120.0,
+        config=True,
+        help="""Seconds the spawner waits for the server's kernels to
+        checkpoint before it stops the server. The stop goes ahead whatever
+        the outcome (the kernel also checkpoints when it shuts down).""",
+    )
+
+    @validate("tier_label")
+    def _valid_tier_label(self, proposal):
+        problem = podspec.label_key_problem(proposal.value)
+        if problem:
+            raise TraitError(f"ElasticSpawner.tier_label: {problem}")
+        return proposal.value
+
+    @validate("onprem_tier", "cloud_tier")
+    def _valid_tier(self, proposal):
+        name = proposal.trait.name
+        problem = podspec.label_value_problem(proposal.value)
+        if problem:
+            raise TraitError(f"ElasticSpawner.{name}: {problem}")
+        other = self.cloud_tier if name == "onprem_tier" else self.onprem_tier
+        if proposal.value == other:
+            raise TraitError(f"ElasticSpawner.{name}: {proposal.value!r} is the other tier's value too; "
+                             "the on-prem and cloud tiers need different values")
+        return proposal.value
+
+    @validate("onprem_weight", "cloud_weight")
+    def _valid_weight(self, proposal):
+        if not 1 <= proposal.value <= 100:
+            raise TraitError(f"ElasticSpawner.{proposal.trait.name}: {proposal.value} is outside 1..100 "
+                             "(Kubernetes' range for preferred node-affinity weights)")
+        return proposal.value
+
+    @validate("checkpoint_timeout")
+    def _valid_timeout(self, proposal):
+        if not proposal.value > 0:  # also refuses NaN
+            raise TraitError(f"ElasticSpawner.checkpoint_timeout: {proposal.value} is not a positive number of seconds")
+        return proposal.value
+
+    def __init__(self, *args, **kwargs):
+        try:
+            super().__init__(*args, **kwargs)
+        except TraitError as e:
+            # JupyterHub builds a spawner when a server starts (and, at hub
+            # start, for the servers already running): say what is wrong in
+            # one line, to the log and the API, not as a traceback.
+            raise web.HTTPError(500, "Bad ElasticHub configuration: %s", str(e)) from None
+        # What the last stop saved, and where the server last ran: the next
+        # start announces them. clear_state (after a stop, before a start)
+        # leaves them alone on purpose.
+        self.last_checkpoint: CheckpointOutcome | None = None
+        self.last_node: str | None = None
+        # Snapshot taken when a start begins: what progress() announces.
+        self._moved_from: str | None = None
+        self._restoring: CheckpointOutcome | None = None
+
+    # -- the pod ---------------------------------------------------------------------------------
+
+    async def get_pod_manifest(self):
+        pod = await super().get_pod_manifest()
+        meta = pod.metadata
+        meta.labels = {**(meta.labels or {}), **podspec.pod_labels(self.migratable)}
+        meta.annotations = {**(meta.annotations or {}),
+                            **podspec.pod_annotations(self.user.name, self.name or "", __version__)}
+        terms = [get_k8s_model(V1PreferredSchedulingTerm, t) for t in podspec.tier_preferences(
+            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)])]
+        # Appended to the admin's own preferences (make_pod built them from
+        # node_affinity_preferred and the profile): theirs still count.
+        spec = pod.spec
+        spec.affinity = spec.affinity or V1Affinity()
+        spec.affinity.node_affinity = spec.affinity.node_affinity or V1NodeAffinity()
+        node_affinity = spec.affinity.node_affinity
+        node_affinity.preferred_during_scheduling_ignored_during_execution = (
+            list(node_affinity.preferred_during_scheduling_ignored_during_execution or []) + terms)
+        return pod
+
+    def _current_pod(self) -> dict | None:
+        """This server's live pod, found by its labels and annotations."""
+        reflector = self.pod_reflector
+        if reflector is None:
+            return None
+        return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "")
+
+    # -- state -------------------------------------------------------------------------------------
+
+    def get_state(self):
+        state = super().get_state()
+        node = podspec.pod_node(self._current_pod())
+        if node:
+            self.last_node = node
+        state[STATE_KEY] = {
+            "version": STATE_VERSION,
+            "last_checkpoint": self.last_checkpoint.to_dict() if self.last_checkpoint else None,
+            "node": self.last_node,
+        }
+        return state
+
+    def load_state(self, state):
+        super().load_state(state)
+        mine = state.get(STATE_KEY) if isinstance(state, dict) else None
+        if not isinstance(mine, dict):
+            return
+        if mine.get("version") != STATE_VERSION:
+            self.log.warning("Ignoring ElasticHub state version %r of %s (this spawner writes %s)",
+                             mine.get("version"), self._log_name, STATE_VERSION)
+            return
+        self.last_checkpoint = CheckpointOutcome.from_dict(mine.get("last_checkpoint"))
+        node = mine.get("node")
+        self.last_node = node if isinstance(node, str) and node else None
+
+    # -- start / progress --------------------------------------------------------------------------
+
+    def start(self):
+        self._plan_announcements()
+        return super().start()
+
+    def _plan_announcements(self) -> None:
+        # Decided before the new pod exists: announce a restore only when the
+        # last stop saved variables, and a move only against the node it ran on.
+        saved = self.last_checkpoint is not None and self.last_checkpoint.status == SAVED
+        self._restoring = self.last_checkpoint if saved else None
+        self._moved_from = self.last_node if saved else None
+
+    def _elastic_events(self, announced: set[str], final: bool):
+        """ElasticHub's progress events not yet announced. The move is told
+        once the new pod is bound to a node; the restore right after it, or
+        at the end when there was no move to tell."""
+        if self._restoring is None:
+            return
+        node = podspec.pod_node(self._current_pod())
+        if "move" not in announced and node and self._moved_from and node != self._moved_from:
+            announced.add("move")
+            yield {"message": podspec.moving_message(self._moved_from, node)}
+        if "restore" not in announced and (node or final):
+            announced.add("restore")
+            yield {"message": podspec.restore_message(self._restoring.kernels, self._restoring.bytes)}
+
+    async def progress(self):
+        """KubeSpawner's kind of events, followed by the pod's uid rather than
+        its name: KubeSpawner's own progress() matches events by pod name from
+        a marker its start sets, so a restarted server (same pod name) shows
+        the old pod's events and can miss the new one's; a make-before-break
+        move has two pods. ElasticHub's own events join as soon as they are
+        known: this generator is cut off when the spawn completes."""
+        if self.events_enabled:
+            await self._start_watching_events()
+        started, seen, announced, progress = time.monotonic(), set(), set(), 0.0
+        last_patience = 0.0
+        while True:
+            done = self._start_future is not None and self._start_future.done()
+            elapsed = time.monotonic() - started
+            if 0 < self.slow_spawn_message_threshold <= elapsed and (
+                    elapsed >= last_patience + self.slow_spawn_message_frequency):
+                last_patience = elapsed
+                yield {"message": textwrap.dedent(self.slow_spawn_message).format(seconds=int(elapsed))}
+            uid = ((self._current_pod() or {}).get("metadata") or {}).get("uid")
+            if uid and self.event_reflector is not None:
+                for event in self.event_reflector.events:
+                    if event["involvedObject"].get("uid") != uid or event["metadata"]["uid"] in seen:
+                        continue
+                    seen.add(event["metadata"]["uid"])
+                    progress += (90 - progress) / 3  # approach 90 %, as KubeSpawner does
+                    yield {"progress": int(progress), "raw_event": event, "message": "%s [%s] %s" % (
+                        event["lastTimestamp"] or event["eventTime"], event["type"], event["message"])}
+            for extra in self._elastic_events(announced, final=done):
+                yield extra
+            if done:
+                return
+            await asyncio.sleep(0.25)
+
+    # -- stop ----------------------------------------------------------------------------------------
+
+    async def stop(self, now=False):
+        await self._start_watching_pods()
+        pod = self._current_pod()
+        if pod is not None:
+            self.last_node = podspec.pod_node(pod) or self.last_node
+        if not now and pod is not None and self.server is not None and self.is_pod_running(pod):
+            try:
+                self.last_checkpoint = await self._checkpoint()
+                self._persist_state()
+            except Exception as e:  # the stop proceeds whatever happened (docs/spawner.md)
+                self.last_checkpoint = CheckpointOutcome(FAILED, reason=f"{type(e).__name__}: {e}", at=time.time())
+                self.log.warning("ElasticHub checkpoint before stopping %s: %s", self._log_name,
+                                 self.last_checkpoint.summary())
+        await super().stop(now=now)
+
+    async def _checkpoint(self) -> CheckpointOutcome:
+        token, minted = self.api_token, None
+        if not token:
+            # After a hub restart the server's own token is gone from memory
+            # (the hub stores only its hash): mint a short-lived one with the
+            # same reach, access to this one server.
+            token = minted = self.user.new_api_token(
+                note=f"elastichub checkpoint before stopping {self._log_name}",
+                scopes=[f"access:servers!server={self.user.name}/{self.name or ''}"],
+                expires_in=int(self.checkpoint_timeout) + 60)
+        try:
+            outcome = await request_checkpoint(AsyncHTTPClient(), self.server.url, token, self.checkpoint_timeout)
+        finally:
+            if minted:
+                self._revoke(minted)
+        log = self.log.warning if outcome.status == FAILED else self.log.info
+        log("ElasticHub checkpoint before stopping %s: %s", self._log_name, outcome.summary())
+        return outcome
+
+    def _revoke(self, token: str) -> None:
+        from jupyterhub import orm
+
+        db = object_session(self.orm_spawner)
+        found = orm.APIToken.find(db, token)
+        if found is not None:
+            db.delete(found)
+            db.commit()
+
+    def _persist_state(self) -> None:
+        """Write the state now, not only when the stop ends: a hub that dies
+        between the checkpoint and the pod's deletion keeps the outcome."""
+        db = object_session(self.orm_spawner) if self.orm_spawner is not None else None
+        if db is None:
+            return
+        self.orm_spawner.state = self.get_state()
+        db.commit()

@@ -1,0 +1,199 @@
+"""End to end: ElasticSpawner under a real JupyterHub and configurable-http-proxy
+on the local cluster, with the Elastic Python kernel in the single-user servers
+(talked to through the proxy, kernel websocket included)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from hubtools import Notebook
+from localcluster.lc_clustertools import wait_for
+
+from elastichub import podmeta
+from elastichub.localcluster.config import default_config
+from elastichub.spawner import STATE_KEY
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+
+def elastic_config(tmp_path, extra: str = "") -> str:
+    """Hub settings every test here shares: the kernel's checkpoints on a
+    directory all "nodes" see (on the local cluster a pod is a local process,
+    so the filesystem is the shared volume); POST .../server answers at once
+    (202), so the test can follow the spawn's progress stream."""
+    env = {"ELASTICHUB_CHECKPOINT_DIR": str(tmp_path / "checkpoints"), "ELASTICHUB_DISK_SPEED_MBPS": "500",
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    return (f"c.KubeSpawner.environment = {env!r}\n"
+            'c.JupyterHub.tornado_settings = {"slow_spawn_timeout": 0}\n' + extra)
+
+
+def pod_of(cluster, user: str) -> dict:
+    pods, _ = cluster.store.list("pods", "default", label_selector=f"{podmeta.MANAGED_LABEL}=true")
+    mine = [p for p in pods if p["metadata"]["annotations"].get(podmeta.USER_ANNOTATION) == user
+            and not p["metadata"].get("deletionTimestamp")]
+    assert len(mine) == 1, [p["metadata"]["name"] for p in mine]
+    return mine[0]
+
+
+def cordon(cluster, node: str) -> None:
+    cluster.store.update("nodes", node, lambda n: n["spec"].__setitem__("unschedulable", True))
+
+
+def last_checkpoint(state: dict) -> dict:
+    return state[STATE_KEY]["last_checkpoint"]
+
+
+CELLS = [
+    "import numpy as np, pandas as pd\nrng = np.random.default_rng()\n"
+    "a = rng.random((300, 200))\nb = rng.integers(0, 1_000_000, size=20_000)",
+    "df = pd.DataFrame({'x': rng.random(2000), 'label': [f'row{i}' for i in range(2000)]})\n"
+    "df['y'] = df.x * 3",
+    "def poly(x, k=3):\n    return x ** k + 2 * x - 1",
+]
+# Everything the user defined, by value: content hashes, the generator's state,
+# the function's result, and the names in the namespace.
+FINGERPRINT = (
+    "import hashlib as _h\n"
+    "(sorted(n for n in dir() if not n.startswith('_') and n not in ('In', 'Out', 'exit', 'quit', 'get_ipython')),"
+    " _h.sha256(a.tobytes()).hexdigest(), _h.sha256(b.tobytes()).hexdigest(),"
+    " _h.sha256(pd.util.hash_pandas_object(df).values.tobytes()).hexdigest(), list(df.columns), str(df.dtypes.to_dict()),"
+    " repr(rng.bit_generator.state), poly(7), poly(2, k=5))"
+)
+
+
+async def test_a_moved_server_comes_back_on_another_node_with_every_variable(cluster_factory, hub_factory, tmp_path):
+    cluster = await cluster_factory(default_config().replace(boot_delay=0.2))
+    # cleanup_servers off: the hub is restarted in the middle, the server must outlive it.
+    hub = await hub_factory(cluster, elastic_config(tmp_path, "c.JupyterHub.cleanup_servers = False\n"),
+                            spawner_class="elastic")
+    await hub.start_server("alice")
+    first = pod_of(cluster, "alice")
+    old_node = first["spec"]["nodeName"]
+    assert old_node.startswith("onprem-")
+
+    nb = await Notebook.open(hub, "alice", "work.ipynb")
+    for cell in CELLS:
+        out = await nb.run(cell)
+        assert out["status"] == "ok", out
+    before = await nb.run(FINGERPRINT)
+    assert before["status"] == "ok" and before["results"], before
+    nb.close()
+
+    # A hub restart between start and stop: the spawner no longer holds the
+    # server's token in memory, and must still checkpoint before the stop.
+    await hub.restart()
+    assert (await hub.server("alice") or {}).get("ready"), hub.log_text()
+
+    cordon(cluster, old_node)
+    await hub.stop_server("alice")
+    state = await hub.spawner_state("alice")
+    saved = last_checkpoint(state)
+    assert saved["status"] == "saved" and saved["kernels"] == 1 and saved["bytes"] > 500_000, saved
+    assert state[STATE_KEY]["node"] == old_node
+
+    code, body = await hub.api("POST", "/hub/api/users/alice/server")
+    assert code == 202, (code, body)
+    events = await hub.progress("alice")
+    await hub.wait_server("alice", ready=True)
+    new_node = pod_of(cluster, "alice")["spec"]["nodeName"]
+    assert new_node != old_node and new_node.startswith("onprem-"), (old_node, new_node)
+
+    messages = [e.get("message", "") for e in events]
+    moving = f"Moving your server from {old_node} to {new_node}"
+    restoring = (f"Your variables will be restored when the notebook's kernel starts "
+                 f"(1 kernel, {saved['bytes'] / 1e6:.1f} MB saved)")
+    assert moving in messages and restoring in messages, messages
+    assert messages.index(moving) < messages.index(restoring) < len(messages) - 1  # before "Server ready"
+    # The cluster's events are the new pod's only, not the old one's of the same name.
+    assert any(m.endswith(f"Successfully assigned default/jupyter-alice to {new_node}") for m in messages), messages
+    assert not any(old_node in m for m in messages if m != moving), messages
+    assert events[-1].get("ready") is True
+
+    # The notebook, opened again for the same path, gets a kernel that restored it all.
+    nb = await Notebook.open(hub, "alice", "work.ipynb")
+    after = await nb.run(FINGERPRINT)
+    nb.close()
+    assert after["status"] == "ok", after
+    assert after["results"] == before["results"], (before, after)
+    assert "Traceback" not in hub.log_text(10**6), hub.log_text()
+
+
+async def test_on_prem_first_then_a_ready_cloud_node_never_a_cordoned_one(cluster_factory, hub_factory, tmp_path):
+    cluster = await cluster_factory(default_config().replace(boot_delay=0.2))
+    driver = cluster.cloud_driver()
+    for vm in await asyncio.to_thread(driver.list_nodes):
+        await asyncio.to_thread(driver.start_node, vm)
+    ready = lambda name: cluster.store.get("nodes", name)["status"]["conditions"][0]["status"] == "True"  # noqa: E731
+    await wait_for(lambda: ready("cloud-1") and ready("cloud-2"), timeout=20, what="both cloud nodes Ready")
+    # One server fills a node (8 GiB each); the cordoned on-prem and cloud nodes have room but must stay empty.
+    cordon(cluster, "onprem-1")
+    cordon(cluster, "cloud-1")
+    hub = await hub_factory(cluster, elastic_config(tmp_path, 'c.KubeSpawner.mem_guarantee = "6G"\n'),
+                            spawner_class="elastic")
+
+    await hub.start_server("alice")
+    assert pod_of(cluster, "alice")["spec"]["nodeName"] == "onprem-2"  # on-prem while there is room
+    await hub.start_server("bob")
+    bob = pod_of(cluster, "bob")
+    assert bob["spec"]["nodeName"] == "cloud-2"  # on-prem full: the Ready, schedulable cloud node
+
+    affinity = bob["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert [(t["weight"], t["preference"]["matchExpressions"][0]["values"]) for t in affinity] == [
+        (10, ["on-prem"]), (1, ["cloud"])]
+    assert bob["metadata"]["labels"][podmeta.MIGRATABLE_LABEL] == "true"
+    assert bob["metadata"]["annotations"][podmeta.SERVER_NAME_ANNOTATION] == ""
+
+    # No kernel ran: the stop has nothing to save, and says so.
+    await hub.stop_server("alice")
+    outcome = last_checkpoint(await hub.spawner_state("alice"))
+    assert (outcome["status"], outcome["reason"]) == ("nothing-to-save", "no kernel running")
+    assert "Traceback" not in hub.log_text(10**6), hub.log_text()
+
+
+async def test_a_server_without_the_kernel_package_stops_and_starts_like_kubespawners(
+        cluster_factory, hub_factory, tmp_path):
+    cluster = await cluster_factory()
+    # A "plain" profile: pinned (migratable false), and its servers run without
+    # the kernel package's server extension, as an image without it would.
+    plain_config = tmp_path / "plain-jupyter-config"
+    plain_config.mkdir()
+    (plain_config / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {"elastichub_kernel.serverext": False}}}))
+    profiles = [
+        {"display_name": "Elastic", "slug": "elastic", "default": True},  # what the other tests run
+        {"display_name": "Plain, pinned", "slug": "plain", "kubespawner_override": {
+            "migratable": False, "environment": {"JUPYTER_CONFIG_DIR": str(plain_config)}}},
+    ]
+    hub = await hub_factory(cluster, elastic_config(tmp_path, f"c.KubeSpawner.profile_list = {profiles!r}\n"),
+                            spawner_class="elastic")
+
+    await hub.start_server("carol", {"profile": "plain"})
+    assert pod_of(cluster, "carol")["metadata"]["labels"][podmeta.MIGRATABLE_LABEL] == "false"
+    code, _ = await hub.api("GET", "/user/carol/api/elastichub/status")
+    assert code == 404  # really a server without the endpoint
+    await hub.stop_server("carol")
+    outcome = last_checkpoint(await hub.spawner_state("carol"))
+    assert outcome["status"] == "unsupported" and "not installed" in outcome["reason"], outcome
+
+    # Started again like any KubeSpawner server: no ElasticHub events, ready.
+    code, _ = await hub.api("POST", "/hub/api/users/carol/server", {"profile": "plain"})
+    assert code == 202
+    events = await hub.progress("carol")
+    assert events[-1].get("ready") is True
+    assert not [e for e in events if "variables" in e.get("message", "") or "Moving" in e.get("message", "")]
+    await hub.stop_server("carol")
+    assert "Traceback" not in hub.log_text(10**6), hub.log_text()
+
+
+async def test_a_bad_setting_is_one_line_naming_the_trait_not_a_traceback(hub_factory, tmp_path):
+    class NoCluster:  # the spawner fails before it would talk to Kubernetes
+        kubeconfig = tmp_path / "no-kubeconfig"
+
+    hub = await hub_factory(NoCluster, "c.ElasticSpawner.cloud_weight = 500\n", spawner_class="elastic")
+    await hub.api("POST", "/hub/api/users/erin")
+    code, body = await hub.api("POST", "/hub/api/users/erin/server")
+    words = "ElasticSpawner.cloud_weight: 500 is outside 1..100"
+    assert code == 500 and body["message"].startswith("Bad ElasticHub configuration: " + words), body
+    assert words in hub.log_text() and "Traceback" not in hub.log_text(10**6)

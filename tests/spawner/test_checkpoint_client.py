@@ -1,0 +1,138 @@
+"""Reading the kernel package's checkpoint endpoint: the pure classifier, and
+the request against a real HTTP server answering each way."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+from tornado import web
+from tornado.httpclient import AsyncHTTPClient
+
+from elastichub.checkpoint_client import (
+    FAILED, NOTHING_TO_SAVE, SAVED, UNSUPPORTED, CheckpointOutcome, classify_answer, request_checkpoint)
+
+
+def _result(ok=True, nbytes=1000, migrated=("x",), recomputed=(), unchanged=False, error=None, lost=()):
+    r = {"kernel_id": "k1", "kernel_name": "elastic-python", "ok": ok, "bytes": nbytes, "seconds": 0.1,
+         "migrated": list(migrated), "recomputed": list(recomputed), "unchanged": unchanged,
+         "not_restorable": [{"name": n, "reason": "a socket"} for n in lost]}
+    if error:
+        r["error"] = error
+    return r
+
+
+def _answer(results):
+    return json.dumps(results).encode()
+
+
+def test_saved_adds_up_the_kernels_holding_variables():
+    out = classify_answer(200, _answer([_result(nbytes=1000, lost=("sock",)),
+                                        _result(nbytes=500, migrated=(), recomputed=("df",), unchanged=True),
+                                        _result(nbytes=90, migrated=())]), seconds=1.5)
+    assert (out.status, out.kernels, out.bytes, out.unchanged, out.seconds) == (SAVED, 2, 1500, 1, 1.5)
+    assert out.not_restorable == ("sock",) and out.ok
+    assert "2 kernel(s), 1500 bytes" in out.summary()
+
+
+def test_an_unchanged_checkpoint_still_counts_as_saved():
+    # The orchestrator checkpoints, then the hub's stop asks again: the second
+    # answer is "unchanged", and the variables are still on disk to restore.
+    assert classify_answer(200, _answer([_result(unchanged=True)])).status == SAVED
+
+
+@pytest.mark.parametrize("results,reason", [([], "no kernel running"),
+                                            ([_result(migrated=())], "no variables in any kernel")])
+def test_nothing_to_save(results, reason):
+    out = classify_answer(200, _answer(results))
+    assert (out.status, out.reason, out.ok) == (NOTHING_TO_SAVE, reason, True)
+
+
+def test_404_is_a_server_without_the_kernel_package():
+    out = classify_answer(404, b"<html>404 Not Found</html>")
+    assert out.status == UNSUPPORTED and not out.ok and "not installed" in out.reason
+
+
+@pytest.mark.parametrize("code,body,words", [
+    (200, _answer([_result(), _result(ok=False, error="a cell is still running after 30 s")]),
+     "kernel k1: a cell is still running after 30 s"),
+    (200, _answer([_result(ok="yes")]), "no ok in its result"),
+    (200, b"not json", "not a JSON list"),
+    (200, b'{"ok": true}', "not a JSON list"),
+    (200, _answer([_result(nbytes="many")]), "'bytes' is not a number"),
+    (403, b'{"message": "Forbidden: no access to alice"}', "HTTP 403: Forbidden: no access to alice"),
+    (500, b"", "HTTP 500: (empty body)"),
+    (302, b"", "HTTP 302"),
+])
+def test_every_other_answer_is_a_failure_with_its_reason(code, body, words):
+    out = classify_answer(code, body)
+    assert out.status == FAILED and not out.ok
+    assert words in out.reason
+
+
+def test_outcomes_round_trip_and_foreign_records_are_ignored():
+    out = classify_answer(200, _answer([_result(lost=("s",))]), seconds=2.0, at=1e9)
+    assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
+    for junk in (None, "saved", {}, {"status": "lost"}, {"status": SAVED, "bytes": "x"}):
+        assert CheckpointOutcome.from_dict(junk) is None
+
+
+# --------------------------------------------------------------------- request_checkpoint over HTTP
+
+
+class _Endpoint(web.RequestHandler):
+    def initialize(self, seen, behaviour):
+        self.seen, self.behaviour = seen, behaviour
+
+    async def post(self):
+        self.seen.append((self.request.path, self.request.headers.get("Authorization")))
+        code, body, delay = self.behaviour["answer"]
+        await asyncio.sleep(delay)
+        self.set_status(code)
+        self.finish(body)
+
+
+@pytest.fixture
+async def endpoint():
+    seen, behaviour = [], {}
+    app = web.Application([(r"/user/alice/api/elastichub/checkpoint", _Endpoint,
+                            {"seen": seen, "behaviour": behaviour})])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = app.listen(port, "127.0.0.1")
+    yield f"http://127.0.0.1:{port}/user/alice/", seen, behaviour
+    server.stop()
+
+
+async def test_the_request_goes_to_the_servers_endpoint_with_the_token(endpoint):
+    url, seen, behaviour = endpoint
+    behaviour["answer"] = (200, _answer([_result(nbytes=4096)]), 0)
+    out = await request_checkpoint(AsyncHTTPClient(), url, "secret", timeout=10)
+    assert (out.status, out.bytes, out.kernels) == (SAVED, 4096, 1)
+    assert seen == [("/user/alice/api/elastichub/checkpoint", "token secret")]
+    assert out.at > 0 and out.seconds >= 0
+
+
+async def test_a_server_without_the_endpoint_is_unsupported(endpoint):
+    url, _, _ = endpoint
+    out = await request_checkpoint(AsyncHTTPClient(), url.replace("alice", "bob"), "t", timeout=10)
+    assert out.status == UNSUPPORTED
+
+
+async def test_a_slow_server_is_a_failure_at_the_timeout_not_a_hang(endpoint):
+    url, _, behaviour = endpoint
+    behaviour["answer"] = (200, b"[]", 5)
+    out = await request_checkpoint(AsyncHTTPClient(), url, "t", timeout=0.3)
+    assert out.status == FAILED and "within 0.3 s" in out.reason
+
+
+async def test_nobody_listening_is_a_failure_naming_the_url():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = await request_checkpoint(AsyncHTTPClient(), f"http://127.0.0.1:{port}/user/x/", "t", timeout=5)
+    assert out.status == FAILED and f"127.0.0.1:{port}/user/x/api/elastichub/checkpoint" in out.reason

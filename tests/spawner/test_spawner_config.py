@@ -1,0 +1,236 @@
+"""ElasticSpawner without a cluster: its traits, its pod manifest, its state,
+and that JupyterHub finds it by name. (Async tests: KubeSpawner makes its
+API client, which needs a running event loop, when it is built.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tornado import web
+from traitlets.config import Config
+
+from elastichub import podmeta
+from elastichub.checkpoint_client import CheckpointOutcome
+from elastichub.spawner import STATE_KEY, ElasticSpawner
+
+
+@pytest.fixture(autouse=True)
+def no_kubeconfig(monkeypatch):
+    """KubeSpawner loads a kubeconfig when it is built (once per process):
+    these tests never reach a cluster, so skip that and keep the default
+    client configuration, which nothing here calls."""
+    monkeypatch.setattr("kubespawner.spawner.load_config", lambda **kw: None)
+
+
+def spawner(**settings) -> ElasticSpawner:
+    c = Config()
+    for key, value in settings.items():
+        setattr(c.ElasticSpawner, key, value)
+    return ElasticSpawner(config=c, _mock=True)
+
+
+def _preferred(pod) -> list[tuple[int, str, list[str]]]:
+    """The preferred node-affinity terms as they go on the wire."""
+    from kubernetes_asyncio.client import ApiClient
+
+    wire = ApiClient.__new__(ApiClient).sanitize_for_serialization(pod)
+    terms = wire["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    return [(t["weight"], t["preference"]["matchExpressions"][0]["key"],
+             t["preference"]["matchExpressions"][0]["values"]) for t in terms]
+
+
+async def test_the_pod_prefers_on_prem_then_cloud_and_carries_the_orchestrators_labels():
+    pod = await spawner().get_pod_manifest()
+    assert _preferred(pod) == [(10, "elastichub.io/tier", ["on-prem"]), (1, "elastichub.io/tier", ["cloud"])]
+    labels, ann = pod.metadata.labels, pod.metadata.annotations
+    assert labels[podmeta.MANAGED_LABEL] == "true" and labels[podmeta.MIGRATABLE_LABEL] == "true"
+    assert labels["component"] == "singleuser-server"  # KubeSpawner's own labels stay
+    assert ann[podmeta.USER_ANNOTATION] == "mock@name" and ann[podmeta.SERVER_NAME_ANNOTATION] == ""
+    assert ann[podmeta.VERSION_ANNOTATION] == "0.1.0"
+
+
+async def test_the_admins_own_preferences_come_first_and_still_apply():
+    own = {"weight": 50, "preference": {"matchExpressions": [
+        {"key": "gpu", "operator": "In", "values": ["a100"]}]}}
+    pod = await spawner(node_affinity_preferred=[own], tier_label="example.org/pool", onprem_tier="campus",
+                        cloud_tier="burst", onprem_weight=100, cloud_weight=2).get_pod_manifest()
+    assert _preferred(pod) == [(50, "gpu", ["a100"]), (100, "example.org/pool", ["campus"]),
+                               (2, "example.org/pool", ["burst"])]
+
+
+async def test_a_profile_can_pin_its_servers():
+    s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "default": True,
+                               "kubespawner_override": {"migratable": False}}])
+    s.user_options = {"profile": "exam"}
+    await s.load_user_options()
+    pod = await s.get_pod_manifest()
+    assert pod.metadata.labels[podmeta.MIGRATABLE_LABEL] == "false"
+
+
+@pytest.mark.parametrize("trait,value,words", [
+    ("onprem_weight", 0, "ElasticSpawner.onprem_weight: 0 is outside 1..100"),
+    ("cloud_weight", 101, "ElasticSpawner.cloud_weight: 101 is outside 1..100"),
+    ("cloud_weight", "heavy", "'cloud_weight' trait"),
+    ("checkpoint_timeout", -1, "ElasticSpawner.checkpoint_timeout: -1"),
+    ("checkpoint_timeout", float("nan"), "ElasticSpawner.checkpoint_timeout: nan"),
+    ("checkpoint_timeout", "soon", "'checkpoint_timeout' trait"),
+    ("onprem_tier", "on prem", "ElasticSpawner.onprem_tier: 'on prem' is not a Kubernetes label value"),
+    ("cloud_tier", "on-prem", "ElasticSpawner.cloud_tier: 'on-prem' is the other tier's value too"),
+    ("tier_label", "my tier", "ElasticSpawner.tier_label: 'my tier' is not a Kubernetes label key"),
+])
+def test_bad_config_is_one_error_naming_the_trait(trait, value, words):
+    with pytest.raises(web.HTTPError) as err:  # what the hub's API answers, without a traceback
+        spawner(**{trait: value})
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
+
+
+async def test_state_round_trips_and_survives_clear_state():
+    s = spawner()
+    s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
+    s.last_node = "cloud-1"
+    state = s.get_state()
+    assert state[STATE_KEY] == {"version": 1, "node": "cloud-1", "last_checkpoint": s.last_checkpoint.to_dict()}
+    assert state["pod_name"]  # KubeSpawner's own state is still there
+    s.clear_state()  # the hub calls it after a stop: what the next start announces must stay
+    assert s.get_state()[STATE_KEY]["node"] == "cloud-1"
+
+    fresh = spawner()
+    fresh.load_state(state)
+    assert (fresh.last_checkpoint, fresh.last_node) == (s.last_checkpoint, "cloud-1")
+
+
+@pytest.mark.parametrize("mine", [{"version": 99, "node": "x"}, "garbage", None,
+                                  {"version": 1, "node": 7, "last_checkpoint": {"status": "??"}}])
+async def test_a_state_it_does_not_understand_loads_as_nothing(mine):
+    s = spawner()
+    s.load_state({"pod_name": "jupyter-x", STATE_KEY: mine})
+    assert (s.last_checkpoint, s.last_node) == (None, None)
+    assert s.pod_name == "jupyter-x"
+
+
+async def test_the_start_announces_a_restore_only_after_a_saved_checkpoint():
+    s = spawner()
+    s.last_node = "cloud-1"
+    for status, announced in (("saved", True), ("nothing-to-save", False), ("unsupported", False),
+                              ("failed", False)):
+        s.last_checkpoint = CheckpointOutcome(status, kernels=1, bytes=10)
+        s._plan_announcements()
+        assert (s._restoring is not None, s._moved_from == "cloud-1") == (announced, announced)
+
+
+async def test_the_move_is_told_once_the_new_pod_has_a_node_then_the_restore(monkeypatch):
+    s = spawner()
+    s.last_node, s.last_checkpoint = "cloud-1", CheckpointOutcome("saved", kernels=2, bytes=3_000_000)
+    s._plan_announcements()
+    pod = {"spec": {}}
+    monkeypatch.setattr(s, "_current_pod", lambda: pod)
+    announced: set[str] = set()
+    assert list(s._elastic_events(announced, final=False)) == []  # not scheduled yet
+    pod["spec"]["nodeName"] = "onprem-2"
+    assert [e["message"] for e in s._elastic_events(announced, final=False)] == [
+        "Moving your server from cloud-1 to onprem-2",
+        "Your variables will be restored when the notebook's kernel starts (2 kernels, 3.0 MB saved)"]
+    assert list(s._elastic_events(announced, final=True)) == []  # each is told once
+
+
+async def test_same_node_no_move_message_and_the_restore_is_told_at_the_end(monkeypatch):
+    s = spawner()
+    s.last_node, s.last_checkpoint = "onprem-1", CheckpointOutcome("saved", kernels=1, bytes=10)
+    s._plan_announcements()
+    monkeypatch.setattr(s, "_current_pod", lambda: None)
+    assert [e["message"] for e in s._elastic_events(set(), final=True)] == [
+        "Your variables will be restored when the notebook's kernel starts (1 kernel, 0.0 MB saved)"]
+
+
+async def test_the_example_config_gives_a_valid_spawner():
+    example = Path(__file__).resolve().parents[2] / "jupyterhub_config_example.py"
+    c = Config()
+    exec(compile(example.read_text(), str(example), "exec"), {"get_config": lambda: c, "__file__": str(example)})
+    assert c.JupyterHub.spawner_class == "elastic"
+    s = ElasticSpawner(config=c, _mock=True)
+    assert _preferred(await s.get_pod_manifest())[-2:] == [(10, "elastichub.io/tier", ["on-prem"]),
+                                                            (1, "elastichub.io/tier", ["cloud"])]
+    s.user_options = {"profile": "exam"}
+    await s.load_user_options()
+    assert s.migratable is False
+
+
+@pytest.mark.slow
+def test_the_entry_point_loads_the_class_and_help_all_lists_its_traits():
+    from jupyterhub.app import JupyterHub
+
+    hub = JupyterHub()
+    hub.spawner_class = "elastic"
+    assert hub.spawner_class is ElasticSpawner
+    out = subprocess.run([sys.executable, "-m", "jupyterhub", "--help-all"], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    for trait in ("tier_label", "onprem_tier", "cloud_tier", "onprem_weight", "cloud_weight", "migratable",
+                  "checkpoint_timeout"):
+        assert f"--ElasticSpawner.{trait}=" in out
+
+
+@pytest.fixture
+async def stoppable(monkeypatch):
+    """A spawner whose server runs on onprem-1, with KubeSpawner's own stop
+    (the pod deletion) and the pod watch replaced by records."""
+    from types import SimpleNamespace
+
+    from kubespawner import KubeSpawner
+
+    s = spawner()
+    calls = []
+
+    async def deleted(self, now=False):
+        calls.append(("delete", now))
+
+    async def nothing(*args, **kwargs):
+        return None
+
+    monkeypatch.setattr(KubeSpawner, "stop", deleted)
+    monkeypatch.setattr(s, "_start_watching_pods", nothing)
+    monkeypatch.setattr(s, "_current_pod", lambda: {"spec": {"nodeName": "onprem-1"}})
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: True)
+    monkeypatch.setattr(ElasticSpawner, "server", property(lambda self: SimpleNamespace(url="http://x/user/a/")))
+    return s, calls
+
+
+async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def checkpoint():
+        calls.append(("checkpoint",))
+        return CheckpointOutcome("saved", kernels=1, bytes=5)
+
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop()
+    assert calls == [("checkpoint",), ("delete", False)]
+    assert s.last_checkpoint.status == "saved" and s.last_node == "onprem-1"
+
+
+async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def broken():
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(s, "_checkpoint", broken)
+    await s.stop()
+    assert calls == [("delete", False)]
+    assert (s.last_checkpoint.status, s.last_checkpoint.reason) == ("failed", "RuntimeError: database is locked")
+
+
+async def test_stop_now_and_a_pod_not_running_skip_the_checkpoint(stoppable, monkeypatch):
+    s, calls = stoppable
+
+    async def checkpoint():
+        raise AssertionError("no checkpoint expected")
+
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop(now=True)  # KubeSpawner's cleanup of a pod that already ended
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: False)
+    await s.stop()
+    assert calls == [("delete", True), ("delete", False)] and s.last_checkpoint is None
