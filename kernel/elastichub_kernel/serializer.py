@@ -69,14 +69,22 @@ def _array_root(array):
     return root
 
 
+_SCAN_ITEMS = 1000
+
+
 def saved_array_roots(values) -> set:
     """ids of the arrays whose memory the saved state holds in full: a saved
     array, or the root of a saved array spanning all of it (after a restore,
     ``a`` is a reshape of a flat array: its views are views of that one).
-    Looked for in the values and one level into their dicts, lists, tuples."""
+    Looked for in the values and one level into their dicts, lists, tuples
+    of up to ``_SCAN_ITEMS`` items (a list of a million floats is not
+    walked at every checkpoint; a view whose base is not found is saved as a
+    copy, as plain pickle would)."""
     roots = set()
     for value in values:
         inner = value.values() if type(value) is dict else value if type(value) in (list, tuple) else ()
+        if len(inner) > _SCAN_ITEMS:
+            inner = ()
         for item in (value, *inner):
             if _is_ndarray(item):
                 root = _array_root(item)
