@@ -210,3 +210,22 @@ def test_recompute_that_gives_another_value_is_named_not_swapped(tmp_path):
     assert rejected is None and "big" not in target and target["unit"] == "xy"
     [entry] = [e for e in report["failed_now"] if e["name"] == "big"]
     assert "fingerprint mismatch" in entry["reason"]
+
+
+def test_a_recompute_recipe_that_is_not_pure_is_never_run(tmp_path):
+    # The recipe comes from the file: even a checksummed one is re-checked
+    # before anything is executed.
+    marker = tmp_path / "ran"
+    spec = {"name": "v", "cell": 3, "code": f"v = open({str(marker)!r}, 'w')", "inputs": {}, "fingerprint": "0"}
+    ns = {}
+    problem = engine._recompute_pure("v", spec, ns)
+    assert "not provably pure" in problem and not marker.exists() and "v" not in ns
+    assert "not provably pure" in engine._recompute_pure("v", dict(spec, code=None), ns)
+
+
+def test_a_recompute_that_raises_is_named(tmp_path):
+    spec = {"name": "v", "cell": 4, "code": "v = 1 // zero", "inputs": {"zero": 0},
+            "fingerprint": engine.value_fingerprint(1)}
+    ns = {}
+    problem = engine._recompute_pure("v", spec, ns)
+    assert problem.startswith("recomputing cell [4] failed (ZeroDivisionError") and "v" not in ns
