@@ -8,17 +8,19 @@ and every figure is reported next to a baseline measured in that run:
 
 - start-to-ready: kernel start until the first kernel_info reply, median of
   ``--runs`` (default 15, at least 7) alternating starts; ratio vs stock
-  (target <= 1.05x);
-- trivial cell (``y = 1``) with 1 GiB of arrays in the namespace; ratio vs
-  stock (target <= 1.2x);
+  (target <= 1.05x); the same for a notebook whose small checkpoint (a few
+  plain variables) each start restores, in the same rotation (target
+  <= 1.05x stock);
+- trivial cell (``y = 1``) with 1 GiB of arrays in the namespace, pooled over
+  ``--cell-sets`` fresh sets of kernels; ratio vs stock (target <= 1.1x);
 - checkpoint of a 1 GiB ndarray: throughput vs a raw fsync'd write of the
-  same number of bytes to the same directory (target >= 80 %);
+  same number of bytes to the same directory (target >= 90 %);
 - restore of it: (start until ``x`` is usable) minus (start until a trivial
   cell runs), throughput vs a raw read of the same file (the kernel's own
   checkpoint: same bytes, same disk blocks), read right before or right
   after each restore (alternating), both cold (page cache dropped with
   posix_fadvise) and both dropping pages behind them, so both need the same
-  amount of fresh memory (target >= 80 %).
+  amount of fresh memory (target >= 90 %).
 
 Usage: python benchmarks/kernel_bench.py [--runs 15] [--json] [--no-reference]
 """
@@ -51,6 +53,9 @@ DIGEST = "print(hashlib.blake2b(memoryview(x).cast('B'), digest_size=16).hexdige
 # Eight 128 MiB arrays, each its own variable, as a notebook holds them.
 NAMESPACE_1GIB = "import numpy as np\n" + "\n".join(f"a{i} = np.full(2**24, {i}.0)" for i in range(8))
 TRIVIAL = "y = 1"
+# A notebook's small state: what most checkpoints hold.
+SMALL_STATE = "a = 1\nname = 'run-7'\nxs = list(range(100))\ncfg = {'lr': 0.1, 'epochs': 3}"
+SMALL_CHECK = "print('restored' if xs[-1] == 99 and cfg['epochs'] == 3 else 'missing')"
 SETTLE_S = 0.5
 
 
@@ -241,36 +246,67 @@ def median(xs: list[float]) -> float:
 
 # -- phases -----------------------------------------------------------------
 
-def bench_start(b: Bench, runs: int, log) -> dict:
-    samples: dict[str, list[float]] = {k.key: [] for k in b.kinds}
-    replies: dict[str, list[float]] = {k.key: [] for k in b.kinds}
+def small_checkpoint(b: Bench, kind: KernelKind) -> str:
+    """A notebook whose checkpoint holds a few small variables (no import:
+    stock starts without numpy, so a restore that imported it would be
+    measuring numpy)."""
+    notebook = b.notebook()
+    km, kc, _ = b.start(kind, notebook)
+    try:
+        run(kc, SMALL_STATE)
+        reply = control(kc, kind.checkpoint_msg, {"force": True})
+        if not reply.get("ok"):
+            raise RuntimeError(f"{kind.label} checkpoint failed: {reply}")
+    finally:
+        b.stop(km, kc)
+    return notebook
+
+
+def bench_start(b: Bench, runs: int, log) -> tuple[dict, dict, dict]:
+    """Fresh notebooks for every kernel, plus, for the checkpointing ones, a
+    notebook whose small checkpoint each start restores (key
+    ``<kernel>_small_ckpt``), all in one rotated order."""
+    entries = [(k.key, k, None) for k in b.kinds]
+    entries += [(f"{k.key}_small_ckpt", k, small_checkpoint(b, k)) for k in b.kinds if k.checkpoint_msg]
+    samples: dict[str, list[float]] = {key: [] for key, _, _ in entries}
+    replies: dict[str, list[float]] = {key: [] for key, _, _ in entries}
+    restored: dict[str, list[bool]] = {key: [] for key, _, nb in entries if nb}
     for kind in b.kinds:  # warm-up: page cache of every interpreter's imports
         b.stop(*b.start(kind, b.notebook())[:2])
     for i in range(runs):
-        order = b.kinds[i % len(b.kinds):] + b.kinds[:i % len(b.kinds)]
-        for kind in order:
-            km, kc, seconds = b.start(kind, b.notebook())
-            samples[kind.key].append(seconds)
-            replies[kind.key].append(b.last_reply_s)
+        order = entries[i % len(entries):] + entries[:i % len(entries)]
+        for key, kind, notebook in order:
+            km, kc, seconds = b.start(kind, notebook or b.notebook())
+            samples[key].append(seconds)
+            replies[key].append(b.last_reply_s)
+            if notebook:  # after the clock stopped: was the state really there?
+                restored[key].append("restored" in run(kc, SMALL_CHECK).splitlines())
             b.stop(km, kc)
         log(f"  start-to-ready run {i + 1}/{runs}: " + ", ".join(f"{k}={v[-1]:.3f}s" for k, v in samples.items()))
-    return samples, replies
+    return samples, replies, restored
 
 
-def bench_trivial_cell(b: Bench, rounds: int, log) -> dict:
-    started = {k.key: b.start(k, b.notebook())[:2] for k in b.kinds}
-    samples: dict[str, list[float]] = {k: [] for k in started}
-    try:
-        for _, kc in started.values():
-            run(kc, NAMESPACE_1GIB)
-            timed_cell(kc, TRIVIAL)  # first cell after a big one: not counted
-        for _ in range(rounds):
-            for key, (_, kc) in started.items():
-                samples[key].append(timed_cell(kc, TRIVIAL))
-        log("  trivial cell: " + ", ".join(f"{k}={median(v) * 1e3:.1f}ms" for k, v in samples.items()))
-    finally:
-        for km, kc in started.values():
-            b.stop(km, kc)
+def bench_trivial_cell(b: Bench, rounds: int, sets: int, log) -> dict:
+    """``rounds`` alternating cells in each of ``sets`` fresh sets of kernels,
+    pooled: one kernel process can run a few % slower than another of the
+    same kind for its whole life (measured: two stock kernels 0.95x-1.4x
+    apart), more than the difference being measured."""
+    samples: dict[str, list[float]] = {k.key: [] for k in b.kinds}
+    for n in range(sets):
+        started = {k.key: b.start(k, b.notebook())[:2] for k in b.kinds}
+        try:
+            for _, kc in started.values():
+                run(kc, NAMESPACE_1GIB)
+                timed_cell(kc, TRIVIAL)  # first cell after a big one: not counted
+            for r in range(rounds):
+                keys = list(started)
+                for key in keys[r % len(keys):] + keys[:r % len(keys)]:
+                    samples[key].append(timed_cell(started[key][1], TRIVIAL))
+        finally:
+            for km, kc in started.values():
+                b.stop(km, kc)
+        log(f"  trivial cell, kernel set {n + 1}/{sets}: "
+            + ", ".join(f"{k}={median(v[-rounds:]) * 1e3:.1f}ms" for k, v in samples.items()))
     return samples
 
 
@@ -380,7 +416,7 @@ def make_reference_venv(path: Path, log) -> str:
     return python
 
 
-def summarize(start: dict, cell: dict, ckpt: dict, replies: dict) -> dict:
+def summarize(start: dict, cell: dict, ckpt: dict, replies: dict, restored: dict | None = None) -> dict:
     stock_start, stock_cell = median(start["stock"]), median(cell["stock"])
     out: dict = {"kernels": {}}
     raw_w, raw_r = median(ckpt["raw_write_s"]), median(ckpt["raw_read_s"])
@@ -388,7 +424,7 @@ def summarize(start: dict, cell: dict, ckpt: dict, replies: dict) -> dict:
     out["raw"] = {"bytes": nbytes, "write_s": raw_w, "write_MBps": nbytes / raw_w / 1e6,
                   "first_write_s": ckpt["raw_write_s"][0],
                   "read_s": raw_r, "read_MBps": nbytes / raw_r / 1e6}
-    for key in start:
+    for key in cell:
         entry = {
             "start_to_ready_s": median(start[key]),
             "start_ratio_vs_stock": median(start[key]) / stock_start,
@@ -397,6 +433,13 @@ def summarize(start: dict, cell: dict, ckpt: dict, replies: dict) -> dict:
             "trivial_cell_ms": median(cell[key]) * 1e3,
             "trivial_cell_ratio_vs_stock": median(cell[key]) / stock_cell,
         }
+        small = f"{key}_small_ckpt"
+        if small in start:
+            entry.update({
+                "start_small_ckpt_s": median(start[small]),
+                "start_small_ckpt_ratio_vs_stock": median(start[small]) / stock_start,
+                "small_ckpt_restored": all((restored or {}).get(small) or [False]),
+            })
         if key in ckpt:
             c = ckpt[key]
             cs, cb = median(c["checkpoint_s"]), median(c["checkpoint_bytes"])
@@ -433,9 +476,10 @@ def summarize(start: dict, cell: dict, ckpt: dict, replies: dict) -> dict:
 
 TARGETS = [
     ("start_ratio_vs_stock", "start-to-ready vs stock", "x", "<=", 1.05),
-    ("trivial_cell_ratio_vs_stock", "trivial cell, 1 GiB namespace, vs stock", "x", "<=", 1.2),
-    ("checkpoint_vs_raw_write", "{size} durable checkpoint vs raw fsync'd write", "%", ">=", 0.8),
-    ("restore_vs_raw_read", "{size} restore vs raw read", "%", ">=", 0.8),
+    ("start_small_ckpt_ratio_vs_stock", "start-to-ready, small checkpoint restored, vs stock", "x", "<=", 1.05),
+    ("trivial_cell_ratio_vs_stock", "trivial cell, 1 GiB namespace, vs stock", "x", "<=", 1.1),
+    ("checkpoint_vs_raw_write", "{size} durable checkpoint vs raw fsync'd write", "%", ">=", 0.9),
+    ("restore_vs_raw_read", "{size} restore vs raw read", "%", ">=", 0.9),
 ]
 
 
@@ -448,6 +492,8 @@ def print_table(summary: dict, kinds: list[KernelKind]) -> None:
     rows = [
         ("start-to-ready (median, s)", "start_to_ready_s", "{:.3f}"),
         ("start to first kernel_info reply (median, s)", "kernel_info_reply_s", "{:.3f}"),
+        ("start-to-ready, small checkpoint restored (median, s)", "start_small_ckpt_s", "{:.3f}"),
+        ("  small checkpoint restored every time", "small_ckpt_restored", "{}"),
         ("  the same vs stock (no 0.2 s client wait; not a target)", "reply_ratio_vs_stock", "{:.2f}x"),
         ("trivial cell, 1 GiB namespace (ms)", "trivial_cell_ms", "{:.1f}"),
         (f"{size} checkpoint, reply (s)", "checkpoint_s", "{:.2f}"),
@@ -483,7 +529,8 @@ def print_table(summary: dict, kinds: list[KernelKind]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=15, help="alternating starts per kernel (the issue asks >= 7)")
-    p.add_argument("--cells", type=int, default=15, help="trivial cells per kernel")
+    p.add_argument("--cells", type=int, default=15, help="trivial cells per kernel and kernel set")
+    p.add_argument("--cell-sets", type=int, default=3, help="fresh sets of kernels for the trivial cell")
     p.add_argument("--reps", type=int, default=7, help="checkpoint/restore repetitions")
     p.add_argument("--gib", type=float, default=1.0, help="size of the checkpointed ndarray in GiB")
     p.add_argument("--reference-venv", type=Path, help="reuse (or create) the reference venv here")
@@ -491,8 +538,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, help="where checkpoints and raw files go (default: a temp dir)")
     p.add_argument("--json", action="store_true", help="print the summary and samples as JSON")
     args = p.parse_args(argv)
-    if args.runs < 1 or args.cells < 1 or args.reps < 1 or args.gib <= 0:
-        p.error("--runs, --cells, --reps and --gib must be positive")
+    if args.runs < 1 or args.cells < 1 or args.cell_sets < 1 or args.reps < 1 or args.gib <= 0:
+        p.error("--runs, --cells, --cell-sets, --reps and --gib must be positive")
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if args.json else (lambda m: print(m, flush=True))
     if args.runs < 7:
         log(f"note: --runs {args.runs} < 7: a smoke run, not the start-to-ready figure the issue asks for")
@@ -511,14 +558,14 @@ def main(argv: list[str] | None = None) -> int:
         b = Bench(work, kinds)
         try:
             log(f"start-to-ready, {args.runs} alternating runs...")
-            start, replies = bench_start(b, args.runs, log)
-            log(f"trivial cell with 1 GiB in the namespace, {args.cells} cells each...")
-            cell = bench_trivial_cell(b, args.cells, log)
+            start, replies, restored = bench_start(b, args.runs, log)
+            log(f"trivial cell with 1 GiB in the namespace, {args.cells} cells each in {args.cell_sets} kernel sets...")
+            cell = bench_trivial_cell(b, args.cells, args.cell_sets, log)
             log(f"{nbytes / GIB:.2f} GiB ndarray checkpoint and restore, {args.reps} reps...")
             ckpt = bench_checkpoint_restore(b, nbytes, args.reps, log)
         finally:
             b.close()
-    summary = summarize(start, cell, ckpt, replies)
+    summary = summarize(start, cell, ckpt, replies, restored)
     if args.json:
         print(json.dumps({"summary": summary, "samples": {"start_s": start, "kernel_info_reply_s": replies,
                                                            "trivial_cell_s": cell,

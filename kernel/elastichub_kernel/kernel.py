@@ -110,7 +110,11 @@ class ElasticKernel(IPythonKernel):
         # for nothing it does not need.
         self._recorder = None
         self._disk_speed = None
-        self._dirty = True   # state differs from the checkpoint file
+        # The state differs from the checkpoint file. A fresh namespace has
+        # nothing to save: a kernel that runs no cell writes no file.
+        self._dirty = False
+        # Start skipped an existing checkpoint (after the user's restart).
+        self._skipped_restore = False
         self._notes: list[str] = []
         self.last_checkpoint: dict | None = None
         self.restored: dict | None = None
@@ -164,6 +168,7 @@ class ElasticKernel(IPythonKernel):
                 pass
             if not self.restore_after_user_restart:
                 if os.path.lexists(os.path.join(self.session_dir, CHECKPOINT_NAME)):
+                    self._skipped_restore = True
                     self._notes.append(
                         "ElasticHub: kernel restarted with a clean namespace. "
                         "Run %elastic_restore to bring back the last checkpoint."
@@ -213,13 +218,18 @@ class ElasticKernel(IPythonKernel):
             if self._notes and not silent:
                 notes, self._notes = self._notes, []
                 print("\n".join(notes), file=sys.stderr, flush=True)
-            try:
-                transformed = self.shell.transform_cell(code)
-            except Exception:
-                transformed = code
             from .recorder import analyze_cell
 
-            info = analyze_cell(transformed)
+            # Code that parses as Python is left unchanged by IPython's
+            # transforms (magics, !shell, help? never parse): transform only
+            # what does not, rather than doing IPython's work twice per cell.
+            transformed, info = code, analyze_cell(code)
+            if not info.parsed:
+                try:
+                    transformed = self.shell.transform_cell(code)
+                except Exception:
+                    transformed = code
+                info = analyze_cell(transformed)
             ns = self.shell.user_ns
             prepared = self.recorder.prepare(info, ns)
             number = self.shell.execution_count
@@ -252,6 +262,8 @@ class ElasticKernel(IPythonKernel):
                 return dict(self.last_checkpoint, unchanged=True, seconds=0.0)
             if not force and not self._dirty and self.restored and os.path.exists(path):
                 return self._restored_file_reply(path)
+            if not force and not self._dirty and self.restored is None and self.last_checkpoint is None:
+                return self._nothing_to_save_reply()
             from .engine import checkpoint, user_variable_names
 
             ns = self.shell.user_ns
@@ -278,6 +290,17 @@ class ElasticKernel(IPythonKernel):
         return {"status": "ok", "ok": True, "bytes": os.path.getsize(path), "seconds": 0.0,
                 "migrated": r["migrated"], "recomputed": r["recomputed"],
                 "not_restorable": r["not_restorable"], "path": path, "error": None, "unchanged": True}
+
+    def _nothing_to_save_reply(self):
+        """A fresh namespace (no cell run, nothing restored): no file is
+        written, and any checkpoint already there is left as it is. When
+        start skipped that checkpoint (the user's restart), the marker is
+        set again so the next start stays clean too, as it would have if
+        this kernel had saved its empty namespace over the file."""
+        if self._skipped_restore:
+            _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
+        return {"status": "ok", "ok": True, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
+                "not_restorable": [], "path": "", "error": None, "unchanged": True}
 
     async def elastichub_checkpoint_request(self, stream, ident, parent):
         content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))

@@ -11,6 +11,8 @@
 - Every variable is one record of one pickler whose memo spans all records:
   ``b = a`` stays ``b is a`` after restore, yet a record that fails to load
   costs only that variable (and those sharing objects with it), by name.
+- A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
+  view of a view) is saved as a view of it and restored sharing its memory.
 
 Importing this module imports cloudpickle (cheap, no user library); the
 kernel imports it only when a checkpoint or a restore runs.
@@ -53,10 +55,101 @@ def _set_notebook_function_state(func, state):
     return func
 
 
+def _is_ndarray(value) -> bool:
+    """An exact numpy.ndarray, told by its class (numpy is never imported here)."""
+    kind = type(value)
+    return kind.__name__ == "ndarray" and kind.__module__ == "numpy"
+
+
+def _array_root(array):
+    """The last ndarray in ``array.base`` chain: the array a view's memory is in."""
+    root = array
+    while _is_ndarray(root.base):
+        root = root.base
+    return root
+
+
+_SCAN_ITEMS = 1000
+
+
+def saved_array_roots(values) -> set:
+    """ids of the arrays whose memory the saved state holds in full: a saved
+    array, or the root of a saved array spanning all of it (after a restore,
+    ``a`` is a reshape of a flat array: its views are views of that one).
+    Looked for in the values and one level into their dicts, lists, tuples
+    of up to ``_SCAN_ITEMS`` items (a list of a million floats is not
+    walked at every checkpoint; a view whose base is not found is saved as a
+    copy, as plain pickle would)."""
+    roots = set()
+    for value in values:
+        inner = value.values() if type(value) is dict else value if type(value) in (list, tuple) else ()
+        if len(inner) > _SCAN_ITEMS:
+            inner = ()
+        for item in (value, *inner):
+            if _is_ndarray(item):
+                root = _array_root(item)
+                if root is item or (item.nbytes == root.nbytes and _address(item) == _address(root)):
+                    roots.add(id(root))
+    return roots
+
+
+def _address(array) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def _view_span(shape, strides, itemsize) -> tuple[int, int]:
+    """Lowest and one-past-highest byte a view touches, from its first element."""
+    low = high = 0
+    for n, stride in zip(shape, strides):
+        if n == 0:
+            return 0, 0
+        reach = (n - 1) * stride
+        low, high = low + min(reach, 0), high + max(reach, 0)
+    return low, high + itemsize
+
+
+def _rebuild_view(root, offset, shape, strides, dtype, writeable):
+    """A view into the restored ``root``, exactly where it was."""
+    import numpy  # already imported: ``root`` is an ndarray
+
+    flat = root.ravel(order="K").view(numpy.uint8)  # a view: root is contiguous
+    view = numpy.ndarray(shape, dtype, buffer=flat, offset=offset, strides=strides)
+    if not writeable:
+        view.flags.writeable = False
+    return view
+
+
 class NamespacePickler(cloudpickle.Pickler):
-    def __init__(self, file, user_ns: dict, buffer_callback):
+    def __init__(self, file, user_ns: dict, buffer_callback, array_roots: set = frozenset()):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._user_ns = user_ns
+        self._array_roots = array_roots
+
+    def reducer_override(self, obj):
+        # A numpy view (``v = a[10:20]``, ``a.T``) whose base the state holds
+        # is saved as (base, offset, shape, strides, dtype): restored, it is
+        # a view of the restored base again, so writes through one still show
+        # in the other. Plain pickle would give an independent copy: equal
+        # values, silently different behaviour. A view whose base is not
+        # saved stays a copy of its own elements (saving a base the user no
+        # longer holds could cost far more than the view).
+        if self._array_roots and _is_ndarray(obj):
+            reduced = self._view_reduce(obj)
+            if reduced is not None:
+                return reduced
+        return super().reducer_override(obj)
+
+    def _view_reduce(self, view):
+        root = _array_root(view)
+        if root is view or id(root) not in self._array_roots or root.size == 0:
+            return None
+        if view.dtype.hasobject or root.dtype.hasobject or not (root.flags.c_contiguous or root.flags.f_contiguous):
+            return None
+        offset = _address(view) - _address(root)
+        low, high = _view_span(view.shape, view.strides, view.itemsize)
+        if offset + low < 0 or offset + high > root.nbytes:
+            return None  # not inside the root's memory (as_strided tricks): a copy
+        return _rebuild_view, (root, offset, view.shape, view.strides, view.dtype, bool(view.flags.writeable))
 
     def _dynamic_function_reduce(self, func):
         if func.__globals__ is not self._user_ns:
@@ -144,7 +237,7 @@ def _dump_once(ns: dict, names: list, user_ns: dict) -> DumpResult:
             return True
         return False
 
-    pickler = NamespacePickler(out, user_ns, keep_buffer)
+    pickler = NamespacePickler(out, user_ns, keep_buffer, saved_array_roots(ns[name] for name in names))
     records = []
     for name in names:
         start, first = out.tell(), len(buffers)

@@ -25,7 +25,14 @@ import re
 import stat
 import struct
 import time
-import zlib
+
+try:
+    # ISA-L's crc32: the same checksum as zlib.crc32 (same polynomial, same
+    # values), ~8x faster here (18 vs 2.3 GiB/s): checking a GiB then costs
+    # ~55 ms, inline, instead of a second core competing with the I/O.
+    from isal.isal_zlib import crc32
+except ImportError:  # a platform without an isal wheel: same values, slower
+    from zlib import crc32
 
 MAGIC = b"EHKCKPT\n"
 END_MAGIC = b"EHKEND\n\0"
@@ -35,8 +42,8 @@ RESTART_MARKER = "restart-requested"
 SPARE_NAME = f".{CHECKPOINT_NAME}.spare"
 _HEADER = struct.Struct(">8sII")
 _TRAILER = struct.Struct(">QQII8s")
-# Chunk size for writes/reads: big enough for full disk speed, small enough
-# that checksumming chunk k overlaps the I/O of the same chunk.
+# Chunk size for writes/reads: big enough for full disk speed; one checksum
+# per chunk.
 _CHUNK = 32 << 20
 
 
@@ -133,8 +140,6 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     price of a second copy on disk. Without it, the replaced generation is
     deleted in the background (freeing GBs of blocks is slow too).
     """
-    from concurrent.futures import ThreadPoolExecutor  # lazy: kernel start-up time
-
     ensure_private_dir(directory)
     final = os.path.join(directory, CHECKPOINT_NAME)
     spare = os.path.join(directory, SPARE_NAME)
@@ -144,25 +149,23 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(tmp, flags, 0o600)
     try:
-        with ThreadPoolExecutor(1, thread_name_prefix="elastichub-crc") as pool:
-            pos = _HEADER.size
-            write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
-            table = []
-            for blob in blobs:
-                view = memoryview(blob).cast("B")
-                crcs = []
-                for start in range(0, len(view), _CHUNK):
-                    chunk = view[start:start + _CHUNK]
-                    pending = pool.submit(zlib.crc32, chunk)
-                    write_all(fd, chunk)
-                    crcs.append(pending.result())
-                table.append({"offset": pos, "length": len(view), "crc32": crcs})
-                pos += len(view)
-            index = dict(index, format=FORMAT_VERSION, chunk=_CHUNK, blobs=table)
-            raw_index = json.dumps(index, separators=(",", ":")).encode()
-            write_all(fd, raw_index)
-            write_all(fd, _TRAILER.pack(pos, len(raw_index), zlib.crc32(raw_index), 0, END_MAGIC))
-            total = pos + len(raw_index) + _TRAILER.size
+        pos = _HEADER.size
+        write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
+        table = []
+        for blob in blobs:
+            view = memoryview(blob).cast("B")
+            crcs = []
+            for start in range(0, len(view), _CHUNK):
+                chunk = view[start:start + _CHUNK]
+                crcs.append(crc32(chunk))
+                write_all(fd, chunk)
+            table.append({"offset": pos, "length": len(view), "crc32": crcs})
+            pos += len(view)
+        index = dict(index, format=FORMAT_VERSION, chunk=_CHUNK, blobs=table)
+        raw_index = json.dumps(index, separators=(",", ":")).encode()
+        write_all(fd, raw_index)
+        write_all(fd, _TRAILER.pack(pos, len(raw_index), crc32(raw_index), 0, END_MAGIC))
+        total = pos + len(raw_index) + _TRAILER.size
         os.ftruncate(fd, total)  # a recycled spare may have been longer
         os.fsync(fd)
     except BaseException:
@@ -286,8 +289,6 @@ def read_index(path: str) -> dict:
 
 def read_checkpoint(path: str) -> LoadedCheckpoint:
     """Read and verify a whole checkpoint; raise CheckpointRejected if bad."""
-    from concurrent.futures import ThreadPoolExecutor  # lazy: kernel start-up time
-
     fd = _open_trusted(path)
     try:
         size = os.fstat(fd).st_size
@@ -297,24 +298,22 @@ def read_checkpoint(path: str) -> LoadedCheckpoint:
         # (0 of 8 without).
         blobs = []
         chunk = index["chunk"]
-        with ThreadPoolExecutor(1, thread_name_prefix="elastichub-crc") as pool:
-            for number, entry in enumerate(index["blobs"]):
-                buf = _writable_buffer(entry["length"])
-                view = memoryview(buf)
-                pending = []
-                for k, start in enumerate(range(0, len(view), chunk)):
-                    part = view[start:start + chunk]
-                    got = os.preadv(fd, [part], entry["offset"] + start)
-                    if got != len(part):
-                        raise CheckpointRejected(path, f"truncated inside blob {number}")
-                    _drop_behind(fd, entry["offset"] + start, got)
-                    pending.append((k, pool.submit(zlib.crc32, part)))
-                for k, fut in pending:
-                    if fut.result() != entry["crc32"][k]:
-                        raise CheckpointRejected(
-                            path, f"checksum mismatch in blob {number} (bytes {entry['offset'] + k * chunk}..)"
-                        )
-                blobs.append(buf)
+        for number, entry in enumerate(index["blobs"]):
+            buf = _writable_buffer(entry["length"])
+            view = memoryview(buf)
+            for k, start in enumerate(range(0, len(view), chunk)):
+                part = view[start:start + chunk]
+                got = os.preadv(fd, [part], entry["offset"] + start)
+                if got != len(part):
+                    raise CheckpointRejected(path, f"truncated inside blob {number}")
+                _drop_behind(fd, entry["offset"] + start, got)
+                # Every chunk, each against its own checksum, before any of
+                # it is used (tests corrupt the last chunk of a multi-chunk blob).
+                if crc32(part) != entry["crc32"][k]:
+                    raise CheckpointRejected(
+                        path, f"checksum mismatch in blob {number} (bytes {entry['offset'] + start}..)"
+                    )
+            blobs.append(buf)
         return LoadedCheckpoint(path=path, index=index, blobs=blobs)
     finally:
         os.close(fd)
@@ -371,7 +370,7 @@ def _read_index_fd(path: str, fd: int, size: int) -> dict:
     if off + length + _TRAILER.size != size or off < _HEADER.size:
         raise CheckpointRejected(path, "truncated or damaged (index position does not match the file size)")
     raw = os.pread(fd, length, off)
-    if len(raw) != length or zlib.crc32(raw) != crc:
+    if len(raw) != length or crc32(raw) != crc:
         raise CheckpointRejected(path, "checksum mismatch in the index")
     try:
         index = json.loads(raw)

@@ -22,6 +22,15 @@ def test_pure_cells():
     assert analyze_cell("n = 10\nbig = 'ab' * n\nt = tuple(range(n))").pure
     assert analyze_cell("x = sum(i * i for i in range(100))").pure
     assert analyze_cell("a, b = 1, 2").pure
+    assert analyze_cell("n: int = 3\nm: int = n + 1").pure  # annotated assignments too
+
+
+def test_expressions_outside_the_pure_set_are_never_pure():
+    # Not a call at all, yet not provably pure: an attribute may be a
+    # property, an f-string calls __format__, := binds, a lambda captures.
+    for code in ("v = obj.attr", "v = f'{x}'", "v = (w := 3)", "v = lambda: 1", "v = [1][obj.i]",
+                 "n: int", "v = await f()"):
+        assert not analyze_cell(code).pure, code
 
 
 def test_side_effects_and_randomness_are_never_pure():

@@ -3,11 +3,20 @@
 import os
 import stat
 import struct
+import time
 
 import pytest
 
 from elastichub_kernel import storage
 from elastichub_kernel.storage import CHECKPOINT_NAME, CheckpointRejected
+
+
+def _wait_until(check, timeout=30.0):
+    """The clean-up runs in a background thread: poll (generously: a loaded
+    CI machine is slow; only a failing test waits the whole time)."""
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def _write(directory, blobs=(b"records", b"\x01" * 1000), records=()):
@@ -168,11 +177,7 @@ def test_temp_file_of_a_killed_writer_is_cleaned_up_later(tmp_path):
     dead.write_bytes(b"half a checkpoint")
     live.write_bytes(b"being written")
     _write(session)
-    import time
-    for _ in range(100):  # the clean-up runs in the background
-        if sorted(os.listdir(session)) == sorted([CHECKPOINT_NAME, storage.SPARE_NAME, live.name]):
-            break
-        time.sleep(0.02)
+    _wait_until(lambda: sorted(os.listdir(session)) == sorted([CHECKPOINT_NAME, storage.SPARE_NAME, live.name]))
     assert not dead.exists() and live.exists()
     assert sorted(os.listdir(session)) == sorted([CHECKPOINT_NAME, storage.SPARE_NAME, live.name])
 
@@ -193,11 +198,7 @@ def test_without_spare_the_replaced_generation_is_deleted(tmp_path):
     session = tmp_path / "s"
     for n in range(2):
         storage.write_checkpoint(str(session), [b"x" * (n + 1)], {"records": []}, keep_spare=False)
-    import time
-    for _ in range(100):
-        if os.listdir(session) == [CHECKPOINT_NAME]:
-            break
-        time.sleep(0.02)
+    _wait_until(lambda: os.listdir(session) == [CHECKPOINT_NAME])
     assert os.listdir(session) == [CHECKPOINT_NAME]
 
 
@@ -222,3 +223,27 @@ def test_a_hard_linked_backup_of_a_checkpoint_is_never_overwritten(tmp_path):
     _write(session, [b"three"])  # ...which must not be recycled
     assert [bytes(b) for b in storage.read_checkpoint(str(backup)).blobs] == [b"one", b"1" * 5000]
     assert [bytes(b) for b in storage.read_checkpoint(path).blobs] == [b"three"]
+
+
+def _flip(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0x01]))
+
+
+@pytest.mark.parametrize("chunk", [storage._CHUNK, 4096], ids=["32MiB-chunks", "4KiB-chunks"])
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_a_byte_flipped_in_any_chunk_of_a_large_blob_is_refused(tmp_path, monkeypatch, chunk, which):
+    # Large arrays are the main use case: every chunk has its own checksum,
+    # and each is checked, not only the first. Three chunks, the last partial.
+    monkeypatch.setattr(storage, "_CHUNK", chunk)
+    path, _ = _write(tmp_path / "s", [b"stream-bytes", os.urandom(2 * chunk + chunk // 2)])
+    blob = storage.read_index(path)["blobs"][1]
+    assert blob["length"] > 2 * chunk and len(blob["crc32"]) == 3
+    storage.read_checkpoint(path)  # intact: accepted
+    _flip(path, blob["offset"] + which * chunk + (chunk // 2 if which < 2 else chunk // 4))
+    with pytest.raises(CheckpointRejected) as info:
+        storage.read_checkpoint(path)
+    assert info.value.reason.startswith("checksum mismatch in blob 1")

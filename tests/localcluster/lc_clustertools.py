@@ -7,9 +7,12 @@ import sys
 import time
 from typing import Any, Callable
 
+from elastichub.localcluster.store import ApiError
 
-async def wait_for(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
-    """Poll `check` (sync) until it returns something truthy; fail the test after `timeout` s."""
+
+async def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
+    """Poll `check` (sync) until it returns something truthy; fail the test after `timeout` s
+    (generous: it only matters when the test fails, and a loaded 2-core CI machine is slow)."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -59,10 +62,15 @@ def alive(pid: int) -> bool:
 
 
 def phase(store, name: str, namespace: str = "default") -> str | None:
+    """The pod's phase; None only when the pod is gone (404). Any other
+    error propagates: a "pod removed" wait must not pass on a broken store."""
     try:
-        return store.get("pods", name, namespace).get("status", {}).get("phase")
-    except Exception:
-        return None
+        pod = store.get("pods", name, namespace)
+    except ApiError as exc:
+        if exc.code == 404:
+            return None
+        raise
+    return pod.get("status", {}).get("phase")
 
 
 def event_reasons(store, name: str) -> list[str]:

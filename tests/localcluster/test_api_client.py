@@ -113,7 +113,7 @@ async def test_watch_resumes_from_a_version_and_answers_410_when_too_old(tmp_pat
         # What a client does next: re-list, then watch from the list's version.
         fresh = await v1.list_namespaced_pod("default")
         assert len(fresh.items) == 10
-        resumed = asyncio.create_task(collect(v1.list_namespaced_pod, "default", timeout_seconds=2,
+        resumed = asyncio.create_task(collect(v1.list_namespaced_pod, "default", timeout_seconds=20,
                                               resource_version=fresh.metadata.resource_version,
                                               until=lambda evs: len(evs) == 1))
         await asyncio.sleep(0.2)

@@ -156,7 +156,9 @@ time.sleep(300)
     delete_pod(store, pod_of(store, "stubborn"), 1)
     await wait_for(lambda: phase(store, "stubborn") is None, what="pod removed")
     elapsed = time.monotonic() - start
-    assert 0.9 <= elapsed < 6, elapsed  # waited the 1 s grace, then SIGKILL
+    # waited the 1 s grace, then SIGKILL: far sooner than the 300 s the
+    # processes sleep, with room for a loaded machine
+    assert 0.9 <= elapsed < 30, elapsed
     assert not any(alive(p) for p in procs)
     assert "Killing" in event_reasons(store, "stubborn")
 
@@ -206,7 +208,7 @@ open({str(pids)!r}, "w").write(str(d.pid))
     assert kubelet.read_log("default", "ok", "main") == "all done\n"
     assert kubelet.read_log("default", "bad", "main") == "oops\n"
     # The container's process exited: what it left running went with it, as with a cgroup.
-    await wait_for(lambda: not alive(pid_file_pids(pids)[0]), timeout=5, what="daemon killed")
+    await wait_for(lambda: not alive(pid_file_pids(pids)[0]), what="daemon killed")
 
 
 async def test_power_off_fails_pods_and_power_on_makes_the_node_ready(node):

@@ -1,5 +1,7 @@
 """The class calendar: parsing, reserved demand, and the `calendar` strategy."""
 
+from dataclasses import replace
+
 import pytest
 
 from elastichub.policy import (
@@ -83,8 +85,18 @@ def test_calendar_boots_enough_nodes_one_lead_time_before_the_class():
     action, _ = s.decide(snap, ControllerState(), START - s.lead_s)
     assert isinstance(action, ScaleOut)
     assert len(action.nodes) == 6
-    # booted nodes arrive Ready before the class starts
-    assert START - s.lead_s + s.boot_s + s.config.tmon < START
+    # Booted nodes arrive Ready before the class starts: the first monitor
+    # tick (from two hours ahead) at which the strategy boots them is one
+    # boot and one tick (Ready just after a tick) or more before the start.
+    ticks = [START - 7200 + k * s.config.tmon for k in range(int(7200 // s.config.tmon) + 1)]
+    opening = next(t for t in ticks if isinstance(s.decide(snap, ControllerState(), t)[0], ScaleOut))
+    assert opening + s.boot_s + s.config.tmon <= START
+    # and, once Ready, they are enough: nothing more starts, none goes back
+    ready = ClusterSnapshot(tuple(replace(n, status=NodeStatus.READY) if n.name in action.nodes else n
+                                  for n in snap.nodes))
+    state = ControllerState(last_action_at=opening)
+    for t in (opening + s.boot_s + s.config.tmon, START - s.config.tmon, START):
+        assert s.decide(ready, state, t)[0] is None, t
 
 
 def test_the_ordinary_load_counts_besides_the_class():
