@@ -22,7 +22,10 @@ in plan order. Each restart puts the server back through the scheduler (the
 plan's destinations are a prediction; arrivals may have taken the room), its
 downtime is uniform in [migration_min_s, migration_max_s]; the next restart
 starts when the previous one's downtime ends, and the VM stops after the
-last one. A moved server that finds no room waits in the queue like anyone.
+last one. A moved server that finds no room waits in the queue like anyone,
+but it stays the same server: the policy sees its original `created_at`
+(it is no arrival), and its delay (restart downtime + any wait for room) is
+reported as migration downtime, apart from the waits of new requests.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ class SimulationError(RuntimeError):
 
 class _Server:
     __slots__ = ("name", "requests", "cpu", "ram", "created_at", "queued_since", "started_at",
-                 "duration", "node", "view", "kind", "bound_once", "gone", "qseq")
+                 "duration", "node", "view", "kind", "bound_once", "gone", "qseq", "move_downtime")
 
     def __init__(self, name: str, requests: Resources, created_at: int, duration: int, kind: str):
         self.name = name
@@ -81,6 +84,7 @@ class _Server:
         self.bound_once = False
         self.gone = False
         self.qseq: int | None = None  # position in the FIFO while queued (see Simulation._enqueue)
+        self.move_downtime = 0  # restart time of the move in progress (a moved server's own delay)
 
 
 class _Node:
@@ -112,8 +116,10 @@ class _Node:
 class RunResult:
     """Everything one run measured. `series` is a step function: one row
     (t, queue, oldest_queued_at, cloud_active, cloud_booting, cpu_used,
-    ram_used, cpu_running, ram_running, onprem_ram_used) each time a value
-    changes; `report.per_second` expands it."""
+    ram_used, cpu_running, ram_running, onprem_ram_used, moved_waiting) each time
+    a value changes; `report.per_second` expands it. `queue` and
+    `oldest_queued_at` are about new requests only; moved servers waiting for
+    room are `moved_waiting`, and their delay is a downtime, not a wait."""
 
     policy: str
     mode: str
@@ -122,7 +128,7 @@ class RunResult:
     seed: int
     cloud_node_hours: float
     waits: list[tuple[int, int, str]]  # (request time, wait, kind); still-queued ones censored
-    migration_waits: list[int]
+    migration_waits: list[int]  # per move: seconds the moved server waited for room
     servers: int
     still_queued: int
     migrations: int
@@ -133,6 +139,9 @@ class RunResult:
     wall_s: float
     series: list[tuple] = field(repr=False, default_factory=list)
     onprem_ram: float = 0.0  # capacity, for occupancy plots
+    # per move: (time the move began, downtime s = restart time + wait for
+    # room); a server still waiting at the end counts with its downtime so far
+    downtimes: list[tuple[int, int]] = field(repr=False, default_factory=list)
 
 
 def make_nodes(params: ClusterParams) -> list[_Node]:
@@ -180,6 +189,7 @@ class Simulation:
         self.by_name = {n.name: n for n in self.nodes}
         self.servers: dict[str, _Server] = {}
         self.queue: dict[str, _Server] = {}  # FIFO: insertion order is request order
+        self.new_waiting: dict[str, _Server] = {}  # the queue's new requests (never bound), FIFO
         # The same FIFO split by request size, for the scheduler: (qseq, server)
         # entries, stale once the server left the queue (its qseq changed).
         self.by_size: dict[tuple[float, float], deque] = {}
@@ -202,6 +212,7 @@ class Simulation:
         self.node_seconds = 0.0
         self.waits: list[tuple[int, int, str]] = []
         self.migration_waits: list[int] = []
+        self.downtimes: list[tuple[int, int]] = []
         self.migrations = self.scale_outs = self.scale_ins = self.decisions = 0
         self.series: list[tuple] = []
         self._last_row: tuple | None = None
@@ -275,6 +286,8 @@ class Simulation:
         self.qseq += 1
         s.qseq = self.qseq
         self.queue[s.name] = s
+        if not s.bound_once:
+            self.new_waiting[s.name] = s
         size = (s.cpu, s.ram)
         bucket = self.by_size.get(size)
         if bucket is None:
@@ -328,6 +341,8 @@ class Simulation:
             s = bucket.popleft()[1]
             s.qseq = None
             del queue[s.name]
+            if not s.bound_once:
+                del self.new_waiting[s.name]
             self._bind(s, nodes[rank], t)
             seq = self._head(bucket)
             if seq is not None:
@@ -344,6 +359,7 @@ class Simulation:
                 self._push(end, _DEPART, s)
         else:
             self.migration_waits.append(wait)
+            self.downtimes.append((int(s.queued_since), wait + s.move_downtime))
         s.node = node
         s.view = Server(s.name, s.requests, node.name, s.started_at, s.created_at)
         node.servers[s.name] = s
@@ -405,11 +421,14 @@ class Simulation:
                 continue  # ended before its turn
             self._unbind(s)
             s.queued_since = t
-            s.view = Server(s.name, s.requests, None, s.started_at, t)
+            # The same server, not a new arrival: it keeps its name, its
+            # session start and the time its user asked for it.
+            s.view = Server(s.name, s.requests, None, s.started_at, s.created_at)
+            downtime = max(1, round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s)))
+            s.move_downtime = downtime
             self._enqueue(s)
             self.migrations += 1
-            downtime = round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s))
-            self._push(t + max(1, downtime), _MIGRATE, node)
+            self._push(t + downtime, _MIGRATE, node)
             return
         if node.servers:
             raise SimulationError(f"node {node.name} still hosts servers after its drain")
@@ -489,9 +508,11 @@ class Simulation:
     # --- measurements ------------------------------------------------------
 
     def _record(self, t: float) -> None:
-        oldest = next(iter(self.queue.values())).queued_since if self.queue else -1
-        row = (len(self.queue), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
-               self.ram_used, self.cpu_running, self.ram_running, self.onprem_ram_used)
+        waiting = self.new_waiting
+        oldest = next(iter(waiting.values())).queued_since if waiting else -1
+        row = (len(waiting), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
+               self.ram_used, self.cpu_running, self.ram_running, self.onprem_ram_used,
+               len(self.queue) - len(waiting))
         if row != self._last_row:
             self._last_row = row
             self.series.append((int(t),) + row)
@@ -500,9 +521,11 @@ class Simulation:
         for n in self.nodes:
             if n.vm_started_at is not None:
                 self.node_seconds += horizon - n.vm_started_at
-        for s in self.queue.values():
-            if not s.bound_once:  # censored: still waiting when the simulation ends
+        for s in self.queue.values():  # censored: still waiting when the simulation ends
+            if not s.bound_once:
                 self.waits.append((s.created_at, int(horizon - s.created_at), s.kind))
+            else:
+                self.downtimes.append((int(s.queued_since), int(horizon - s.queued_since) + s.move_downtime))
 
     def _result(self, horizon: int, servers: int, wall: float) -> RunResult:
         return RunResult(
@@ -514,6 +537,7 @@ class Simulation:
             migrations=self.migrations, scale_outs=self.scale_outs, scale_ins=self.scale_ins,
             decisions=self.decisions, simulated_s=horizon, wall_s=wall, series=self.series,
             onprem_ram=sum(n.alloc_ram for n in self.nodes if n.tier is Tier.ONPREM),
+            downtimes=self.downtimes,
         )
 
 

@@ -125,8 +125,20 @@ def summary(result: RunResult) -> dict[str, Any]:
         "waited": sum(1 for w in waits if w > 0),
         "still_queued": result.still_queued,
         "migration_wait_max_s": max(result.migration_waits, default=0),
+        **_downtime_stats(result),
         "wait_by_kind": {kind: _wait_stats(sorted(ws)) for kind, ws in sorted(by_kind.items())},
         "wait_max_by_day_s": _max_by_day(result),
+    }
+
+
+def _downtime_stats(result: RunResult) -> dict[str, float]:
+    """Migration downtime (restart + wait for room) per move: what a moved
+    user feels, kept apart from the waits of new requests."""
+    downs = sorted(d for _, d in result.downtimes)
+    return {
+        "migration_downtime_mean_s": round(sum(downs) / len(downs), 3) if downs else 0.0,
+        "migration_downtime_p95_s": round(percentile(downs, 95), 3),
+        "migration_downtime_max_s": max(downs, default=0),
     }
 
 
