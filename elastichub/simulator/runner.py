@@ -49,11 +49,13 @@ class RunSpec:
     mode: str
     theta_out: float | None  # None: not applicable (on-prem only)
     config_overrides: dict[str, Any] = field(default_factory=dict, compare=False)
+    options: dict[str, Any] = field(default_factory=dict, compare=False)  # strategy options (e.g. theta_in)
 
     @property
     def label(self) -> str:
         theta = "" if self.theta_out is None else f"-theta{self.theta_out:g}"
-        return f"{self.policy}-{self.mode}{theta}"
+        extra = "".join(f"-{k}{v:g}" if isinstance(v, float) else f"-{k}-{v}" for k, v in self.options.items())
+        return f"{self.policy}-{self.mode}{theta}{extra}"
 
 
 def plan_runs(policies: Iterable[str], modes: Iterable[str], thetas: Iterable[float],
@@ -80,7 +82,7 @@ def policy_config(spec: RunSpec, params: ClusterParams) -> PolicyConfig:
 
 def build_strategy(spec: RunSpec, workload: Workload, params: ClusterParams) -> Strategy:
     options = STRATEGY_OPTIONS.get(spec.policy, lambda w, p: {})(workload, params)
-    return make_strategy(spec.policy, policy_config(spec, params), **options)
+    return make_strategy(spec.policy, policy_config(spec, params), **{**options, **spec.options})
 
 
 def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:
