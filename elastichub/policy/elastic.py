@@ -58,6 +58,7 @@ from .placement import MigrationPlan, candidate_order, plan_migration
 MAX_CANDIDATES_TRIED = 8
 
 RESERVE_BASES = ("arrivals", "onprem", "all")
+STANDING_UP_TO, STANDING_SPAN = 85.0, 20.0  # standing reserve: none from theta_out 85, all of the cap at 65 and below
 
 _USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
 _CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
@@ -176,6 +177,9 @@ class ElasticStrategy:
     boot_s: float = 290.0  # cloud boot time: how early a scheduled class needs its nodes
     lead_margin_s: float = 60.0  # extra lead before a class (boot-time jitter), on top of boot + tmon
     reserve_basis: str = "arrivals"  # "arrivals", "onprem" or "all": see _room_left
+    # "arrivals": share of the (100 - theta) % cap kept at all times (bursts
+    # come without a trend); None: derived from theta_out (standing_share)
+    standing_reserve: float | None = None
     name: str = "elastic"
 
     def __post_init__(self) -> None:
@@ -186,6 +190,10 @@ class ElasticStrategy:
         for option in ("unneeded_s", "lifetime_mean_s", "lifetime_sd_s", "migration_s",
                        "boot_s", "lead_margin_s"):
             _check_number(option, getattr(self, option))
+        if self.standing_reserve is not None:
+            _check_number("standing_reserve", self.standing_reserve)
+            if self.standing_reserve > 1:
+                raise ValueError(f"standing_reserve is a share of the reserve cap, 0..1, got {self.standing_reserve!r}")
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
         object.__setattr__(self, "schedule", tuple(self.schedule))
@@ -203,6 +211,16 @@ class ElasticStrategy:
         node that empties sooner on its own costs less than the boot of the
         node that would replace it as headroom."""
         return self.boot_s if self.min_saving_s is None else self.min_saving_s
+
+    @property
+    def standing_share(self) -> float:
+        """Share of the reserve cap kept whatever the arrivals: an admin who
+        sets theta_out low asks for headroom against bursts, which recent
+        arrivals do not foretell. Default: all of it at theta_out 60 or
+        below, none from 80 up, linear between."""
+        if self.standing_reserve is not None:
+            return self.standing_reserve
+        return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), 1.0)
 
     @property
     def lead_s(self) -> float:
@@ -323,14 +341,15 @@ class ElasticStrategy:
             # decide most cycles without counting the arrivals.
             if _fits_with_reserve(demand, capacity, reserve):
                 return True
-            if not _fits_with_reserve(demand, capacity, Resources()):
+            floor = self.standing_share
+            if not _fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu, floor * reserve.ram)):
                 return False
             if t.inflow is None:
                 t.inflow = self._inflow(t.snapshot, t.now)
             gap = max(self.config.theta_out - theta, 0.0) / 100.0
             reserve = Resources(
-                min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
-                min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
+                max(floor * reserve.cpu, min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu)),
+                max(floor * reserve.ram, min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram)),
             )
         return _fits_with_reserve(demand, capacity, reserve)
 
