@@ -26,8 +26,8 @@ from .workload import Workload
 THETA_OUT_GRID = (50.0, 55.0, 60.0, 65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0)
 GRIDS: dict[str, dict[str, tuple]] = {
     "paper": {},
-    "elastic": {"theta_in": (2.5, 5.0, 10.0)},
-    "calendar": {"theta_in": (2.5, 5.0, 10.0)},
+    "elastic": {"standing_reserve": (0.0, 0.5, 1.0)},
+    "calendar": {"standing_reserve": (0.0, 0.5, 1.0)},
 }
 
 # The orchestrator's configuration, as the admin writes it in its config file.

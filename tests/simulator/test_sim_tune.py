@@ -27,7 +27,7 @@ def fields(s):
 
 def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
     specs = grid("elastic", "migration", (60.0, 95.0))
-    assert len(specs) == 2 * 3  # theta_out x theta_in
+    assert len(specs) == 2 * 3  # theta_out x standing_reserve
     result = tune(burst_workload, SMALL, 1, "elastic", "migration", slo_p95=60, specs=specs, processes=2)
     assert meets(result.chosen, 60, None)
     for s in result.summaries:  # nothing that meets it is cheaper
@@ -39,7 +39,7 @@ def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
     lines = config_lines(result.spec, SMALL)
     assert lines[0] == "c.ElasticOrchestrator.policy = 'elastic'"
     assert f"c.ElasticOrchestrator.theta_out = {result.spec.theta_out!r}" in lines
-    assert any(line.startswith("c.ElasticOrchestrator.policy_options = {'theta_in': ") for line in lines)
+    assert any(line.startswith("c.ElasticOrchestrator.policy_options = {'standing_reserve': ") for line in lines)
 
 
 def test_no_setting_meeting_the_slo_names_the_closest(burst_workload):
