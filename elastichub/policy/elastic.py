@@ -19,6 +19,13 @@ effects in docs/strategies.md):
   "all": the paper's eq. (2), theta_out % of every active node, so the
   reserve grows with each cloud node. Arrivals of a scheduled class are
   left out: the calendar already counts them, and they predict no trend.
+  A moved (re-queued) server is no arrival: its `created_at` is when its
+  user asked for it.
+- **A standing reserve at low thresholds** (`standing_reserve`): with
+  "arrivals", a share of the cap stands whatever the arrivals (a burst has
+  no trend to foretell it): all of it at theta_out 65 and below, none from
+  85 up, linear between, so lowering theta_out buys headroom as it does
+  with the paper's policy.
 - **Scale-in hysteresis:** a node goes only if the reserve left behind is
   the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
   no queue, nothing booting and no drain still running; optionally only
@@ -216,8 +223,9 @@ class ElasticStrategy:
     def standing_share(self) -> float:
         """Share of the reserve cap kept whatever the arrivals: an admin who
         sets theta_out low asks for headroom against bursts, which recent
-        arrivals do not foretell. Default: all of it at theta_out 60 or
-        below, none from 80 up, linear between."""
+        arrivals do not foretell. Default: all of it at theta_out 65 or
+        below, none from 85 up, linear between (docs/strategies.md has the
+        measurements behind these numbers)."""
         if self.standing_reserve is not None:
             return self.standing_reserve
         return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), 1.0)
