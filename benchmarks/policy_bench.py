@@ -1,6 +1,6 @@
 """One policy decision on a large cluster: 1,000 nodes, 20,000 servers.
 
-Target (issue 2): median under 50 ms. The reference measured in the same run
+Target (issue 14): median under 10 ms (issue 2 asked for 50 ms). The reference measured in the same run
 is one plain pass summing the RAM requests of all 20,000 servers, the least
 any decision could do; the ratio says how many such passes a decision costs.
 
@@ -80,7 +80,7 @@ def main() -> None:
         "servers": len(servers),
         "reference_sum_ms": reference * 1e3,
         "decisions": {
-            name: {"median_ms": t * 1e3, "ratio_to_reference": t / reference, "target_ms": 50.0}
+            name: {"median_ms": t * 1e3, "ratio_to_reference": t / reference, "target_ms": 10.0}
             for name, t in results.items()
         },
     }
@@ -93,7 +93,7 @@ def main() -> None:
         verdict = "ok" if r["median_ms"] < r["target_ms"] else "OVER TARGET"
         print(
             f"decide[{name}]: {r['median_ms']:.2f} ms "
-            f"({r['ratio_to_reference']:.1f}x reference; target < 50 ms: {verdict})"
+            f"({r['ratio_to_reference']:.1f}x reference; target < 10 ms: {verdict})"
         )
 
 

@@ -19,6 +19,13 @@ effects in docs/strategies.md):
   "all": the paper's eq. (2), theta_out % of every active node, so the
   reserve grows with each cloud node. Arrivals of a scheduled class are
   left out: the calendar already counts them, and they predict no trend.
+  A moved (re-queued) server is no arrival: its `created_at` is when its
+  user asked for it.
+- **A standing reserve at low thresholds** (`standing_reserve`): with
+  "arrivals", a share of the cap stands whatever the arrivals (a burst has
+  no trend to foretell it): all of it at theta_out 65 and below, none from
+  85 up, linear between, so lowering theta_out buys headroom as it does
+  with the paper's policy.
 - **Scale-in hysteresis:** a node goes only if the reserve left behind is
   the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
   no queue, nothing booting and no drain still running; optionally only
@@ -43,8 +50,10 @@ Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
 from __future__ import annotations
 
 import math
+from math import fsum
+from operator import attrgetter
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Iterable
 
 from .calendar import ScheduledClass, reserved_demand
 from .controller import STRATEGIES, Action, ControllerState, PolicyConfig, ScaleIn, ScaleOut, _check_number
@@ -56,6 +65,11 @@ from .placement import MigrationPlan, candidate_order, plan_migration
 MAX_CANDIDATES_TRIED = 8
 
 RESERVE_BASES = ("arrivals", "onprem", "all")
+STANDING_UP_TO, STANDING_SPAN = 85.0, 20.0  # standing reserve: none from theta_out 85, all of the cap at 65 and below
+
+_USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
+_CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
+_STATUSES = tuple(NodeStatus)
 
 
 @dataclass(frozen=True)
@@ -94,6 +108,7 @@ class _Tally:
     active: list[Node]
     booting: list[Node]
     stopped: list[Node]  # cloud pool, by name
+    active_cloud: int  # how many of `active` are cloud nodes
     snapshot: ClusterSnapshot
     now: float
 
@@ -116,17 +131,38 @@ def _not_unneeded(state: ElasticState) -> ElasticState:
     return state if state.unneeded_since is None else replace(state, unneeded_since=None)
 
 
-def _first_fit(requests: Sequence[Resources], free: list[Resources]) -> list[Resources]:
-    """Place `requests` (biggest RAM first) into the `free` slots in place;
-    return those that found no slot."""
-    left = []
-    for req in sorted(requests, key=lambda r: (-r.ram, -r.cpu)):
-        for i, slot in enumerate(free):
-            if req.fits_in(slot):
-                free[i] = slot - req
-                break
+def _by_size(requests: Iterable[Resources]) -> list[list]:
+    """Equal requests as [request, count] groups, biggest RAM first (then CPU)."""
+    counts: dict[tuple[float, float], list] = {}
+    for req in requests:
+        group = counts.get((req.cpu, req.ram))
+        if group is None:
+            counts[(req.cpu, req.ram)] = [req, 1]
         else:
-            left.append(req)
+            group[1] += 1
+    return sorted(counts.values(), key=lambda g: (-g[0].ram, -g[0].cpu))
+
+
+def _first_fit(groups: list[list], free: list[Resources]) -> list[list]:
+    """Place the requests of `groups` (`_by_size`), biggest RAM first, each
+    into the first `free` slot it fits (slots updated in place); return the
+    groups of those that found no slot. Equal requests go one after another,
+    and a slot one of them skipped has not changed since, so the next one
+    starts where the last one went: one pass over the slots per size."""
+    left = []
+    n = len(free)
+    for req, count in groups:
+        cpu, ram = req.cpu, req.ram
+        j = 0
+        while count and j < n:
+            slot = free[j]
+            if cpu <= slot.cpu and ram <= slot.ram:
+                free[j] = slot - req
+                count -= 1
+            else:
+                j += 1
+        if count:
+            left.append([req, count])
     return left
 
 
@@ -148,6 +184,9 @@ class ElasticStrategy:
     boot_s: float = 290.0  # cloud boot time: how early a scheduled class needs its nodes
     lead_margin_s: float = 60.0  # extra lead before a class (boot-time jitter), on top of boot + tmon
     reserve_basis: str = "arrivals"  # "arrivals", "onprem" or "all": see _room_left
+    # "arrivals": share of the (100 - theta) % cap kept at all times (bursts
+    # come without a trend); None: derived from theta_out (standing_share)
+    standing_reserve: float | None = None
     name: str = "elastic"
 
     def __post_init__(self) -> None:
@@ -158,6 +197,10 @@ class ElasticStrategy:
         for option in ("unneeded_s", "lifetime_mean_s", "lifetime_sd_s", "migration_s",
                        "boot_s", "lead_margin_s"):
             _check_number(option, getattr(self, option))
+        if self.standing_reserve is not None:
+            _check_number("standing_reserve", self.standing_reserve)
+            if self.standing_reserve > 1:
+                raise ValueError(f"standing_reserve is a share of the reserve cap, 0..1, got {self.standing_reserve!r}")
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
         object.__setattr__(self, "schedule", tuple(self.schedule))
@@ -175,6 +218,17 @@ class ElasticStrategy:
         node that empties sooner on its own costs less than the boot of the
         node that would replace it as headroom."""
         return self.boot_s if self.min_saving_s is None else self.min_saving_s
+
+    @property
+    def standing_share(self) -> float:
+        """Share of the reserve cap kept whatever the arrivals: an admin who
+        sets theta_out low asks for headroom against bursts, which recent
+        arrivals do not foretell. Default: all of it at theta_out 65 or
+        below, none from 85 up, linear between (docs/strategies.md has the
+        measurements behind these numbers)."""
+        if self.standing_reserve is not None:
+            return self.standing_reserve
+        return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), 1.0)
 
     @property
     def lead_s(self) -> float:
@@ -223,43 +277,38 @@ class ElasticStrategy:
     # -- scale-out -------------------------------------------------------
 
     def _tally(self, snapshot: ClusterSnapshot, reserved: Resources, now: float) -> _Tally:
-        """One pass over the nodes: what every rule of a cycle needs."""
-        d_cpu = r_cpu = c_cpu = b_cpu = o_cpu = 0.0
-        d_ram = r_ram = c_ram = b_ram = o_ram = 0.0
-        active, booting, stopped = [], [], []
-        for n in snapshot.nodes:
-            status = n.status
-            if n.tier is Tier.ONPREM:
-                o_cpu += n.allocatable.cpu
-                o_ram += n.allocatable.ram
-            if status is NodeStatus.READY:
-                active.append(n)
-                d_cpu += n.used.cpu
-                d_ram += n.used.ram
-                c_cpu += n.allocatable.cpu
-                c_ram += n.allocatable.ram
-            elif status is NodeStatus.BOOTING:
-                booting.append(n)
-                b_cpu += n.allocatable.cpu
-                b_ram += n.allocatable.ram
-            elif status is NodeStatus.STOPPED:
-                if n.tier is Tier.CLOUD:
-                    stopped.append(n)
-            elif status is NodeStatus.CORDONED and n.tier is Tier.CLOUD:
-                # being drained: its servers will need room elsewhere
-                for srv in n.servers:
-                    r_cpu += srv.requests.cpu
-                    r_ram += srv.requests.ram
-        for srv in snapshot.pending:
-            r_cpu += srv.requests.cpu
-            r_ram += srv.requests.ram
-        stopped.sort(key=lambda n: n.name)
+        """What every rule of a cycle needs, from one look at the nodes."""
+        # Runs every Tmon over every node, so the per-node work is one
+        # dictionary append and the sums run in C (fsum: exact, so they do not
+        # depend on the order of the nodes either).
+        nodes = snapshot.nodes
+        by_status: dict[NodeStatus, list[Node]] = {status: [] for status in _STATUSES}
+        for n in nodes:
+            by_status[n.status].append(n)
+        cloud, onprem_tier = Tier.CLOUD, Tier.ONPREM
+        active = by_status[NodeStatus.READY]
+        booting = by_status[NodeStatus.BOOTING]
+        stopped = [n for n in by_status[NodeStatus.STOPPED] if n.tier is cloud]
+        active_cloud = sum(1 for n in active if n.tier is cloud)
+        # servers of a cloud node being drained will need room elsewhere, as the queue does
+        moving = [srv.requests for n in by_status[NodeStatus.CORDONED] if n.tier is cloud for srv in n.servers]
+        moving += map(_REQUESTS, snapshot.pending)
+        onprem = [n.allocatable for n in nodes if n.tier is onprem_tier]
+        used = list(map(_USED, active))
+        alloc = list(map(_ALLOC, active))
+        boot_alloc = list(map(_ALLOC, booting))
+        d_cpu, d_ram = fsum(map(_CPU, used)), fsum(map(_RAM, used))
+        c_cpu, c_ram = fsum(map(_CPU, alloc)), fsum(map(_RAM, alloc))
+        b_cpu, b_ram = fsum(map(_CPU, boot_alloc)), fsum(map(_RAM, boot_alloc))
+        r_cpu, r_ram = fsum(map(_CPU, moving)), fsum(map(_RAM, moving))
+        o_cpu, o_ram = fsum(map(_CPU, onprem)), fsum(map(_RAM, onprem))
+        stopped.sort(key=_NAME)
         demand = Resources(d_cpu + r_cpu + reserved.cpu, d_ram + r_ram + reserved.ram)
         if o_ram <= 0:  # no on-prem cluster: one cloud node is the base
             o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
                                 if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
         return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
-                      None, active, booting, stopped, snapshot, now)
+                      None, active, booting, stopped, active_cloud, snapshot, now)
 
     def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
         """What users are likely to ask for during one boot + tmon: what they
@@ -272,13 +321,15 @@ class ElasticStrategy:
         windows = [(c.start_s, c.start_s + c.spread_s) for c in self.schedule
                    if c.start_s <= now and c.start_s + c.spread_s >= now - span - c.spread_s]
         since = now - span - sum(min(b, now) - a for a, b in windows)
+        recent = [srv for n in snapshot.nodes for srv in n.servers
+                  if srv.created_at is not None and srv.created_at >= since]
+        recent += [srv for srv in snapshot.pending if srv.created_at is not None and srv.created_at >= since]
         cpu = ram = 0.0
-        for servers in [n.servers for n in snapshot.nodes] + [snapshot.pending]:
-            for srv in servers:
-                t = srv.created_at
-                if t is not None and t >= since and not any(a <= t <= b for a, b in windows):
-                    cpu += srv.requests.cpu
-                    ram += srv.requests.ram
+        for srv in recent:
+            if not (windows and any(a <= srv.created_at <= b for a, b in windows)):
+                req = srv.requests
+                cpu += req.cpu
+                ram += req.ram
         return Resources(cpu, ram)
 
     def _room_left(self, demand: Resources, capacity: Resources, theta: float, t: _Tally) -> bool:
@@ -298,14 +349,15 @@ class ElasticStrategy:
             # decide most cycles without counting the arrivals.
             if _fits_with_reserve(demand, capacity, reserve):
                 return True
-            if not _fits_with_reserve(demand, capacity, Resources()):
+            floor = self.standing_share
+            if not _fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu, floor * reserve.ram)):
                 return False
             if t.inflow is None:
                 t.inflow = self._inflow(t.snapshot, t.now)
             gap = max(self.config.theta_out - theta, 0.0) / 100.0
             reserve = Resources(
-                min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
-                min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
+                max(floor * reserve.cpu, min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu)),
+                max(floor * reserve.ram, min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram)),
             )
         return _fits_with_reserve(demand, capacity, reserve)
 
@@ -325,10 +377,10 @@ class ElasticStrategy:
         # 1. queued servers must find a slot, on nodes up or coming up
         if snapshot.pending:
             free = [n.free for n in t.active] + [n.free for n in t.booting]
-            left = _first_fit([s.requests for s in snapshot.pending], free)
+            left = _first_fit(_by_size(s.requests for s in snapshot.pending), free)
             pool = []
             for node in t.stopped:
-                if left and any(r.fits_in(node.allocatable) for r in left):
+                if left and any(req.fits_in(node.allocatable) for req, _ in left):
                     start.append(node)
                     capacity = capacity + node.allocatable
                     left = _first_fit(left, [node.allocatable])
@@ -361,7 +413,7 @@ class ElasticStrategy:
             return None
         if state.last_scale_out_at is not None and now - state.last_scale_out_at < self.delay_after_add:
             return None
-        if not any(n.tier is Tier.CLOUD for n in t.active):
+        if not t.active_cloud:
             return None
         keep = self.config.theta_out - self.theta_in
 

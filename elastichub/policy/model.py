@@ -124,11 +124,13 @@ class ClusterSnapshot:
     _by_name: dict[str, Node] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_name: dict[str, Node] = {}
-        for node in self.nodes:
-            if node.name in by_name:
-                raise ValueError(f"duplicate node name {node.name!r} in snapshot")
-            by_name[node.name] = node
+        by_name = {node.name: node for node in self.nodes}
+        if len(by_name) != len(self.nodes):
+            seen: set[str] = set()
+            for node in self.nodes:
+                if node.name in seen:
+                    raise ValueError(f"duplicate node name {node.name!r} in snapshot")
+                seen.add(node.name)
         object.__setattr__(self, "_by_name", by_name)
 
     def node(self, name: str) -> Node:
@@ -139,7 +141,8 @@ class ClusterSnapshot:
 
     @property
     def active_nodes(self) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if n.active)
+        ready = NodeStatus.READY  # `Node.active`, inlined: this runs every cycle over every node
+        return tuple([n for n in self.nodes if n.status is ready])
 
     def with_status(self, status: NodeStatus, tier: Tier | None = None) -> tuple[Node, ...]:
         return tuple(

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from .model import ClusterSnapshot, Node, Resources, Server, Tier
+from .bestfit import BestFit
+from .model import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 
 
 def occupancy(nodes: Iterable[Node], resource: str = "ram") -> float:
@@ -46,7 +47,8 @@ def candidate_order(nodes: Iterable[Node]) -> list[Node]:
     """Active cloud nodes, best scale-in candidate first: fewest single-user
     servers (fewest users disturbed), then lowest RAM occupancy, then name
     (so equal snapshots give equal answers)."""
-    cloud = [n for n in nodes if n.tier is Tier.CLOUD and n.active]
+    ready, cloud_tier = NodeStatus.READY, Tier.CLOUD  # `Node.active`, inlined: every cycle, every node
+    cloud = [n for n in nodes if n.status is ready and n.tier is cloud_tier]
     cloud.sort(key=lambda n: (len(n.servers), _ram_share(n), n.name))
     return cloud
 
@@ -87,9 +89,8 @@ def plan_migration(
     destination with the highest tier priority (on-prem first), then the
     *most* used by RAM (packing), then name. Placements accumulate. Returns
     None when any server has no destination or may not be moved (`movable`
-    False). Destinations default to every
-    active node but the candidate; cordoned, booting or not-ready nodes are
-    never targets.
+    False). Destinations default to every active node but the candidate;
+    cordoned, booting or not-ready nodes are never targets.
     """
     if destinations is None:
         destinations = snapshot.nodes
@@ -98,34 +99,32 @@ def plan_migration(
         return MigrationPlan(candidate.name, ())
     if not all(s.movable for s in servers):
         return None  # a pinned server keeps its node until it ends
-    targets = [n for n in destinations if n.active and n.name != candidate.name]
+    ready = NodeStatus.READY
+    targets = [n for n in destinations if n.status is ready and n.name != candidate.name]
 
     # A necessary condition first: most infeasible cycles end here, cheaply.
     demand = Resources.total(s.requests for s in servers)
-    free_total = Resources.total(n.free for n in targets)
-    if not demand.fits_in(free_total):
+    free_cpu = free_ram = 0.0
+    for n in targets:
+        free_cpu += n.allocatable.cpu - n.used.cpu
+        free_ram += n.allocatable.ram - n.used.ram
+    if not (demand.cpu <= free_cpu and demand.ram <= free_ram):
         return None
 
-    # Mutable working copy: [priority, ram_used, ram_alloc, cpu_free, ram_free, name]
-    slots = [
-        [n.priority, n.used.ram, n.allocatable.ram, n.free.cpu, n.free.ram, n.name]
-        for n in targets
-    ]
+    # The scheduler's choice for each server in turn (names break ties);
+    # placements accumulate in `used`.
+    used = {n.name: [n.used.cpu, n.used.ram] for n in targets}
+    fit = BestFit((n.name, n.priority, n.allocatable.cpu, n.allocatable.ram, n.used.cpu, n.used.ram)
+                  for n in targets)
     moves = []
     for server in servers:
         need_cpu, need_ram = server.requests.cpu, server.requests.ram
-        best = None
-        best_key = None
-        for slot in slots:
-            if need_cpu <= slot[3] and need_ram <= slot[4]:
-                share = slot[1] / slot[2] if slot[2] > 0 else 1.0
-                key = (slot[0], share)
-                if best is None or key > best_key or (key == best_key and slot[5] < best[5]):
-                    best, best_key = slot, key
-        if best is None:
+        name = fit.best(need_cpu, need_ram)
+        if name is None:
             return None
-        best[1] += need_ram
-        best[3] -= need_cpu
-        best[4] -= need_ram
-        moves.append(Migration(server, candidate.name, best[5]))
+        slot = used[name]
+        slot[0] += need_cpu
+        slot[1] += need_ram
+        fit.update(name, slot[0], slot[1])
+        moves.append(Migration(server, candidate.name, name))
     return MigrationPlan(candidate.name, tuple(moves))

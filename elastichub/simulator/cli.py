@@ -59,6 +59,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=f"modes to run (default {DEFAULT_MODES})")
     g.add_argument("--theta-out", metavar="V[,V...]", default=DEFAULT_THETAS,
                    help=f"scale-out threshold(s), percent RAM; a list is a sweep (default {DEFAULT_THETAS})")
+    g = parser.add_argument_group("tuning (pick theta_out and the strategy's thresholds for your hub)")
+    g.add_argument("--tune", action="store_true",
+                   help="search the policy's thresholds on the workload (e.g. --trace) and print the cheapest "
+                        "setting that meets --slo-p95-wait/--slo-max-wait, its row, a Pareto plot and the "
+                        "orchestrator config lines; uses every core")
+    g.add_argument("--slo-p95-wait", metavar="S", help="with --tune: p95 wait of new requests must be <= S seconds")
+    g.add_argument("--slo-max-wait", metavar="S", help="with --tune: max wait of new requests must be <= S seconds")
     g = parser.add_argument_group("output")
     g.add_argument("--json", action="store_true", help='print one JSON document {"runs": [...]} instead of the table')
     g.add_argument("--out", metavar="DIR", help="write per-second CSV time series, runs.json/csv and PNG plots")
@@ -140,6 +147,31 @@ def _parse(args: argparse.Namespace):
     return params, lifetime_model, policies, modes, thetas, seed, days, workload
 
 
+def _parse_tune(args: argparse.Namespace, policies: list[str], modes: list[str]):
+    """(policy, mode, slo_p95, slo_max) for --tune, or None without it."""
+    if not args.tune:
+        for option in ("--slo-p95-wait", "--slo-max-wait"):
+            if getattr(args, option[2:].replace("-", "_")) is not None:
+                raise UsageError(f"{option} needs --tune")
+        return None
+    if args.slo_p95_wait is None:
+        raise UsageError("--tune needs --slo-p95-wait S (the p95 wait, in seconds, your users accept)")
+    slo = []
+    for option in ("--slo-p95-wait", "--slo-max-wait"):
+        text = getattr(args, option[2:].replace("-", "_"))
+        value = None if text is None else _number(option, text)
+        if value is not None and value < 0:
+            raise UsageError(f"{option}: must not be negative, got {value:g}")
+        slo.append(value)
+    if len(policies) != 1:
+        raise UsageError(f"--tune tunes one policy, got --policy {','.join(policies)}")
+    if args.mode == DEFAULT_MODES:
+        modes = ["migration"]
+    if len(modes) != 1 or modes[0] == "onprem-only":
+        raise UsageError("--tune needs one mode that uses the cloud: --mode migration (the default) or no-migration")
+    return policies[0], modes[0], slo[0], slo[1]
+
+
 class _Progress:
     """A one-line bar on a terminal's stderr, shown once a sweep has run
     for more than a second (short runs stay quiet)."""
@@ -174,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
     from .workload import make_workload
 
     params, lifetime, policies, modes, thetas, seed, days, workload_name = _parse(args)
+    tuning = _parse_tune(args, policies, modes)
     try:
         if args.trace:
             horizon = None if days is None else int(round(days * 86_400))
@@ -192,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(f"--calendar: {e}") from None
 
+    if tuning:
+        return _tune(args, workload, params, seed, thetas, *tuning)
     specs = plan_runs(policies, modes, thetas)
     progress = _Progress(not args.no_progress and is_terminal(sys.stderr) and len(specs) > 1)
     try:
@@ -224,4 +259,48 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
         print(f"wrote {len(files)} files to {out}/", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, mode: str,
+          slo_p95: float, slo_max: float | None) -> int:
+    import os
+
+    from .report import format_table
+    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, plot, tune
+
+    theta_grid = THETA_OUT_GRID if args.theta_out == DEFAULT_THETAS else thetas
+    specs = grid(policy, mode, theta_grid)
+    processes = os.cpu_count() or 1
+    started = time.perf_counter()
+    try:
+        result = tune(workload, params, seed, policy, mode, slo_p95, slo_max, specs=specs)
+    except NoSettingMeetsSLO as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # a strategy refusing its configuration
+        raise UsageError(str(e)) from None
+    took = time.perf_counter() - started
+    lines = config_lines(result.spec, params)
+    out = Path(args.out or "tune")
+    try:
+        picture = plot(result, out, slo_p95, slo_max)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"--tune: the plot needs matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
+    slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f", max wait <= {slo_max:g} s")
+    if args.json:
+        print(json.dumps({"chosen": result.chosen, "setting": {"policy": policy, "mode": mode,
+                          "theta_out": result.spec.theta_out, **result.spec.options},
+                          "config": lines, "runs": result.summaries, "plot": str(picture),
+                          "search_s": round(took, 2), "processes": processes}, indent=2))
+        return 0
+    print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
+    print(f"tuned {policy} ({mode}) for {slo}: {len(specs)} settings in {took:.1f} s on {processes} core(s)")
+    print(f"cheapest setting that meets it: {describe(result.spec)}")
+    print(format_table([result.chosen]))
+    print(f"Pareto plot (chosen setting starred): {picture}")
+    print("orchestrator configuration:")
+    for line in lines:
+        print(f"  {line}")
     return 0

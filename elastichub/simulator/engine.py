@@ -22,13 +22,18 @@ in plan order. Each restart puts the server back through the scheduler (the
 plan's destinations are a prediction; arrivals may have taken the room), its
 downtime is uniform in [migration_min_s, migration_max_s]; the next restart
 starts when the previous one's downtime ends, and the VM stops after the
-last one. A moved server that finds no room waits in the queue like anyone.
+last one. A moved server that finds no room waits in the queue like anyone,
+but it stays the same server: the policy sees its original `created_at`
+(it is no arrival), and its delay (restart downtime + any wait for room) is
+reported as migration downtime, apart from the waits of new requests.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
+from operator import attrgetter
 import random
 import time
 from dataclasses import dataclass, field
@@ -45,6 +50,7 @@ from ..policy import (
     Strategy,
     Tier,
 )
+from ..policy.bestfit import BestFit
 from .params import ClusterParams, ru
 from .workload import Workload
 
@@ -52,6 +58,7 @@ from .workload import Workload
 _DEPART, _READY, _MIGRATE = 0, 1, 2
 
 READY = NodeStatus.READY
+_VIEW = attrgetter("view")
 
 
 class SimulationError(RuntimeError):
@@ -60,7 +67,7 @@ class SimulationError(RuntimeError):
 
 class _Server:
     __slots__ = ("name", "requests", "cpu", "ram", "created_at", "queued_since", "started_at",
-                 "duration", "node", "view", "kind", "bound_once", "gone")
+                 "duration", "node", "view", "kind", "bound_once", "gone", "qseq", "move_downtime")
 
     def __init__(self, name: str, requests: Resources, created_at: int, duration: int, kind: str):
         self.name = name
@@ -76,15 +83,18 @@ class _Server:
         self.kind = kind
         self.bound_once = False
         self.gone = False
+        self.qseq: int | None = None  # position in the FIFO while queued (see Simulation._enqueue)
+        self.move_downtime = 0  # restart time of the move in progress (a moved server's own delay)
 
 
 class _Node:
     __slots__ = ("name", "tier", "priority", "allocatable", "alloc_cpu", "alloc_ram", "used_cpu",
                  "used_ram", "servers", "status", "status_since", "vm_started_at", "view",
-                 "dirty", "drain", "drain_index")
+                 "dirty", "drain", "drain_index", "rank")
 
     def __init__(self, name: str, tier: Tier, allocatable: Resources, status: NodeStatus):
         self.name = name
+        self.rank = 0  # position in the engine's node list (name order): the scheduler's tie-break
         self.tier = tier
         self.priority = tier.priority
         self.allocatable = allocatable
@@ -106,8 +116,10 @@ class _Node:
 class RunResult:
     """Everything one run measured. `series` is a step function: one row
     (t, queue, oldest_queued_at, cloud_active, cloud_booting, cpu_used,
-    ram_used, cpu_running, ram_running, onprem_ram_used) each time a value
-    changes; `report.per_second` expands it."""
+    ram_used, cpu_running, ram_running, onprem_ram_used, moved_waiting) each time
+    a value changes; `report.per_second` expands it. `queue` and
+    `oldest_queued_at` are about new requests only; moved servers waiting for
+    room are `moved_waiting`, and their delay is a downtime, not a wait."""
 
     policy: str
     mode: str
@@ -116,7 +128,7 @@ class RunResult:
     seed: int
     cloud_node_hours: float
     waits: list[tuple[int, int, str]]  # (request time, wait, kind); still-queued ones censored
-    migration_waits: list[int]
+    migration_waits: list[int]  # per move: seconds the moved server waited for room
     servers: int
     still_queued: int
     migrations: int
@@ -127,6 +139,9 @@ class RunResult:
     wall_s: float
     series: list[tuple] = field(repr=False, default_factory=list)
     onprem_ram: float = 0.0  # capacity, for occupancy plots
+    # per move: (time the move began, downtime s = restart time + wait for
+    # room); a server still waiting at the end counts with its downtime so far
+    downtimes: list[tuple[int, int]] = field(repr=False, default_factory=list)
 
 
 def make_nodes(params: ClusterParams) -> list[_Node]:
@@ -167,9 +182,18 @@ class Simulation:
         self.start_s = round(params.server_start_s)
         self.tmon_s = max(1, round(params.tmon_s))
         self.nodes = make_nodes(params)
+        for rank, n in enumerate(self.nodes):
+            n.rank = rank
+        self.views: list[Node | None] = [None] * len(self.nodes)  # the last snapshot's, by rank
+        self.dirty_nodes = list(self.nodes)  # every node starts dirty
         self.by_name = {n.name: n for n in self.nodes}
         self.servers: dict[str, _Server] = {}
         self.queue: dict[str, _Server] = {}  # FIFO: insertion order is request order
+        self.new_waiting: dict[str, _Server] = {}  # the queue's new requests (never bound), FIFO
+        # The same FIFO split by request size, for the scheduler: (qseq, server)
+        # entries, stale once the server left the queue (its qseq changed).
+        self.by_size: dict[tuple[float, float], deque] = {}
+        self.qseq = 0
         self.heap: list[tuple] = []
         self.seq = 0
         self.need_scan = False
@@ -178,15 +202,17 @@ class Simulation:
         self.snapshot_version = -1
         self.state = ControllerState()
         # Aggregates kept incrementally (the series and snapshots read them).
-        self.ready_nodes = [n for n in self.nodes if n.status is READY]
+        ready = [n for n in self.nodes if n.status is READY]
+        self.fit = BestFit((n.rank, n.priority, n.alloc_cpu, n.alloc_ram, n.used_cpu, n.used_ram) for n in ready)
         self.cpu_used = self.ram_used = 0.0
         self.onprem_ram_used = 0.0
-        self.cpu_running = sum(n.alloc_cpu for n in self.ready_nodes)
-        self.ram_running = sum(n.alloc_ram for n in self.ready_nodes)
+        self.cpu_running = sum(n.alloc_cpu for n in ready)
+        self.ram_running = sum(n.alloc_ram for n in ready)
         self.cloud_active = self.cloud_booting = 0
         self.node_seconds = 0.0
         self.waits: list[tuple[int, int, str]] = []
         self.migration_waits: list[int] = []
+        self.downtimes: list[tuple[int, int]] = []
         self.migrations = self.scale_outs = self.scale_ins = self.decisions = 0
         self.series: list[tuple] = []
         self._last_row: tuple | None = None
@@ -226,9 +252,7 @@ class Simulation:
                 i += 1
                 s = _Server(f"s{i}", r.requests, r.arrival_s, r.duration_s, r.kind)
                 self.servers[s.name] = s
-                self.queue[s.name] = s
-                self.version += 1
-                self.need_scan = True
+                self._enqueue(s)
             if self.need_scan:
                 self._scan(t)
             if t == next_tick:
@@ -248,6 +272,7 @@ class Simulation:
             self.need_scan = True
         elif s.name in self.queue:  # a moved server still waiting for room
             del self.queue[s.name]
+            s.qseq = None
             self.version += 1
 
     def _node_ready(self, node: _Node, t: float) -> None:
@@ -257,32 +282,71 @@ class Simulation:
 
     # --- scheduler ---------------------------------------------------------
 
+    def _enqueue(self, s: _Server) -> None:
+        self.qseq += 1
+        s.qseq = self.qseq
+        self.queue[s.name] = s
+        if not s.bound_once:
+            self.new_waiting[s.name] = s
+        size = (s.cpu, s.ram)
+        bucket = self.by_size.get(size)
+        if bucket is None:
+            bucket = self.by_size[size] = deque()
+        bucket.append((self.qseq, s))
+        self.version += 1
+        self.need_scan = True
+
+    @staticmethod
+    def _head(bucket: deque) -> int | None:
+        """FIFO position of the first request of a size still queued."""
+        while bucket and bucket[0][1].qseq != bucket[0][0]:
+            bucket.popleft()
+        return bucket[0][0] if bucket else None
+
     def _scan(self, t: float) -> None:
+        """Bind every queued request that fits, in FIFO order, each to the
+        best Ready node (`BestFit`: on-prem first, most allocated by RAM,
+        then name order).
+
+        Equal requests fit or fail alike, and binds only take room, so once
+        a size fits nowhere, it and every size at least as large on both
+        resources is done for this scan. The queue is walked by size (a merge
+        of the per-size FIFOs, in FIFO order): a scan costs the requests it
+        binds and the sizes waiting, not the length of the queue."""
         self.need_scan = False
         if not self.queue:
             return
-        targets = self.ready_nodes
-        if not targets:
-            return
-        max_cpu = max(n.alloc_cpu - n.used_cpu for n in targets)
-        max_ram = max(n.alloc_ram - n.used_ram for n in targets)
-        for s in list(self.queue.values()):
-            cpu, ram = s.cpu, s.ram
-            if cpu > max_cpu or ram > max_ram:
-                continue  # fits nowhere: skip the node loop
-            best = None
-            best_key = None
-            for n in targets:
-                if cpu <= n.alloc_cpu - n.used_cpu and ram <= n.alloc_ram - n.used_ram:
-                    key = (n.priority, n.used_ram / n.alloc_ram)
-                    if best is None or key > best_key:  # ties: first in name order wins
-                        best, best_key = n, key
-            if best is None:
+        best = self.fit.best
+        nodes = self.nodes
+        queue = self.queue
+        heads = []
+        for size, bucket in list(self.by_size.items()):
+            seq = self._head(bucket)
+            if seq is None:
+                del self.by_size[size]
+            else:
+                heads.append((seq, size))
+        heapq.heapify(heads)
+        failed: list[tuple[float, float]] = []
+        while heads:
+            _, size = heapq.heappop(heads)
+            cpu, ram = size
+            if failed and any(cpu >= f_cpu and ram >= f_ram for f_cpu, f_ram in failed):
                 continue
-            del self.queue[s.name]
-            self._bind(s, best, t)
-            max_cpu = max(n.alloc_cpu - n.used_cpu for n in targets)
-            max_ram = max(n.alloc_ram - n.used_ram for n in targets)
+            rank = best(cpu, ram)
+            if rank is None:
+                failed.append(size)
+                continue
+            bucket = self.by_size[size]
+            s = bucket.popleft()[1]
+            s.qseq = None
+            del queue[s.name]
+            if not s.bound_once:
+                del self.new_waiting[s.name]
+            self._bind(s, nodes[rank], t)
+            seq = self._head(bucket)
+            if seq is not None:
+                heapq.heappush(heads, (seq, size))
 
     def _bind(self, s: _Server, node: _Node, t: float) -> None:
         wait = int(t - s.queued_since)
@@ -295,12 +359,15 @@ class Simulation:
                 self._push(end, _DEPART, s)
         else:
             self.migration_waits.append(wait)
+            self.downtimes.append((int(s.queued_since), wait + s.move_downtime))
         s.node = node
         s.view = Server(s.name, s.requests, node.name, s.started_at, s.created_at)
         node.servers[s.name] = s
         node.used_cpu += s.cpu
         node.used_ram += s.ram
-        node.dirty = True
+        self._touch(node)
+        if node.status is READY:
+            self.fit.update(node.rank, node.used_cpu, node.used_ram)
         self.cpu_used += s.cpu
         self.ram_used += s.ram
         if node.tier is Tier.ONPREM:
@@ -315,7 +382,9 @@ class Simulation:
             node.used_ram -= s.ram
         else:  # reset exactly: no float drift on empty nodes
             node.used_cpu = node.used_ram = 0.0
-        node.dirty = True
+        self._touch(node)
+        if node.status is READY:
+            self.fit.update(node.rank, node.used_cpu, node.used_ram)
         s.node = None
         self.cpu_used -= s.cpu
         self.ram_used -= s.ram
@@ -327,9 +396,13 @@ class Simulation:
 
     def _set_status(self, node: _Node, status: NodeStatus, t: float) -> None:
         was_running = node.status in (READY, NodeStatus.CORDONED)
+        if node.status is READY and status is not READY:
+            self.fit.remove(node.rank)
+        elif status is READY and node.status is not READY:
+            self.fit.add(node.rank, node.priority, node.alloc_cpu, node.alloc_ram, node.used_cpu, node.used_ram)
         node.status = status
         node.status_since = t
-        node.dirty = True
+        self._touch(node)
         now_running = status in (READY, NodeStatus.CORDONED)
         if was_running != now_running:
             sign = 1 if now_running else -1
@@ -337,7 +410,6 @@ class Simulation:
             self.ram_running += sign * node.alloc_ram
             if node.tier is Tier.CLOUD:
                 self.cloud_active += sign
-        self.ready_nodes = [n for n in self.nodes if n.status is READY]
         self.version += 1
 
     def _drain_step(self, node: _Node, t: float) -> None:
@@ -349,12 +421,14 @@ class Simulation:
                 continue  # ended before its turn
             self._unbind(s)
             s.queued_since = t
-            s.view = Server(s.name, s.requests, None, s.started_at, t)
-            self.queue[s.name] = s
-            self.need_scan = True
+            # The same server, not a new arrival: it keeps its name, its
+            # session start and the time its user asked for it.
+            s.view = Server(s.name, s.requests, None, s.started_at, s.created_at)
+            downtime = max(1, round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s)))
+            s.move_downtime = downtime
+            self._enqueue(s)
             self.migrations += 1
-            downtime = round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s))
-            self._push(t + max(1, downtime), _MIGRATE, node)
+            self._push(t + downtime, _MIGRATE, node)
             return
         if node.servers:
             raise SimulationError(f"node {node.name} still hosts servers after its drain")
@@ -369,20 +443,26 @@ class Simulation:
 
     # --- controller --------------------------------------------------------
 
+    def _touch(self, node: _Node) -> None:
+        """The node changed: its view is rebuilt for the next snapshot (only
+        changed nodes are, so a snapshot of a big hub costs what changed)."""
+        if not node.dirty:
+            node.dirty = True
+            self.dirty_nodes.append(node)
+
     def _build_snapshot(self) -> ClusterSnapshot:
         if self.snapshot_version == self.version:
             return self.snapshot
-        views = []
-        for n in self.nodes:
-            if n.dirty:
-                n.view = Node(
-                    n.name, n.tier, n.allocatable, Resources(n.used_cpu, n.used_ram),
-                    tuple(s.view for s in n.servers.values()), n.status, n.status_since,
-                )
-                n.dirty = False
-            views.append(n.view)
-        pending = tuple(s.view for s in self.queue.values())
-        self.snapshot = ClusterSnapshot(tuple(views), pending)
+        views = self.views
+        for n in self.dirty_nodes:
+            n.view = Node(
+                n.name, n.tier, n.allocatable, Resources(n.used_cpu, n.used_ram),
+                tuple(map(_VIEW, n.servers.values())), n.status, n.status_since,
+            )
+            n.dirty = False
+            views[n.rank] = n.view
+        self.dirty_nodes = []
+        self.snapshot = ClusterSnapshot(tuple(views), tuple(map(_VIEW, self.queue.values())))
         self.snapshot_version = self.version
         return self.snapshot
 
@@ -428,9 +508,11 @@ class Simulation:
     # --- measurements ------------------------------------------------------
 
     def _record(self, t: float) -> None:
-        oldest = next(iter(self.queue.values())).queued_since if self.queue else -1
-        row = (len(self.queue), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
-               self.ram_used, self.cpu_running, self.ram_running, self.onprem_ram_used)
+        waiting = self.new_waiting
+        oldest = next(iter(waiting.values())).queued_since if waiting else -1
+        row = (len(waiting), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
+               self.ram_used, self.cpu_running, self.ram_running, self.onprem_ram_used,
+               len(self.queue) - len(waiting))
         if row != self._last_row:
             self._last_row = row
             self.series.append((int(t),) + row)
@@ -439,9 +521,11 @@ class Simulation:
         for n in self.nodes:
             if n.vm_started_at is not None:
                 self.node_seconds += horizon - n.vm_started_at
-        for s in self.queue.values():
-            if not s.bound_once:  # censored: still waiting when the simulation ends
+        for s in self.queue.values():  # censored: still waiting when the simulation ends
+            if not s.bound_once:
                 self.waits.append((s.created_at, int(horizon - s.created_at), s.kind))
+            else:
+                self.downtimes.append((int(s.queued_since), int(horizon - s.queued_since) + s.move_downtime))
 
     def _result(self, horizon: int, servers: int, wall: float) -> RunResult:
         return RunResult(
@@ -453,6 +537,7 @@ class Simulation:
             migrations=self.migrations, scale_outs=self.scale_outs, scale_ins=self.scale_ins,
             decisions=self.decisions, simulated_s=horizon, wall_s=wall, series=self.series,
             onprem_ram=sum(n.alloc_ram for n in self.nodes if n.tier is Tier.ONPREM),
+            downtimes=self.downtimes,
         )
 
 

@@ -59,17 +59,27 @@ def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path) -> Path | None:
                 if s["theta_out"] is not None:
                     ax.annotate(f"{s['theta_out']:g}", (s["cloud_node_hours"], s[metric]),
                                 textcoords="offset points", xytext=(4, 4), fontsize=7, color=colors[policy])
-        front = pareto_front([(s["cloud_node_hours"], s[metric]) for s in cloud])
-        ax.scatter([cloud[i]["cloud_node_hours"] for i in front], [cloud[i][metric] for i in front],
-                   s=160, facecolors="none", edgecolors="black", lw=1.2, label="Pareto front", zorder=3)
-        ax.set_xlabel("cloud node-hours")
+        ring_front(ax, [(s["cloud_node_hours"], s[metric]) for s in cloud])
         ax.set_ylabel(f"{title} (s)")
         ax.set_title(f"cost vs {title} (labels: theta_out %)")
-        ax.grid(alpha=0.3)
+    return save(fig, axes, "Strategies x theta_out: lower-left is better", out / "pareto.png")
+
+
+def ring_front(ax, points: Sequence[tuple[float, float]]) -> None:
+    """Ring the Pareto front of (node-hours, wait) points on a cost axis."""
+    front = pareto_front(points)
+    ax.scatter([points[i][0] for i in front], [points[i][1] for i in front],
+               s=160, facecolors="none", edgecolors="black", lw=1.2, label="Pareto front", zorder=3)
+    ax.set_xlabel("cloud node-hours")
+    ax.grid(alpha=0.3)
+
+
+def save(fig, axes, title: str, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     axes[0].legend(fontsize=7)
-    fig.suptitle("Strategies x theta_out: lower-left is better")
+    fig.suptitle(title)
     fig.tight_layout()
-    path = out / "pareto.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

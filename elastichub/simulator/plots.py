@@ -47,16 +47,22 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
     hours = [np.arange(len(_binned(s["t_s"], "mean"))) * BIN_S / 3600.0 for s in series]
     written = []
 
-    fig, (ax_wait, ax_queue) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
-    for s, h, summary in zip(series, hours, summaries):
-        ax_wait.plot(h, _binned(s["max_wait_s"], "max"), lw=0.9, label=run_filename(summary))
+    fig, (ax_wait, ax_queue, ax_down) = plt.subplots(3, 1, figsize=(11, 9.5), sharex=True)
+    for s, h, summary, result in zip(series, hours, summaries, results):
+        line, = ax_wait.plot(h, _binned(s["max_wait_s"], "max"), lw=0.9, label=run_filename(summary))
         ax_queue.plot(h, _binned(s["queue_len"], "max"), lw=0.9)
+        if result.downtimes:
+            ax_down.scatter([t / 3600.0 for t, _ in result.downtimes], [d for _, d in result.downtimes],
+                            s=8, color=line.get_color())
     ax_wait.set_ylabel("longest current wait (s)")
     ax_wait.set_yscale("symlog", linthresh=10)
     ax_wait.set_ylim(bottom=0)  # waits are never negative; symlog would show a mirror axis
-    ax_wait.set_title("Waiting for a server (per minute, max)")
-    ax_queue.set_ylabel("requests waiting")
-    ax_queue.set_xlabel("simulated time (h)")
+    ax_wait.set_title("New requests waiting for a server (per minute, max)")
+    ax_queue.set_ylabel("new requests waiting")
+    ax_down.set_ylabel("downtime per move (s)")
+    ax_down.set_ylim(bottom=0)
+    ax_down.set_title("Migration downtime of moved servers (restart + wait for room): not a wait", fontsize=9)
+    ax_down.set_xlabel("simulated time (h)")
     ax_wait.legend(fontsize=7, ncol=2)
     written.append(_save(fig, out / "waiting.png", plt))
 

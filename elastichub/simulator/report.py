@@ -13,13 +13,14 @@ from .runner import RunSpec
 # Per-second CSV columns (docs/simulator.md explains each).
 SERIES_COLUMNS = (
     "t_s",
-    "queue_len",  # requests waiting for room (moved servers included)
+    "queue_len",  # new requests waiting for room
     "max_wait_s",  # how long the oldest of them has waited so far
     "cloud_active",  # cloud nodes Ready (cordoned ones draining included)
     "cloud_booting",  # cloud VMs started, not Ready yet
     "ram_occupancy_pct",  # RAM requests / RAM of running nodes
     "cpu_occupancy_pct",
     "onprem_ram_pct",  # RAM requests on on-prem nodes / on-prem RAM
+    "moved_waiting",  # moved servers waiting for room (their delay is downtime, not a wait)
 )
 
 
@@ -27,7 +28,7 @@ def per_second(result: RunResult) -> dict[str, Any]:
     """Expand the run's step-function series to one row per simulated second."""
     import numpy as np
 
-    rows = np.array(result.series, dtype=float) if result.series else np.zeros((0, 10))
+    rows = np.array(result.series, dtype=float) if result.series else np.zeros((0, 11))
     seconds = np.arange(result.simulated_s, dtype=float)
     if len(rows) == 0:
         zeros = np.zeros_like(seconds)
@@ -52,6 +53,7 @@ def per_second(result: RunResult) -> dict[str, Any]:
         "ram_occupancy_pct": ram,
         "cpu_occupancy_pct": cpu,
         "onprem_ram_pct": onprem,
+        "moved_waiting": at[:, 10],
     }
 
 
@@ -69,15 +71,15 @@ def write_series_csv(result: RunResult, path: Path) -> None:
     lines = [",".join(SERIES_COLUMNS)]
     j = -1
     queue = oldest = 0
-    tail = "0,0,0.00,0.00,0.00"
+    tail = "0,0,0.00,0.00,0.00,0"
     for t in range(result.simulated_s):
         while j + 1 < len(rows) and rows[j + 1][0] <= t:
             j += 1
-            _, queue, oldest, active, booting, cpu, ram, cpu_run, ram_run, onprem_ram = rows[j]
+            _, queue, oldest, active, booting, cpu, ram, cpu_run, ram_run, onprem_ram, moved = rows[j]
             ram_pct = ram / ram_run * 100.0 if ram_run else 0.0
             cpu_pct = cpu / cpu_run * 100.0 if cpu_run else 0.0
             onprem_pct = onprem_ram / onprem * 100.0 if onprem else 0.0
-            tail = f"{active},{booting},{ram_pct:.2f},{cpu_pct:.2f},{onprem_pct:.2f}"
+            tail = f"{active},{booting},{ram_pct:.2f},{cpu_pct:.2f},{onprem_pct:.2f},{moved}"
         wait = t - oldest if queue else 0
         lines.append(f"{t},{queue},{wait},{tail}")
     path.write_text("\n".join(lines) + "\n")
@@ -124,6 +126,7 @@ TABLE_COLUMNS = (
     ("waited", "waited"),
     ("servers", "servers"),
     ("migrations", "migr."),
+    ("migration_downtime_max_s", "down max s"),
     ("scale_outs", "outs"),
     ("scale_ins", "ins"),
     ("wall_s", "wall s"),

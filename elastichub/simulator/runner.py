@@ -49,11 +49,13 @@ class RunSpec:
     mode: str
     theta_out: float | None  # None: not applicable (on-prem only)
     config_overrides: dict[str, Any] = field(default_factory=dict, compare=False)
+    options: dict[str, Any] = field(default_factory=dict, compare=False)  # strategy options (e.g. theta_in)
 
     @property
     def label(self) -> str:
         theta = "" if self.theta_out is None else f"-theta{self.theta_out:g}"
-        return f"{self.policy}-{self.mode}{theta}"
+        extra = "".join(f"-{k}{v:g}" if isinstance(v, float) else f"-{k}-{v}" for k, v in self.options.items())
+        return f"{self.policy}-{self.mode}{theta}{extra}"
 
 
 def plan_runs(policies: Iterable[str], modes: Iterable[str], thetas: Iterable[float],
@@ -80,7 +82,7 @@ def policy_config(spec: RunSpec, params: ClusterParams) -> PolicyConfig:
 
 def build_strategy(spec: RunSpec, workload: Workload, params: ClusterParams) -> Strategy:
     options = STRATEGY_OPTIONS.get(spec.policy, lambda w, p: {})(workload, params)
-    return make_strategy(spec.policy, policy_config(spec, params), **options)
+    return make_strategy(spec.policy, policy_config(spec, params), **{**options, **spec.options})
 
 
 def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:
@@ -125,8 +127,20 @@ def summary(result: RunResult) -> dict[str, Any]:
         "waited": sum(1 for w in waits if w > 0),
         "still_queued": result.still_queued,
         "migration_wait_max_s": max(result.migration_waits, default=0),
+        **_downtime_stats(result),
         "wait_by_kind": {kind: _wait_stats(sorted(ws)) for kind, ws in sorted(by_kind.items())},
         "wait_max_by_day_s": _max_by_day(result),
+    }
+
+
+def _downtime_stats(result: RunResult) -> dict[str, float]:
+    """Migration downtime (restart + wait for room) per move: what a moved
+    user feels, kept apart from the waits of new requests."""
+    downs = sorted(d for _, d in result.downtimes)
+    return {
+        "migration_downtime_mean_s": round(sum(downs) / len(downs), 3) if downs else 0.0,
+        "migration_downtime_p95_s": round(percentile(downs, 95), 3),
+        "migration_downtime_max_s": max(downs, default=0),
     }
 
 

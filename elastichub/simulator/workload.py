@@ -221,20 +221,25 @@ def build_workload(name: str, description: str, requests: list[Request], classes
                     tuple(c for c in classes if c.start_s < horizon))
 
 
-def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
+def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel, scale: float = 1.0) -> Workload:
+    """The paper scenario; `scale` multiplies the users (background rate and
+    class sizes), for a hub `scale` times as large (`scaled_params`)."""
     horizon, n_days = horizon_days(days, 2.0)
     rng = random.Random(seed)
     requests: list[Request] = []
     classes: list[ClassSession] = []
+    timetable = tuple((name, hour, round(users * scale)) for name, hour, users in TEACHING_CLASSES)
     for day in range(n_days):
         teaching = day % 2 == 1
-        requests += background(rng, day, TEACHING_BACKGROUND if teaching else 1.0, lifetime)
-        sessions = class_sessions(day, TEACHING_CLASSES) if teaching else []
+        requests += background(rng, day, (TEACHING_BACKGROUND if teaching else 1.0) * scale, lifetime)
+        sessions = class_sessions(day, timetable) if teaching else []
         classes += sessions
         for session in sessions:
             requests += class_arrivals(rng, session, lifetime)
+    name = "paper" if scale == 1.0 else f"paper-x{scale:g}"
     return build_workload(
-        "paper", "day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)",
+        name, "day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)"
+        + ("" if scale == 1.0 else f", {scale:g}x the users"),
         requests, classes, horizon)
 
 

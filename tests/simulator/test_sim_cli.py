@@ -68,7 +68,8 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
         "waiting.png", "cloud_nodes.png", "occupancy.png", "tradeoff.png"}
     assert len([n for n in names if n.endswith(".csv")]) == 5 + 1  # one per run, and runs.csv
     lines = (out_dir / "paper-migration-theta60.csv").read_text().splitlines()
-    assert lines[0] == "t_s,queue_len,max_wait_s,cloud_active,cloud_booting,ram_occupancy_pct,cpu_occupancy_pct,onprem_ram_pct"
+    assert lines[0] == ("t_s,queue_len,max_wait_s,cloud_active,cloud_booting,ram_occupancy_pct,cpu_occupancy_pct,"
+                        "onprem_ram_pct,moved_waiting")
     assert len(lines) == 1 + 4320  # one row per simulated second
     assert (out_dir / "tradeoff.png").read_bytes()[:4] == b"\x89PNG"
     assert len(json.loads((out_dir / "runs.json").read_text())["runs"]) == 5

@@ -1,0 +1,167 @@
+"""`elastichub simulate --tune`: pick the thresholds for an admin's own hub.
+
+Runs a grid of a strategy's thresholds on one workload (typically
+`--trace`, the hub's own history), on every core, and picks the setting with
+the fewest cloud node-hours whose waits meet the service-level objective
+(p95 wait, and optionally max wait, of new requests). It reports that run,
+a Pareto plot marking it, and the orchestrator configuration that runs the
+same settings live. No setting meeting the objective is an error that names
+the closest one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .engine import RunResult
+from .params import ClusterParams
+from .runner import RunSpec, execute, summary
+from .workload import Workload
+
+# policy -> {option: values}; theta_out is PolicyConfig's, the rest the strategy's.
+THETA_OUT_GRID = (50.0, 55.0, 60.0, 65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0)
+GRIDS: dict[str, dict[str, tuple]] = {
+    "paper": {},
+    "elastic": {"standing_reserve": (0.0, 0.5, 1.0)},
+    "calendar": {"standing_reserve": (0.0, 0.5, 1.0)},
+}
+
+# The orchestrator's configuration, as the admin writes it in its config file.
+ORCHESTRATOR_CLASS = "ElasticOrchestrator"
+
+
+class NoSettingMeetsSLO(ValueError):
+    """Every setting tried waits longer than the objective; names the closest."""
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    chosen: dict[str, Any]  # the summary of the cheapest run that meets the objective
+    spec: RunSpec
+    summaries: list[dict[str, Any]]  # every run of the grid, in grid order
+    specs: list[RunSpec]
+
+
+def grid(policy: str, mode: str, thetas: Sequence[float] = THETA_OUT_GRID) -> list[RunSpec]:
+    """Every combination of theta_out and the strategy's own thresholds."""
+    specs = [RunSpec(policy, mode, theta) for theta in thetas]
+    for option, values in GRIDS.get(policy, {}).items():
+        specs = [RunSpec(s.policy, s.mode, s.theta_out, options={**s.options, option: v})
+                 for s in specs for v in values]
+    return specs
+
+
+_JOB: tuple[Workload, ClusterParams, int] | None = None  # a worker's workload, set once per process
+
+
+def _init(workload: Workload, params: ClusterParams, seed: int) -> None:
+    global _JOB
+    _JOB = (workload, params, seed)
+
+
+def _run(spec: RunSpec) -> dict[str, Any]:
+    workload, params, seed = _JOB
+    result: RunResult = execute(spec, workload, params, seed)
+    return summary(result)
+
+
+def run_grid(specs: list[RunSpec], workload: Workload, params: ClusterParams, seed: int,
+             processes: int | None = None) -> list[dict[str, Any]]:
+    """Summaries of every run, in order; one worker process per core (the
+    workload is handed to each worker once, not per run)."""
+    processes = processes or os.cpu_count() or 1
+    if processes <= 1 or len(specs) <= 1:
+        _init(workload, params, seed)
+        return [_run(spec) for spec in specs]
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with context.Pool(min(processes, len(specs)), initializer=_init, initargs=(workload, params, seed)) as pool:
+        return pool.map(_run, specs, chunksize=1)
+
+
+def meets(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> bool:
+    return s["wait_p95_s"] <= slo_p95 and (slo_max is None or s["wait_max_s"] <= slo_max)
+
+
+def _shortfall(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> float:
+    """How far a run misses the objective, relative to it (0 when it meets it)."""
+    over = max(0.0, s["wait_p95_s"] - slo_p95) / max(slo_p95, 1.0)
+    if slo_max is not None:
+        over += max(0.0, s["wait_max_s"] - slo_max) / max(slo_max, 1.0)
+    return over
+
+
+def tune(workload: Workload, params: ClusterParams, seed: int, policy: str, mode: str,
+         slo_p95: float, slo_max: float | None = None, processes: int | None = None,
+         specs: list[RunSpec] | None = None) -> TuneResult:
+    specs = specs or grid(policy, mode)
+    summaries = run_grid(specs, workload, params, seed, processes)
+    ok = [i for i, s in enumerate(summaries) if meets(s, slo_p95, slo_max)]
+    if not ok:
+        closest = min(range(len(specs)), key=lambda i: (_shortfall(summaries[i], slo_p95, slo_max),
+                                                        summaries[i]["cloud_node_hours"]))
+        s = summaries[closest]
+        slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f" and max wait <= {slo_max:g} s")
+        raise NoSettingMeetsSLO(
+            f"no setting of {len(specs)} tried meets {slo}; the closest is {describe(specs[closest])}: "
+            f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, {s['cloud_node_hours']:.2f} cloud node-hours"
+        )
+    best = min(ok, key=lambda i: (summaries[i]["cloud_node_hours"], summaries[i]["wait_p95_s"],
+                                  summaries[i]["wait_max_s"], i))
+    return TuneResult(summaries[best], specs[best], summaries, specs)
+
+
+def describe(spec: RunSpec) -> str:
+    parts = [f"{spec.policy}", f"mode {spec.mode}", f"theta_out {spec.theta_out:g}"]
+    parts += [f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in spec.options.items()]
+    return ", ".join(parts)
+
+
+def config_lines(spec: RunSpec, params: ClusterParams) -> list[str]:
+    """The orchestrator configuration that runs `spec` live (same names as
+    `PolicyConfig` and the strategy's options)."""
+    c = f"c.{ORCHESTRATOR_CLASS}"
+    lines = [
+        f"{c}.policy = {spec.policy!r}",
+        f"{c}.theta_out = {spec.theta_out!r}",
+        f"{c}.tmon = {params.tmon_s!r}",
+        f"{c}.tcool = {params.tcool_s!r}",
+        f"{c}.migration = {spec.mode == 'migration'!r}",
+    ]
+    if spec.options:
+        lines.append(f"{c}.policy_options = {dict(spec.options)!r}")
+    return lines
+
+
+def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -> Path:
+    """Every setting tried, cost against p95 and max wait, the Pareto front
+    ringed, the objective dashed and the chosen setting starred."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .pareto import ring_front, save
+
+    out.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for ax, metric, title, slo in ((axes[0], "wait_p95_s", "p95 wait", slo_p95),
+                                   (axes[1], "wait_max_s", "max wait", slo_max)):
+        points = [(s["cloud_node_hours"], s[metric]) for s in result.summaries]
+        good = [meets(s, slo_p95, slo_max) for s in result.summaries]
+        ax.scatter([p[0] for p, g in zip(points, good) if g], [p[1] for p, g in zip(points, good) if g],
+                   s=18, color="tab:green", label="meets the objective")
+        ax.scatter([p[0] for p, g in zip(points, good) if not g], [p[1] for p, g in zip(points, good) if not g],
+                   s=18, color="tab:grey", label="misses it")
+        ring_front(ax, points)
+        ax.scatter([result.chosen["cloud_node_hours"]], [result.chosen[metric]], s=260, marker="*",
+                   color="tab:red", zorder=4, label=f"chosen: {describe(result.spec)}")
+        if slo is not None:
+            ax.axhline(slo, color="tab:red", ls="--", lw=0.8, label=f"objective {slo:g} s")
+        ax.set_ylabel(f"{title} of new requests (s)")
+        ax.set_title(f"cost vs {title}: {len(points)} settings")
+    return save(fig, axes, "--tune: the cheapest setting that meets the objective", out / "tune-pareto.png")
+

@@ -1,0 +1,81 @@
+"""`elastichub simulate --tune`: the cheapest setting that meets the SLO, its
+config lines and plot; clear errors when none does or the options clash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elastichub.cli import main
+from elastichub.simulator import ClusterParams, make_workload
+from elastichub.simulator.tune import NoSettingMeetsSLO, config_lines, grid, meets, run_grid, tune
+
+SMALL = ClusterParams()
+
+
+@pytest.fixture(scope="module")
+def burst_workload():
+    # The paper's first day and the teaching morning after it: the 09:00
+    # class (100 students) must burst to the cloud.
+    return make_workload("paper", days=1.5, seed=3)
+
+
+def fields(s):
+    return {k: v for k, v in s.items() if k != "wall_s"}
+
+
+def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
+    specs = grid("elastic", "migration", (60.0, 95.0))
+    assert len(specs) == 2 * 3  # theta_out x standing_reserve
+    result = tune(burst_workload, SMALL, 1, "elastic", "migration", slo_p95=60, specs=specs, processes=2)
+    assert meets(result.chosen, 60, None)
+    for s in result.summaries:  # nothing that meets it is cheaper
+        if meets(s, 60, None):
+            assert s["cloud_node_hours"] >= result.chosen["cloud_node_hours"]
+    # the pool gives the same runs as one process
+    alone = run_grid(specs, burst_workload, SMALL, 1, processes=1)
+    assert [fields(s) for s in alone] == [fields(s) for s in result.summaries]
+    lines = config_lines(result.spec, SMALL)
+    assert lines[0] == "c.ElasticOrchestrator.policy = 'elastic'"
+    assert f"c.ElasticOrchestrator.theta_out = {result.spec.theta_out!r}" in lines
+    assert any(line.startswith("c.ElasticOrchestrator.policy_options = {'standing_reserve': ") for line in lines)
+
+
+def test_no_setting_meeting_the_slo_names_the_closest(burst_workload):
+    specs = grid("paper", "migration", (90.0, 95.0))
+    with pytest.raises(NoSettingMeetsSLO, match=r"no setting of 2 tried meets p95 wait <= 0 s and max wait <= 0 s; "
+                                                r"the closest is paper, mode migration, theta_out 9\d"):
+        tune(burst_workload, SMALL, 1, "paper", "migration", slo_p95=0, slo_max=0, specs=specs, processes=1)
+
+
+def test_cli_tune_prints_the_setting_row_plot_and_config(tmp_path, capsys):
+    out = tmp_path / "tuned"
+    code = main(["simulate", "--workload", "paper", "--days", "1.5", "--seed", "3", "--tune", "--slo-p95-wait", "120", "--theta-out", "70,90",
+                 "--out", str(out), "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["runs"]) == 2 * 3 and doc["processes"] >= 1
+    assert doc["chosen"]["wait_p95_s"] <= 120 and doc["setting"]["policy"] == "elastic"
+    assert doc["chosen"]["cloud_node_hours"] == min(r["cloud_node_hours"] for r in doc["runs"]
+                                                    if r["wait_p95_s"] <= 120)
+    assert (out / "tune-pareto.png").stat().st_size > 10_000
+    assert any(line.startswith("c.ElasticOrchestrator.theta_out = ") for line in doc["config"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--slo-p95-wait", "60"], "--slo-p95-wait needs --tune"),
+    (["--tune"], "--tune needs --slo-p95-wait S"),
+    (["--tune", "--slo-p95-wait", "soon"], "--slo-p95-wait: expected a number, got 'soon'"),
+    (["--tune", "--slo-p95-wait", "-1"], "--slo-p95-wait: must not be negative"),
+    (["--tune", "--slo-p95-wait", "60", "--policy", "paper,elastic"], "--tune tunes one policy"),
+    (["--tune", "--slo-p95-wait", "60", "--mode", "onprem-only"], "--tune needs one mode that uses the cloud"),
+    (["--tune", "--slo-p95-wait", "0", "--slo-max-wait", "0", "--days", "1.5", "--onprem-nodes", "1",
+      "--cloud-nodes", "1", "--theta-out", "95", "--policy", "paper"], "no setting of 1 tried meets"),
+])
+def test_cli_tune_errors_are_one_line(capsys, tmp_path, argv, message):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--out", str(tmp_path), *argv])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
