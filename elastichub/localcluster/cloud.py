@@ -4,7 +4,8 @@ Server side, `CloudPool` keeps one VM per cloud-tier node and serves it over
 HTTP under /localcluster/v1/vms (mounted on the API server). Starting a VM
 boots it for `boot_delay` seconds, then its node turns Ready; stopping it is
 a power-off: its node turns NotReady at once and every pod on it fails
-(reason NodeShutdown). The VM does not touch `spec.unschedulable`: a node the
+(reason NodeShutdown); the VM then reads "stopping" for `stop_delay`
+seconds, as a cloud's does, before it is "stopped". The VM does not touch `spec.unschedulable`: a node the
 orchestrator cordoned stays cordoned across a stop and start, as on a real
 cluster.
 
@@ -57,6 +58,7 @@ class VM:
     def __init__(self, node: NodeConfig, state: str):
         self.node, self.state = node, state
         self.boot_task: asyncio.Task | None = None
+        self.stop_task: asyncio.Task | None = None
 
     def to_json(self, node_ip: str, boot_delay: float) -> dict:
         return {"id": self.node.name, "name": self.node.name, "state": self.state, "node": self.node.name,
@@ -67,8 +69,8 @@ class VM:
 class CloudPool:
     """The VMs of the cloud-tier nodes; powers their kubelets on and off."""
 
-    def __init__(self, cluster: "LocalCluster", boot_delay: float):
-        self.cluster, self.boot_delay = cluster, boot_delay
+    def __init__(self, cluster: "LocalCluster", boot_delay: float, stop_delay: float = 0.0):
+        self.cluster, self.boot_delay, self.stop_delay = cluster, boot_delay, stop_delay
         self.vms: dict[str, VM] = {}
 
     def adopt(self, node: NodeConfig) -> None:
@@ -113,8 +115,16 @@ class CloudPool:
             await asyncio.gather(vm.boot_task, return_exceptions=True)
             vm.boot_task = None
         await self.cluster.kubelets[name].power_off()
-        vm.state = STOPPED
+        if self.stop_delay > 0:
+            vm.stop_task = asyncio.create_task(self._stopped_after_delay(vm), name=f"stop-{name}")
+        else:
+            vm.state = STOPPED
         return self.describe(name)
+
+    async def _stopped_after_delay(self, vm: VM) -> None:
+        await asyncio.sleep(self.stop_delay)
+        vm.state = STOPPED
+        vm.stop_task = None
 
     async def create(self, body: Any) -> dict:
         """A new VM (and cloud node) in the pool; it boots at once, like a created instance."""
@@ -147,7 +157,7 @@ class CloudPool:
         return vm.to_json("", self.boot_delay)
 
     async def close(self) -> None:
-        tasks = [vm.boot_task for vm in self.vms.values() if vm.boot_task is not None]
+        tasks = [t for vm in self.vms.values() for t in (vm.boot_task, vm.stop_task) if t is not None]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

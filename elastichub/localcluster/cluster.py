@@ -88,7 +88,7 @@ class LocalCluster:
         self._state_dir = Path(tempfile.mkdtemp(prefix="elastichub-localcluster-"))
         try:
             self.store = Store()
-            self.cloud = CloudPool(self, self.config.boot_delay)
+            self.cloud = CloudPool(self, self.config.boot_delay, self.config.stop_delay)
             for node in self.config.nodes:
                 await self.add_node(node, powered_on=node.tier != "cloud")
                 if node.tier == "cloud":

@@ -66,6 +66,7 @@ class ClusterConfig:
     port: int = DEFAULT_PORT
     kubeconfig: str = DEFAULT_KUBECONFIG
     boot_delay: float = 5.0
+    stop_delay: float = 0.0  # seconds a stopped VM reads "stopping" (not in the TOML file: tests set it)
     workdir: str = "."
     host: str = "127.0.0.1"  # loopback only: the emulator has no authentication
 

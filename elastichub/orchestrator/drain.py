@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes
@@ -48,27 +49,6 @@ class DrainTimeouts:
     start: float = 600.0
     empty: float = 300.0  # for the node's last pods to go once every server moved
     poll: float = 1.0
-
-
-def classify_checkpoint(code: int, payload: object) -> tuple[bool, str, dict]:
-    """Is it safe to stop this server? (ok, outcome, details) from the
-    checkpoint endpoint's answer. Safe: every kernel saved, or no kernel at
-    all. A server without the kernel package (404) is safe only when it runs
-    no kernel, which the caller checks: a kernel we cannot save is state we
-    would lose."""
-    if code == 404:
-        return False, "unsupported", {"error": "the server has no checkpoint endpoint (kernel package missing)"}
-    if code != 200 or not isinstance(payload, list):
-        return False, "failed", {"error": f"checkpoint endpoint answered {code}: {str(payload)[:300]}"}
-    if not payload:
-        return True, "nothing-to-save", {"kernels": 0, "bytes": 0}
-    bad = [k for k in payload if not (isinstance(k, dict) and k.get("ok") is True)]
-    if bad:
-        errors = "; ".join(str(k.get("error", k)) if isinstance(k, dict) else repr(k) for k in bad)
-        return False, "failed", {"error": errors[:500]}
-    total = sum(int(k.get("bytes") or 0) for k in payload)
-    seconds = max(float(k.get("wall_seconds") or k.get("seconds") or 0.0) for k in payload)
-    return True, "saved", {"kernels": len(payload), "bytes": total, "seconds": round(seconds, 3)}
 
 
 @dataclass
@@ -161,12 +141,11 @@ class Drain:
         try:
             while True:
                 kernels = await self._wait_idle(server)
-                ok, outcome, details = classify_checkpoint(*await self.hub.checkpoint(server, self.t.checkpoint))
-                if outcome == "unsupported" and not kernels:
-                    ok, outcome = True, "nothing-to-save"  # no kernel: nothing to lose
-                report.checkpoint = {"outcome": outcome, **details}
-                if not ok:
-                    raise MoveAborted(f"checkpoint of {pod.server} {outcome}: {details.get('error', '')}")
+                outcome = await self.hub.checkpoint(server, self.t.checkpoint)
+                report.checkpoint = outcome.to_dict()
+                # A server without the kernel package is safe to move only when it runs no kernel.
+                if not (outcome.ok or (outcome.status == UNSUPPORTED and not kernels)):
+                    raise MoveAborted(f"checkpoint of {pod.server}: {outcome.summary()}")
                 # A cell started while we wrote would be killed by the stop: wait for it, checkpoint again.
                 if not any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server)):
                     break

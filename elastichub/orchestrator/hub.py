@@ -15,6 +15,8 @@ from urllib.parse import quote
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
+from ..checkpoint_client import CheckpointOutcome, request_checkpoint
+
 log = logging.getLogger(__name__)
 
 PAGINATION = "application/jupyterhub-pagination+json"
@@ -163,8 +165,7 @@ class HubClient:
             raise HubError(f"kernels of {server.key}: {code} {str(payload)[:200]}", code)
         return payload
 
-    async def checkpoint(self, server: HubServer, timeout: float) -> tuple[int, object]:
-        """POST the kernel package's checkpoint endpoint; (status, answer) as it came."""
-        code, payload, _ = await self._fetch(self._server_url(server, "/api/elastichub/checkpoint"), "POST",
-                                             timeout=timeout)
-        return code, payload
+    async def checkpoint(self, server: HubServer, timeout: float) -> CheckpointOutcome:
+        """Have the server checkpoint every kernel (the kernel package's
+        endpoint, through the proxy, as the spawner does before a stop)."""
+        return await request_checkpoint(self.http, self._server_url(server, "/"), self.token, timeout)

@@ -15,11 +15,12 @@ async def make_cluster(tmp_path):
 
     started = []
 
-    async def make(onprem: int = 2, cloud: int = 2, memory: str = "8Gi", boot_delay: float = 0.3, **app_settings):
+    async def make(onprem: int = 2, cloud: int = 2, memory: str = "8Gi", boot_delay: float = 0.3,
+                   stop_delay: float = 0.0, **app_settings):
         nodes = [NodeConfig(f"onprem-{i}", "on-prem", "4", memory) for i in range(1, onprem + 1)]
         nodes += [NodeConfig(f"cloud-{i}", "cloud", "4", memory) for i in range(1, cloud + 1)]
         config = ClusterConfig(nodes=tuple(nodes), port=0, kubeconfig=str(tmp_path / f"kubeconfig-{len(started)}"),
-                               boot_delay=boot_delay, workdir=str(tmp_path))
+                               boot_delay=boot_delay, stop_delay=stop_delay, workdir=str(tmp_path))
         cluster = LocalCluster(config, **app_settings)
         await cluster.start()
         started.append(cluster)
@@ -72,11 +73,8 @@ async def wire(tmp_path):
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-# KubeSpawner labelled as ElasticSpawner labels its pods.
 SPAWNER = """
-c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
-c.KubeSpawner.extra_labels = {"elastichub.io/managed": "true"}
-c.KubeSpawner.extra_annotations = {"elastichub.io/user": "{username}", "elastichub.io/server-name": ""}
+c.JupyterHub.spawner_class = "elastic"
 c.KubeSpawner.mem_guarantee = "2G"
 c.KubeSpawner.cpu_guarantee = 0.1
 """
@@ -96,7 +94,8 @@ async def hub_on_cluster(make_cluster, tmp_path, api_requests):
     def audit(handler):
         api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
 
-    cluster = await make_cluster(onprem=1, cloud=1, log_function=audit)
+    # A VM takes a second to stop, as a cloud's does: steps around the stop are observable.
+    cluster = await make_cluster(onprem=1, cloud=1, stop_delay=1.0, log_function=audit)
     hub = Hub(cluster, tmp_path, SPAWNER)
     await hub.start()
     yield cluster, hub

@@ -51,7 +51,7 @@ async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_sto
         await nb.close()
     moves = [m for m in ctl.moves if m.outcome == "moved"]
     assert sorted(m.server for m in moves) == ["alice", "bob"]
-    assert all(m.destination == "onprem-1" and m.checkpoint["outcome"] == "saved" for m in moves)
+    assert all(m.destination == "onprem-1" and m.checkpoint["status"] == "saved" for m in moves)
     node = cluster.store.get("nodes", "cloud-1")
     assert node["spec"].get("unschedulable") is True  # stopped nodes stay cordoned
     assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})
