@@ -41,9 +41,8 @@ if [[ -f kernel/setup.cfg ]]; then
 fi
 
 if [[ $run_main -eq 1 ]]; then
-    # The main job: the paper's evaluation (on-prem only, no migration,
-    # migration on the same two-day workload), the published policy next to
-    # ElasticHub's default, over a theta_out sweep.
-    .venv/bin/elastichub simulate --policy paper,elastic --theta-out 70,80,90 --out results
-    echo "Tables above; CSV time series and plots in ./results"
+    # The main job: the whole system on this machine (local cluster,
+    # JupyterHub, ElasticSpawner, the orchestrator) playing a class.
+    .venv/bin/elastichub demo
+    echo "The simulator is one command away: .venv/bin/elastichub simulate --help"
 fi
