@@ -1,6 +1,9 @@
-"""Fixtures shared by every test directory: the whole local cluster."""
+"""Fixtures shared by every test directory: the whole local cluster, and the
+orchestrator's real adapters (kubernetes_asyncio informers, libcloud driver) wired to it."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
@@ -24,3 +27,45 @@ async def cluster_factory(tmp_path):
     yield make
     for cluster in started:
         await cluster.stop()
+
+
+@pytest.fixture
+async def wire(tmp_path):
+    """wire(cluster, strategy, hub=None, cloud=..., **settings) -> a Controller whose
+    informers follow the cluster; everything is closed after the test."""
+    from kubernetes_asyncio import client, config
+
+    from elastichub.orchestrator.cloud import CloudPool
+    from elastichub.orchestrator.controller import Controller, Settings
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.kube import Informer, KubeNodes, object_key, object_name
+    from elastichub.orchestrator.records import node_record, pod_record
+
+    opened, tasks = [], []
+
+    async def make(cluster, strategy, hub=None, cloud="local", drain: DrainTimeouts | None = None, **settings):
+        cfg = client.Configuration()
+        await config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)
+        api = client.ApiClient(configuration=cfg)
+        opened.append(api)
+        core = client.CoreV1Api(api)
+        nodes = Informer("nodes", core.list_node, node_record, object_name, watch_timeout=5,
+                         label_selector="elastichub.io/tier")
+        pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key, watch_timeout=5)
+        for informer in (nodes, pods):
+            tasks.append(asyncio.create_task(informer.run()))
+        await asyncio.wait_for(asyncio.gather(nodes.synced.wait(), pods.synced.wait()), 10)
+        if cloud == "local":
+            cloud = CloudPool(cluster.cloud_driver())
+        settings.setdefault("poll", 0.1)
+        controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud,
+                                Settings(drain=drain or DrainTimeouts(poll=0.1), **settings))
+        opened.append(controller)
+        return controller
+
+    yield make
+    for obj in reversed(opened):
+        await obj.close()
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -77,8 +77,10 @@ class Notebook:
         return msg_id
 
     async def collect(self, msg_id: str, timeout: float = 300) -> dict:
-        """{"status", "stdout", "result", "error"} of the cell `msg_id`, once the kernel is idle after it."""
-        out = {"status": None, "stdout": "", "result": None, "error": None}
+        """{"status", "stdout", "stderr", "results" (text/plain of each result or
+        display), "error" ("ename: evalue")} of the cell `msg_id`, once the kernel
+        is idle after it."""
+        out = {"status": None, "stdout": "", "stderr": "", "results": [], "error": None}
         idle = False
         while out["status"] is None or not idle:
             raw = await asyncio.wait_for(self.ws.read_message(), timeout)
@@ -88,10 +90,10 @@ class Notebook:
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream" and content.get("name") == "stdout":
-                out["stdout"] += content["text"]
-            elif kind == "execute_result":
-                out["result"] = content["data"].get("text/plain")
+            if kind == "stream" and content.get("name") in ("stdout", "stderr"):
+                out[content["name"]] += content["text"]
+            elif kind in ("execute_result", "display_data"):
+                out["results"].append(content["data"].get("text/plain", ""))
             elif kind == "error":
                 out["error"] = f"{content['ename']}: {content['evalue']}"
             elif kind == "execute_reply":

@@ -24,3 +24,26 @@ async def hub_factory(tmp_path):
     yield make
     for hub in hubs:
         await hub.stop()
+
+
+@pytest.fixture
+def api_requests():
+    """Every HTTP request the local cluster's API server answers: (method, path, status)."""
+    return []
+
+
+@pytest.fixture
+async def hub_on_cluster(cluster_factory, hub_factory, api_requests):
+    """One on-prem and one cloud node (8 GiB each; a VM takes a second to
+    stop, as a cloud's does) and a hub with ElasticSpawner and an
+    orchestrator service account; every API request recorded."""
+    from orchestratortools import ORCHESTRATOR_SERVICE
+    from podtools import cluster_config
+
+    def audit(handler):
+        api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0), log_function=audit)
+    hub = await hub_factory(cluster, ORCHESTRATOR_SERVICE, spawner_class="elastic")
+    yield cluster, hub
+    assert "Traceback" not in hub.log_text(100_000), hub.log_text()

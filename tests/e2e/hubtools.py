@@ -16,12 +16,12 @@ import signal
 import socket
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-from tornado.websocket import websocket_connect
+
+from elastichub.demo.notebook import Notebook
 
 REPO = Path(__file__).resolve().parents[2]
 PROXY = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -133,13 +133,16 @@ class Hub:
         await self.stop()
         await self.start()
 
-    async def api(self, method: str, path: str, body: Any = None, timeout: float = 30) -> tuple[int, Any]:
-        """Call the hub (or, under /user/, a server) through the proxy with the
-        service token; returns (status, JSON body or raw bytes)."""
+    async def api(self, method: str, path: str, body: Any = None, timeout: float = 30,
+                  token: str | None = None) -> tuple[int, Any]:
+        """Call the hub (or, under /user/ and /services/, a server) through the
+        proxy with the service token (or `token`); returns (status, JSON body or
+        raw bytes). Redirects are answers too (a login redirect says "not allowed")."""
         data = json.dumps(body) if body is not None else ("" if method == "POST" else None)
         resp = await self.http.fetch(f"{self.url}{path}", method=method, body=data, raise_error=False,
-                                     headers={"Authorization": f"token {self.token}"},
-                                     allow_nonstandard_methods=True, request_timeout=timeout)
+                                     headers={"Authorization": f"token {token or self.token}"},
+                                     allow_nonstandard_methods=True, request_timeout=timeout,
+                                     follow_redirects=False)
         is_json = resp.headers.get("Content-Type", "").startswith("application/json")
         return resp.code, (json.loads(resp.body) if resp.body and is_json else resp.body)
 
@@ -204,58 +207,8 @@ class Hub:
 # ------------------------------------------------------------------------------------------- notebook
 
 
-class Notebook:
-    """A notebook session on a user's server, driven through the hub's proxy:
-    the REST API to open it, the kernel's websocket to run code."""
-
-    def __init__(self, hub: Hub, user: str, path: str, session: dict, ws):
-        self.hub, self.user, self.path, self.session, self.ws = hub, user, path, session, ws
-        self.kernel_id = session["kernel"]["id"]
-
-    @classmethod
-    async def open(cls, hub: Hub, user: str, path: str, kernel: str = "elastic-python") -> "Notebook":
-        """POST /user/NAME/api/sessions for `path` (the same path finds the same
-        checkpoint after a move), then connect to the kernel's channels."""
-        code, session = await hub.api("POST", f"/user/{user}/api/sessions", {
-            "path": path, "type": "notebook", "name": path, "kernel": {"name": kernel}}, timeout=60)
-        assert code == 201, (code, session)
-        ws_url = hub.url.replace("http", "ws", 1) + f"/user/{user}/api/kernels/{session['kernel']['id']}/channels"
-        ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {hub.token}"}))
-        return cls(hub, user, path, session, ws)
-
-    async def run(self, code: str, timeout: float = 60) -> dict:
-        """Execute `code`; return {"status", "stdout", "stderr", "results"
-        (text/plain of execute_result/display_data), "error" (ename: evalue)}."""
-        msg_id = uuid.uuid4().hex
-        await self.ws.write_message(json.dumps({
-            "header": {"msg_id": msg_id, "username": self.user, "session": uuid.uuid4().hex,
-                       "msg_type": "execute_request", "version": "5.3", "date": ""},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
-        out = {"status": None, "stdout": "", "stderr": "", "results": [], "error": None}
-        idle = False
-        deadline = time.monotonic() + timeout
-        while out["status"] is None or not idle:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"no complete reply to {code!r} within {timeout} s: {out}"
-            raw = await asyncio.wait_for(self.ws.read_message(), remaining)
-            assert raw is not None, "the kernel websocket closed"
-            msg = json.loads(raw)
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                out[content["name"]] += content["text"]
-            elif kind in ("execute_result", "display_data"):
-                out["results"].append(content["data"].get("text/plain", ""))
-            elif kind == "error":
-                out["error"] = f"{content['ename']}: {content['evalue']}"
-            elif kind == "status" and content["execution_state"] == "idle":
-                idle = True
-            elif kind == "execute_reply":
-                out["status"] = content["status"]
-        return out
-
-    def close(self) -> None:
-        self.ws.close()
+async def open_notebook(hub: Hub, user: str, path: str, kernel: str = "elastic-python") -> Notebook:
+    """The notebook at `path` on `user`'s server, opened as a JupyterLab tab
+    does (the product's client), with the hub's service token. The same path
+    finds the same checkpoint after a move."""
+    return await Notebook(hub.url, user, hub.token, path, kernel).open()

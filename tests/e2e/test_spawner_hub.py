@@ -8,7 +8,7 @@ import asyncio
 import json
 
 import pytest
-from hubtools import Notebook
+from hubtools import open_notebook
 from localcluster.lc_clustertools import wait_for
 
 from elastichub import podmeta
@@ -73,7 +73,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     old_node = first["spec"]["nodeName"]
     assert old_node.startswith("onprem-")
 
-    nb = await Notebook.open(hub, "alice", "work.ipynb")
+    nb = await open_notebook(hub, "alice", "work.ipynb")
     for cell in CELLS:
         out = await nb.run(cell)
         assert out["status"] == "ok", out
@@ -112,7 +112,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     assert events[-1].get("ready") is True
 
     # The notebook, opened again for the same path, gets a kernel that restored it all.
-    nb = await Notebook.open(hub, "alice", "work.ipynb")
+    nb = await open_notebook(hub, "alice", "work.ipynb")
     after = await nb.run(FINGERPRINT)
     nb.close()
     assert after["status"] == "ok", after

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from podtools import cluster_config
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -47,10 +48,10 @@ def test_an_unreachable_kubernetes_api_is_named(tmp_path):
     assert "cannot reach the Kubernetes API at http://127.0.0.1:9" in line
 
 
-async def test_an_unreachable_cloud_or_hub_is_named(make_cluster, tmp_path):
+async def test_an_unreachable_cloud_or_hub_is_named(cluster_factory, tmp_path):
     import asyncio
 
-    cluster = await make_cluster(onprem=1, cloud=1)
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
     base = [f"--kubeconfig={cluster.kubeconfig}", "--cloud-driver=elastichub.localcluster.cloud:LocalClusterNodeDriver"]
     cloud_down = await asyncio.to_thread(orchestrator, *base, "--ElasticOrchestrator.cloud_driver_kwargs={'port': 9}",
                                          "--ElasticOrchestrator.cloud_timeout=5", cwd=tmp_path)

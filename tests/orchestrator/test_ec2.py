@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from podtools import server_pod, until
+from podtools import cluster_config, server_pod, until
 
 from elastichub.orchestrator.cloud import RUNNING, STOPPED, CloudPool, load_driver
 from elastichub.policy import PolicyConfig, make_strategy
@@ -81,8 +81,8 @@ async def kubelet_glue(cluster, driver, stop: asyncio.Event):
         await asyncio.sleep(0.1)
 
 
-async def test_scale_out_and_in_through_the_ec2_driver(make_cluster, wire, ec2):
-    cluster = await make_cluster(onprem=2, cloud=2)
+async def test_scale_out_and_in_through_the_ec2_driver(cluster_factory, wire, ec2):
+    cluster = await cluster_factory(cluster_config(onprem=2, cloud=2))
     await asyncio.to_thread(make_pool_instances, ec2, ["cloud-1", "cloud-2"])
     pool = CloudPool(ec2, mapping="tag:elastichub.io/node", tags=POOL_TAG)
     vms = await pool.list()

@@ -5,7 +5,7 @@ through small subclasses of the libcloud driver."""
 from __future__ import annotations
 
 import pytest
-from podtools import node_of, server_pod, until
+from podtools import cluster_config, node_of, server_pod, until
 
 from elastichub.orchestrator.cloud import CloudPool
 from elastichub.policy import PolicyConfig, make_strategy
@@ -23,8 +23,8 @@ async def fill(cluster, users, memory="2Gi"):
     await until(lambda: all(node_of(cluster.store, f"jupyter-{u}") for u in users), what="pods bound")
 
 
-async def test_above_theta_out_a_vm_starts_its_node_turns_ready_and_takes_new_servers(make_cluster, wire):
-    cluster = await make_cluster()
+async def test_above_theta_out_a_vm_starts_its_node_turns_ready_and_takes_new_servers(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
     await fill(cluster, [f"u{i}" for i in range(7)])  # 14 of 16 GiB on-prem: 87.5 %
     ctl = await wire(cluster, paper())
     await until(lambda: ctl.pods.records and all(p.node for p in ctl.pods.records.values()), what="cache")
@@ -42,8 +42,8 @@ async def test_above_theta_out_a_vm_starts_its_node_turns_ready_and_takes_new_se
     assert any(e["kind"] == "node-ready" for e in ctl.events)
 
 
-async def test_below_theta_out_nothing_starts(make_cluster, wire):
-    cluster = await make_cluster()
+async def test_below_theta_out_nothing_starts(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
     await fill(cluster, ["a", "b"])
     ctl = await wire(cluster, paper())
     decision = await ctl.cycle()
@@ -69,8 +69,8 @@ def driver_with(cluster, mixin):
     return type(f"{mixin.__name__}Driver", (mixin, base), {})("k", host=cluster.config.host, port=cluster.port)
 
 
-async def test_a_vm_whose_node_never_turns_ready_is_stopped_and_backed_off(make_cluster, wire):
-    cluster = await make_cluster()
+async def test_a_vm_whose_node_never_turns_ready_is_stopped_and_backed_off(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
     await fill(cluster, [f"u{i}" for i in range(7)])
     driver = driver_with(cluster, NeverBoots)
     ctl = await wire(cluster, paper(), cloud=CloudPool(driver), boot_timeout=0.5, boot_backoff=30)
@@ -85,8 +85,8 @@ async def test_a_vm_whose_node_never_turns_ready_is_stopped_and_backed_off(make_
     assert ctl.metrics.boot_failures._value.get() == 1
 
 
-async def test_a_libcloud_call_that_raises_is_an_event_and_a_back_off(make_cluster, wire):
-    cluster = await make_cluster()
+async def test_a_libcloud_call_that_raises_is_an_event_and_a_back_off(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
     await fill(cluster, [f"u{i}" for i in range(7)])
     ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, RaisesOnStart)))
     await ctl.cycle()
@@ -100,8 +100,8 @@ class ListFails:
         raise ConnectionError("cloud API down: injected")
 
 
-async def test_a_cloud_that_cannot_be_listed_skips_the_decision_not_the_loop(make_cluster, wire):
-    cluster = await make_cluster()
+async def test_a_cloud_that_cannot_be_listed_skips_the_decision_not_the_loop(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
     await fill(cluster, [f"u{i}" for i in range(7)])
     ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, ListFails)))
     decision = await ctl.cycle()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hubtools import DIGEST, Notebook, OrchestratorProcess, users_on_cloud
+from hubtools import open_notebook
+from orchestratortools import DIGEST, OrchestratorProcess, users_on_cloud
 from podtools import node_of, until
 
 from elastichub import podmeta
@@ -82,7 +83,7 @@ async def test_killed_after_each_step_of_a_scale_in_it_converges_and_nothing_is_
     for user in ("alice", "bob"):
         assert node_of(cluster.store, f"jupyter-{user}") == "onprem-1"
         assert scheduled_count(cluster, user) == 2, f"{user} was moved more than once"
-        nb = await Notebook(hub, user, f"{user}.ipynb").open()
+        nb = await open_notebook(hub, user, f"{user}.ipynb")
         assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs"
-        await nb.close()
+        nb.close()
     assert "Traceback" not in orch.log(), orch.log()[-4000:]

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from hubtools import DIGEST, Notebook, users_on_cloud
+from hubtools import open_notebook
+from orchestratortools import DIGEST, hub_client, users_on_cloud
 from podtools import node_of, until
 
 from elastichub.orchestrator.drain import DrainTimeouts
-from elastichub.orchestrator.hub import HubClient
 from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 async def start_loop(cluster, hub, wire, busy: float):
     strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=3))
-    ctl = await wire(cluster, strategy, hub=HubClient(hub.api_url, hub.url, hub.token), tmon=0.5,
+    ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5,
                      drain=DrainTimeouts(busy=busy, stop=60, start=90, poll=0.2))
     return ctl, asyncio.create_task(ctl.run())
 
@@ -31,7 +31,7 @@ def drain_events(ctl, word: str) -> list[str]:
 async def test_a_running_cell_is_never_killed_the_node_waits_then_the_server_moves(hub_on_cluster, wire):
     cluster, hub = hub_on_cluster
     digests = await users_on_cloud(cluster, hub, ["alice"])
-    nb = await Notebook(hub, "alice", "alice.ipynb").open()
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
     cell = nb.submit("import time\ntime.sleep(6)\nb = 41 + 1\nprint('cell finished')")
     await asyncio.sleep(0.5)
     cluster.store.delete("pods", "filler", "default")
@@ -47,18 +47,18 @@ async def test_a_running_cell_is_never_killed_the_node_waits_then_the_server_mov
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
-        await nb.close()
+        nb.close()
     assert node_of(cluster.store, "jupyter-alice") == "onprem-1"
-    nb = await Notebook(hub, "alice", "alice.ipynb").open()
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
     assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
     assert (await nb.run("print(b)"))["stdout"] == "42\n"  # the long cell's result moved too
-    await nb.close()
+    nb.close()
 
 
 async def test_a_kernel_that_cannot_checkpoint_keeps_its_server_where_it_is(hub_on_cluster, wire):
     cluster, hub = hub_on_cluster
     await users_on_cloud(cluster, hub, ["carol"])
-    stock = await Notebook(hub, "carol", "stock.ipynb", kernel="python3").open()
+    stock = await open_notebook(hub, "carol", "stock.ipynb", kernel="python3")
     assert (await stock.run("secret = 1234"))["status"] == "ok"
     cluster.store.delete("pods", "filler", "default")
     ctl, loop = await start_loop(cluster, hub, wire, busy=30)
@@ -72,7 +72,7 @@ async def test_a_kernel_that_cannot_checkpoint_keeps_its_server_where_it_is(hub_
     # Nothing lost: same pod, same kernel, same variable; the node takes servers again.
     assert node_of(cluster.store, "jupyter-carol") == "cloud-1"
     assert (await stock.run("print(secret)"))["stdout"] == "1234\n"
-    await stock.close()
+    stock.close()
     node = cluster.store.get("nodes", "cloud-1")
     assert not node["spec"].get("unschedulable")
     assert not [t for t in node["spec"].get("taints") or [] if t["key"] == "elastichub.io/draining"]

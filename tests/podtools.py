@@ -1,4 +1,5 @@
-"""Single-user-like pods for the orchestrator tests (labelled as ElasticSpawner labels them)."""
+"""Helpers of the orchestrator tests: cluster shapes, single-user-like pods
+(labelled as ElasticSpawner labels them), waiting."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ import sys
 import time
 
 from elastichub import podmeta
+
+
+def cluster_config(onprem: int = 2, cloud: int = 2, memory: str = "8Gi", boot_delay: float = 0.3,
+                   stop_delay: float = 0.0):
+    """`onprem` + `cloud` nodes of 4 CPU / `memory` (for `cluster_factory`)."""
+    from elastichub.localcluster.config import ClusterConfig, NodeConfig
+
+    nodes = [NodeConfig(f"onprem-{i}", "on-prem", "4", memory) for i in range(1, onprem + 1)]
+    nodes += [NodeConfig(f"cloud-{i}", "cloud", "4", memory) for i in range(1, cloud + 1)]
+    return ClusterConfig(nodes=tuple(nodes), boot_delay=boot_delay, stop_delay=stop_delay)
 
 
 def server_pod(user: str, memory: str = "2Gi", *, migratable: bool = True, namespace: str = "default") -> dict:

@@ -10,12 +10,12 @@ import asyncio
 import time
 
 import pytest
-from hubtools import DIGEST, Notebook, users_on_cloud
+from hubtools import open_notebook
+from orchestratortools import DIGEST, hub_client, users_on_cloud
 from podtools import node_of, until
 
 from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
 from elastichub.orchestrator.drain import DrainTimeouts
-from elastichub.orchestrator.hub import HubClient
 from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
@@ -28,7 +28,7 @@ async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_sto
     # Load falls: the filler ends; the controller (policy "elastic", short Tmon/Tcool) takes it from here.
     cluster.store.delete("pods", "filler", "default")
     strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
-    ctl = await wire(cluster, strategy, hub=HubClient(hub.api_url, hub.url, hub.token), tmon=0.5,
+    ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5,
                      drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2))
     loop = asyncio.create_task(ctl.run())
     try:
@@ -46,9 +46,9 @@ async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_sto
     for user in ("alice", "bob"):
         assert (await hub.server(user))["ready"]
         assert node_of(cluster.store, f"jupyter-{user}") == "onprem-1"
-        nb = await Notebook(hub, user, f"{user}.ipynb").open()
+        nb = await open_notebook(hub, user, f"{user}.ipynb")
         assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs after the move"
-        await nb.close()
+        nb.close()
     moves = [m for m in ctl.moves if m.outcome == "moved"]
     assert sorted(m.server for m in moves) == ["alice", "bob"]
     assert all(m.destination == "onprem-1" and m.checkpoint["status"] == "saved" for m in moves)

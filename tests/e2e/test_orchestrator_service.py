@@ -7,46 +7,47 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SPAWNER
-from hubtools import Hub, free_port, orchestrator_config, users_on_cloud
-from podtools import node_of, until
+from hubtools import Hub, free_port
+from orchestratortools import ORCHESTRATOR_SCOPES, ORCHESTRATOR_SERVICE, orchestrator_config, users_on_cloud
+from podtools import cluster_config, node_of, until
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
+# The orchestrator as the hub runs it (dry run), and the tester allowed to see its pages.
 MANAGED = """
 import sys
-c.JupyterHub.services = [
-    {{"name": "tester", "api_token": {admin_token!r}}},
+c.JupyterHub.services.append(
     {{"name": "elastichub-orchestrator", "url": "http://127.0.0.1:{port}",
       "command": [sys.executable, "-m", "elastichub", "orchestrator", "--config={config}", "--dry-run"],
-      "environment": {{"PYTHONUNBUFFERED": "1"}}}},
-]
-c.JupyterHub.load_roles = [
-    {{"name": "elastichub-orchestrator", "services": ["elastichub-orchestrator"],
-      "scopes": ["list:users", "read:users", "servers", "access:servers"]}},
-    {{"name": "tester", "services": ["tester"],
-      "scopes": ["admin:users", "admin:servers", "access:servers", "read:users", "access:services"]}},
-]
+      "environment": {{"PYTHONUNBUFFERED": "1"}}}})
+c.JupyterHub.load_roles.append(
+    {{"name": "elastichub-orchestrator", "services": ["elastichub-orchestrator"], "scopes": {scopes!r}}})
+for role in c.JupyterHub.load_roles:
+    if role["name"] == "tester":
+        role["scopes"].append("access:services")
 """
 
 
 @pytest.fixture
-async def managed(make_cluster, tmp_path, api_requests):
+async def managed(cluster_factory, tmp_path, api_requests):
     def audit(handler):
         api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
 
-    cluster = await make_cluster(onprem=1, cloud=1, log_function=audit)
-    hub = Hub(cluster, tmp_path, SPAWNER)
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1), log_function=audit)
+    workdir = tmp_path / "hub"
+    workdir.mkdir()
+    hub = Hub(workdir, cluster.kubeconfig, ORCHESTRATOR_SERVICE, spawner_class="elastic")
     config = tmp_path / "elastichub_orchestrator_config.py"
     config.write_text(orchestrator_config(cluster, hub, managed=True))
-    hub.extra_config += MANAGED.format(admin_token=hub.admin_token, port=free_port(), config=config)
+    with open(hub.config_path, "a") as f:
+        f.write(MANAGED.format(port=free_port(), config=config, scopes=ORCHESTRATOR_SCOPES))
     await hub.start()
     yield cluster, hub
     await hub.stop()
 
 
 async def status(hub) -> dict:
-    code, body = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status")
+    code, body = await hub.api("GET", "/services/elastichub-orchestrator/api/status")
     assert code == 200, (code, body)
     return body
 
@@ -58,7 +59,7 @@ async def test_the_managed_service_reports_decides_and_in_dry_run_changes_nothin
     cluster.store.delete("pods", "filler", "default")  # a scale-in is now due
 
     async def decided_scale_in():
-        code, body = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status")
+        code, body = await hub.api("GET", "/services/elastichub-orchestrator/api/status")
         return code == 200 and any(d["action"] == "scale-in" for d in body["decisions"]) and body
     body = await until(decided_scale_in, timeout=60, step=0.5, what="a scale-in decision in the status API")
     assert body["dry_run"] is True and body["policy"] == "elastic" and body["theta_out"] == 80
@@ -76,21 +77,21 @@ async def test_the_managed_service_reports_decides_and_in_dry_run_changes_nothin
     assert not cluster.store.get("nodes", "cloud-1")["spec"].get("unschedulable")
     assert digests["alice"]
 
-    code, page = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/")
+    code, page = await hub.api("GET", "/services/elastichub-orchestrator/")
     assert code == 200 and b"ElasticHub orchestrator" in page and b"cloud-1" in page
-    code, metrics = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/metrics")
+    code, metrics = await hub.api("GET", "/services/elastichub-orchestrator/metrics")
     text = metrics.decode()
     assert code == 200 and 'elastichub_nodes{status="ready",tier="cloud"} 1.0' in text
     assert "elastichub_decision_seconds_count" in text and "elastichub_occupancy_percent" in text
     # Without a token the API is not served (the page redirects to the hub's login).
-    code, _ = await hub.api("GET", f"{hub.url}/services/elastichub-orchestrator/api/status", token="nope")
+    code, _ = await hub.api("GET", "/services/elastichub-orchestrator/api/status", token="nope")
     assert code in (302, 403)
 
 
 async def test_one_structured_log_line_per_decision(managed):
     cluster, hub = managed
-    await until(lambda: "elastichub.orchestrator.decisions" in hub.log(), timeout=60, step=0.5,
+    await until(lambda: "elastichub.orchestrator.decisions" in hub.log_text(100_000), timeout=60, step=0.5,
                 what="a decision in the service's log")
-    line = next(l for l in hub.log().splitlines() if "elastichub.orchestrator.decisions" in l)
+    line = next(l for l in hub.log_text(100_000).splitlines() if "elastichub.orchestrator.decisions" in l)
     record = json.loads(line[line.index("{"):])
     assert {"action", "reason", "occupancy_ram", "pending", "decide_ms", "time"} <= set(record)
