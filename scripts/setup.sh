@@ -18,6 +18,8 @@ apt_install() {
 }
 
 command -v kubectl >/dev/null || apt_install kubernetes-client
+# The browser tests drive Debian's Chromium (a browser download would fail offline).
+command -v chromium >/dev/null || apt_install chromium
 command -v npm >/dev/null || apt_install nodejs npm
 command -v python3 >/dev/null || apt_install python3 python3-venv
 
