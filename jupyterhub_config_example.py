@@ -44,6 +44,7 @@ c.JupyterHub.services = [
         "name": "elastichub-orchestrator",
         "command": [sys.executable, "-m", "elastichub", "orchestrator", f"--config={__file__}"],
         "url": "http://127.0.0.1:10101",  # its status page, JSON API and metrics
+        "oauth_no_confirm": True,  # the hub's own service: no "authorize" page for the admins
     }
 ]
 c.JupyterHub.load_roles = [

@@ -14,5 +14,5 @@ def test_docs_build_cleanly(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    for page in ("index", "orchestrator", "policy", "strategies", "simulator", "localcluster", "kernel"):
+    for page in ("index", "tutorial", "deploy", "reference", "migration", "orchestrator", "spawner", "policy", "strategies", "simulator", "localcluster", "kernel"):
         assert (tmp_path / "html" / f"{page}.html").is_file(), page

@@ -5,6 +5,7 @@ tutorial's (docs/_static/tutorial-*.png), refreshed by every run."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -64,7 +65,9 @@ async def test_the_spawn_page_during_a_move_and_the_status_page(stage, browser):
     await until(_server(stage, ready=False), timeout=60, what="alice's server stopped")
 
     page = await login(browser, stage, "alice")
-    await stage.api("POST", "/users/alice/server")
+    # The start request answers only once the spawn is done (or slow): watch the page meanwhile.
+    start = asyncio.create_task(stage.api("POST", "/users/alice/server"))
+    await until(_pending(stage), timeout=30, what="alice's spawn under way")
     await page.goto(f"{stage.url}/hub/spawn-pending/alice")
     await page.click("text=Event log")
     await page.wait_for_selector("text=Moving your server from", timeout=60_000)
@@ -72,18 +75,27 @@ async def test_the_spawn_page_during_a_move_and_the_status_page(stage, browser):
     spawn_png = DOCS_STATIC / "tutorial-spawn-move.png"
     await page.screenshot(path=str(spawn_png))
     assert spawn_png.stat().st_size > 10_000
+    assert (await start)[0] in (201, 202)
 
     admin = await login(browser, stage, "admin")
-    await admin.goto(stage.status_url)  # the hub's OAuth: authorize, then the page
-    if "oauth2/authorize" in admin.url:
-        await admin.click("text=Authorize")
-    await admin.wait_for_selector("text=ElasticHub orchestrator", timeout=30_000)
+    await admin.goto(stage.status_url)  # through the hub's OAuth (no confirmation for its own service)
+    try:
+        await admin.wait_for_selector("text=ElasticHub orchestrator", timeout=30_000)
+    except Exception:
+        raise AssertionError(f"at {admin.url}:\n{(await admin.inner_text('body'))[:2000]}") from None
     await admin.wait_for_selector("text=alice", timeout=30_000)
     text = await admin.inner_text("body")
     assert "onprem-1" in text and "cloud-1" in text and "theta_out 80" in text
     status_png = DOCS_STATIC / "tutorial-status-page.png"
     await admin.screenshot(path=str(status_png), full_page=True)
     assert status_png.stat().st_size > 10_000
+
+
+def _pending(stage):
+    async def check():
+        code, user = await stage.api("GET", "/users/alice")
+        return code == 200 and ((user.get("servers") or {}).get("") or {}).get("pending") == "spawn"
+    return check
 
 
 def _server(stage, ready: bool):
