@@ -118,7 +118,6 @@ async def one_move(stage, kernel: str, path: str) -> dict:
         code, status = await stage.api("GET", f"{stage.url}/user/{USER}/api/elastichub/status")
         restored = ((status or {}).get("kernels") or [{}])[0].get("status", {}).get("restored") or {}
         restore = float(restored.get("seconds") or restored.get("wall_seconds") or 0.0)
-    nb.close()
     ckpt = float(checkpoint.get("seconds") or 0.0)
     return {
         "total": t_answered - t0,
@@ -159,7 +158,7 @@ async def variant(name: str, spawner: str, kernel: str, setups: list[tuple[str, 
                 if kernel == "elastic-python":  # after the timing: the state came back
                     got = (await row["nb"].run("print(repr(check) if 'check' in dir() else msg)"))["stdout"]
                     row["state_identical"] = got == expected
-                del row["nb"]
+                row.pop("nb").close()
                 rows.append(row)
                 log(f"  {name} {label} move {i + 1}/{runs}: {row['total']:.2f} s "
                     f"(checkpoint {row['checkpoint']:.2f}, restore {row['restore']:.2f})")

@@ -28,7 +28,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..quantity import QuantityError, parse_cpu, parse_memory, parse_quantity  # noqa: F401 (re-exported)
+from ..quantity import QuantityError, parse_cpu, parse_memory  # noqa: F401 (re-exported)
 from ..podmeta import TIER_LABEL
 from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
 

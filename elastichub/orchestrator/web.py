@@ -14,13 +14,9 @@ import html
 import json
 import time
 
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from tornado import web
-
-try:  # the hub's auth helpers; absent only where the orchestrator runs without a hub
-    from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
-except ImportError:  # pragma: no cover
-    HubOAuthCallbackHandler = HubOAuthenticated = None
 
 
 class _Base(HubOAuthenticated, web.RequestHandler):
