@@ -220,12 +220,12 @@ class Controller:
     def _reconcile(self, obs: Observation, now: float) -> None:
         for node, text in obs.drains.items():
             if not self._busy(f"drain:{node}"):
-                self._start_drain(node, obs, now, resume=text, reason="resumed from the node's record")
+                self._start_drain(node, obs, resume=text, reason="resumed from the node's record")
         for n in obs.snapshot.nodes:
             if n.status is NodeStatus.BOOTING and not self._busy(f"boot:{n.name}"):
                 vm = obs.vms.get(n.name)
                 self.boot_started.setdefault(n.name, now)
-                self._start_boot(n.name, vm.id if vm else None, start=False, now=now)
+                self._start_boot(n.name, vm.id if vm else None, start=False)
         # Our taint on a Ready node nobody is draining or booting (e.g. an
         # on-prem node of an interrupted roll-back): lift it.
         for name in obs.tainted - set(obs.drains):
@@ -266,7 +266,7 @@ class Controller:
                     self.event("dry-run", f"would start VM {vm.id} for node {name}")
                     continue
                 self.boot_started[name] = now
-                self._start_boot(name, vm.id, start=True, now=now)
+                self._start_boot(name, vm.id, start=True)
                 started.append(name)
             self.metrics.actions.labels("scale-out").inc()
             return f"starting {', '.join(started)}" if started else "nothing started"
@@ -281,10 +281,10 @@ class Controller:
             self.event("dry-run", f"would drain {action.node} ({len(action.moves)} server(s)) and stop its VM")
             return "dry run"
         self.metrics.actions.labels("scale-in").inc()
-        self._start_drain(action.node, obs, now, reason=action.reason)
+        self._start_drain(action.node, obs, reason=action.reason)
         return f"draining {action.node}"
 
-    def _start_drain(self, node: str, obs: Observation, now: float, *, reason: str, resume: str | None = None):
+    def _start_drain(self, node: str, obs: Observation, *, reason: str, resume: str | None = None) -> None:
         if self.settings.dry_run:
             self.event("dry-run", f"would {'resume' if resume else 'start'} the drain of {node}")
             return
@@ -305,7 +305,7 @@ class Controller:
             self.event("drain", f"drain of {node}: {outcome}")
         self._spawn(f"drain:{node}", run())
 
-    def _start_boot(self, node: str, vm_id: str | None, *, start: bool, now: float) -> None:
+    def _start_boot(self, node: str, vm_id: str | None, *, start: bool) -> None:
         if self.settings.dry_run:
             return
         self._spawn(f"boot:{node}", self._boot(node, vm_id, start))
