@@ -76,7 +76,6 @@ class Classroom:
 
     def __post_init__(self) -> None:
         self.students = [Student(f"student{i:02d}") for i in range(1, self.settings.students + 1)]
-        self.started_at = time.time()
 
     async def _user_api(self, student: Student, method: str, path: str, body=None):
         return await self.stage.api(method, path, body, token=student.token)

@@ -51,7 +51,7 @@ class DrainTimeouts:
     poll: float = 1.0
 
 
-@dataclass
+@dataclass(eq=False)  # one report per move, updated in place: identity, not value, tells them apart
 class MoveReport:
     server: str
     source: str
