@@ -29,6 +29,18 @@ DRAIN_TAINT = PREFIX + "draining"
 # JSON on the Node: the drain's plan and progress (see orchestrator docs).
 DRAIN_ANNOTATION = PREFIX + "drain"
 
+# -- live moves (make-before-break; set on the destination pod) ----------------
+# The source pod's name: a second pod of a server while it moves.
+MOVE_OF_ANNOTATION = PREFIX + "move-of"
+# The route handshake: the orchestrator writes "requested" once the destination
+# holds the state; the hub's ElasticSpawner switches the server to the pod and
+# answers "switched", or "refused: <why>".
+ROUTE_ANNOTATION = PREFIX + "route"
+ROUTE_REQUESTED, ROUTE_SWITCHED, ROUTE_REFUSED = "requested", "switched", "refused"
+# The sessions (JSON, shaped like Jupyter Server's GET /api/sessions) the
+# destination server re-creates under the same ids: an environment variable.
+ADOPT_SESSIONS_ENV = "ELASTICHUB_ADOPT_SESSIONS"
+
 TRUE, FALSE = "true", "false"
 
 

@@ -80,10 +80,35 @@ def server_pods(pods: Iterable[dict], user: str, server_name: str) -> list[dict]
     return sorted(mine, key=lambda p: (_meta(p).get("creationTimestamp") or "", _meta(p).get("name") or ""))
 
 
-def current_pod(pods: Iterable[dict], user: str, server_name: str) -> dict | None:
-    """The server's newest pod that is not being deleted, or None."""
+def current_pod(pods: Iterable[dict], user: str, server_name: str, serving: str | None = None) -> dict | None:
+    """The pod serving the server: the one named `serving` (the spawner's
+    pod name) when it is alive, else the newest that is not being deleted.
+    During a live move the newer pod is the destination, which serves only
+    once the route switched to it."""
     alive = [p for p in server_pods(pods, user, server_name) if not _meta(p).get("deletionTimestamp")]
-    return alive[-1] if alive else None
+    named = [p for p in alive if serving and _meta(p).get("name") == serving]
+    return (named or alive or [None])[-1]
+
+
+def route_requests(pods: Iterable[dict]) -> list[dict]:
+    """Destination pods whose route the orchestrator asked the hub to switch."""
+    return [p for p in pods if (_meta(p).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
+            == podmeta.ROUTE_REQUESTED and not _meta(p).get("deletionTimestamp")]
+
+
+def route_request_problem(pod: dict, user: str, server_name: str) -> str | None:
+    """Why a pod may not become this server's (None when it may): it must be
+    an ElasticHub pod of the same hub server, and a live move's destination."""
+    meta = _meta(pod)
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    if labels.get(podmeta.MANAGED_LABEL) != podmeta.TRUE:
+        return f"pod {meta.get('name')} is not an ElasticHub pod"
+    if (annotations.get(podmeta.USER_ANNOTATION), annotations.get(podmeta.SERVER_NAME_ANNOTATION, "")) != (
+            user, server_name):
+        return f"pod {meta.get('name')} belongs to another server"
+    if not annotations.get(podmeta.MOVE_OF_ANNOTATION):
+        return f"pod {meta.get('name')} is not the destination of a move"
+    return None
 
 
 def pod_node(pod: dict | None) -> str | None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import textwrap
 import time
+import weakref
+from typing import ClassVar
+from urllib.parse import urlparse
 
 from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1PreferredSchedulingTerm
 from kubespawner import KubeSpawner
@@ -19,7 +22,7 @@ from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
-from . import __version__, podspec
+from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -76,6 +79,21 @@ class ElasticSpawner(KubeSpawner):
         the outcome (the kernel also checkpoints when it shuts down).""",
     )
 
+    route_switch_interval = Float(
+        0.1,
+        config=True,
+        help="""Seconds between two looks for a live move's route request (a
+        destination pod the orchestrator annotated `elastichub.io/route:
+        requested`). The hub switches the server to that pod within about
+        this time: it is part of the user's pause during a live move.""",
+    )
+
+    # Every server's spawner in this hub, by (user, server name): one task per
+    # hub answers the orchestrator's route requests for all of them.
+    _servers: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
+    _route_watcher: ClassVar[asyncio.Task | None] = None
+    _answering: ClassVar[set] = set()
+
     @validate("tier_label")
     def _valid_tier_label(self, proposal):
         problem = podspec.label_key_problem(proposal.value)
@@ -102,10 +120,11 @@ class ElasticSpawner(KubeSpawner):
                              "(Kubernetes' range for preferred node-affinity weights)")
         return proposal.value
 
-    @validate("checkpoint_timeout")
+    @validate("checkpoint_timeout", "route_switch_interval")
     def _valid_timeout(self, proposal):
         if not proposal.value > 0:  # also refuses NaN
-            raise TraitError(f"ElasticSpawner.checkpoint_timeout: {proposal.value} is not a positive number of seconds")
+            raise TraitError(f"ElasticSpawner.{proposal.trait.name}: {proposal.value} is not a positive "
+                             "number of seconds")
         return proposal.value
 
     def __init__(self, *args, **kwargs):
@@ -124,6 +143,8 @@ class ElasticSpawner(KubeSpawner):
         # Snapshot taken when a start begins: what progress() announces.
         self._moved_from: str | None = None
         self._restoring: CheckpointOutcome | None = None
+        if getattr(self, "user", None) is not None:
+            ElasticSpawner._servers[(self.user.name, self.name or "")] = self
 
     # -- the pod ---------------------------------------------------------------------------------
 
@@ -150,7 +171,7 @@ class ElasticSpawner(KubeSpawner):
         reflector = self.pod_reflector
         if reflector is None:
             return None
-        return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "")
+        return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "", self.pod_name)
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -183,7 +204,14 @@ class ElasticSpawner(KubeSpawner):
 
     def start(self):
         self._plan_announcements()
+        self._watch_route_requests()
         return super().start()
+
+    async def poll(self):
+        # The hub polls every running server after its own restart: the
+        # route watcher comes back with it.
+        self._watch_route_requests()
+        return await super().poll()
 
     def _plan_announcements(self) -> None:
         # Decided before the new pod exists: announce a restore only when the
@@ -292,3 +320,79 @@ class ElasticSpawner(KubeSpawner):
             return
         self.orm_spawner.state = self.get_state()
         db.commit()
+
+    # -- live moves: switching the server to its destination pod -----------------------------------
+
+    def _watch_route_requests(self) -> None:
+        cls = ElasticSpawner
+        if cls._route_watcher is None or cls._route_watcher.done():
+            cls._route_watcher = asyncio.ensure_future(cls._route_watch_loop(self.route_switch_interval, self.log))
+
+    @classmethod
+    async def _route_watch_loop(cls, interval: float, log) -> None:
+        while True:
+            try:
+                reflectors = {id(r): r for s in list(cls._servers.values())
+                              if (r := s.pod_reflector) is not None}
+                for reflector in reflectors.values():
+                    for pod in podspec.route_requests(list(reflector.pods.values())):
+                        annotations = pod["metadata"]["annotations"]
+                        spawner = cls._servers.get((annotations.get(podmeta.USER_ANNOTATION),
+                                                    annotations.get(podmeta.SERVER_NAME_ANNOTATION, "")))
+                        uid = pod["metadata"].get("uid")
+                        if spawner is None or uid in cls._answering:
+                            continue  # not a server of this hub; or being answered
+                        cls._answering.add(uid)
+                        task = asyncio.ensure_future(spawner._answer_route_request(pod))
+                        task.add_done_callback(lambda _, uid=uid: cls._answering.discard(uid))
+            except Exception:  # the watcher must outlive any one bad pod
+                log.exception("ElasticHub route watcher")
+            await asyncio.sleep(interval)
+
+    async def _answer_route_request(self, pod: dict) -> None:
+        """Make `pod` (a live move's destination, holding the server's state)
+        this server's: the proxy route first, then the hub's record of the
+        server (URL and pod name, so poll() and stop() follow the new pod).
+        The hub never sees the server stopped: the source pod serves until
+        the answer, and is deleted by the orchestrator only after it."""
+        name = pod["metadata"]["name"]
+        problem = podspec.route_request_problem(pod, self.user.name, self.name or "")
+        if not problem and (self.server is None or self.pending):
+            problem = f"the server is {self.pending or 'not running'} in the hub"
+        if not problem and not self.is_pod_running(pod):
+            problem = f"pod {name} is not running and ready"
+        if not problem and self.pod_name != name:
+            problem = await self._switch_to(pod)
+        answer = f"{podmeta.ROUTE_REFUSED}: {problem}" if problem else podmeta.ROUTE_SWITCHED
+        try:
+            await self.api.patch_namespaced_pod(
+                name, self.namespace, {"metadata": {"annotations": {podmeta.ROUTE_ANNOTATION: answer}}})
+        except Exception as e:  # the orchestrator times out and asks the hub again after its restart
+            self.log.warning("ElasticHub: could not answer the route request of pod %s: %s", name, e)
+
+    async def _switch_to(self, pod: dict) -> str | None:
+        """The switch itself; returns why it did not happen (None: done)."""
+        name, source = pod["metadata"]["name"], self.pod_name
+        url = urlparse(self._get_pod_url(pod))
+        target = f"{url.scheme}://{url.netloc}"
+        proxy = self.user.settings.get("proxy")
+        data = {"user": self.user.name, "server_name": self.name or ""}
+        try:
+            await proxy.add_route(self.proxy_spec, target, data)
+        except Exception as e:
+            return f"the proxy refused the new route ({type(e).__name__}: {e})"
+        old = (self.server.ip, self.server.port)
+        try:
+            self.pod_name = name
+            self.dns_name = self.dns_name_template.format(namespace=self.namespace, name=name)
+            self.server.ip, self.server.port = url.hostname, url.port
+            self.last_node = podspec.pod_node(pod) or self.last_node
+            self._persist_state()
+        except Exception as e:  # put the route back: the hub's record and the proxy must agree
+            self.pod_name = source
+            self.server.ip, self.server.port = old
+            await proxy.add_route(self.proxy_spec, self.server.host, data)
+            return f"the hub could not record the new pod ({type(e).__name__}: {e})"
+        self.log.info("ElasticHub live move of %s: now served by pod %s (%s) instead of %s",
+                      self._log_name, name, target, source)
+        return None

@@ -38,7 +38,7 @@ async def wire(tmp_path):
     from elastichub.orchestrator.cloud import CloudPool
     from elastichub.orchestrator.controller import Controller, Settings
     from elastichub.orchestrator.drain import DrainTimeouts
-    from elastichub.orchestrator.kube import Informer, KubeNodes, object_key, object_name
+    from elastichub.orchestrator.kube import Informer, KubeNodes, KubePods, object_key, object_name
     from elastichub.orchestrator.records import node_record, pod_record
 
     opened, tasks = [], []
@@ -59,7 +59,8 @@ async def wire(tmp_path):
             cloud = CloudPool(cluster.cloud_driver())
         settings.setdefault("poll", 0.1)
         controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud,
-                                Settings(drain=drain or DrainTimeouts(poll=0.1), **settings))
+                                Settings(drain=drain or DrainTimeouts(poll=0.1), **settings),
+                                kube_pods=KubePods(core))
         opened.append(controller)
         return controller
 

@@ -51,6 +51,7 @@ class Student:
     digest: str = ""
     node: str | None = None
     after_move: str | None = None  # the digest once moved
+    kernel_id: str | None = None  # the notebook's kernel; a live move keeps it
     error: str = ""
 
     @property
@@ -104,6 +105,7 @@ class Classroom:
             await asyncio.sleep(0.5)
         s.ready_at = time.time()
         nb = await Notebook(self.stage.url, s.name, s.token, "lesson.ipynb").open()
+        s.kernel_id = nb.kernel_id
         try:
             out = await nb.run(STATE)
             if out["status"] != "ok":
@@ -168,8 +170,10 @@ class Classroom:
             s = by_name.get(m["server"])
             if s is None:
                 continue
+            kernel = None
             try:
                 nb = await Notebook(self.stage.url, s.name, s.token, "lesson.ipynb").open(create=False)
+                kernel = nb.kernel_id
                 try:
                     s.after_move = (await nb.run(DIGEST))["stdout"].strip()
                 finally:
@@ -179,6 +183,7 @@ class Classroom:
             identical = bool(s.digest) and s.after_move == s.digest
             s.phase = "moved, state identical" if identical else "moved, STATE DIFFERS"
             checked.append({"user": s.name, "from_node": m["from"], "to_node": m["to"],
-                            "downtime_s": m["downtime_s"], "state_identical": identical,
+                            "method": m.get("method", "restart"), "downtime_s": m["downtime_s"],
+                            "state_identical": identical, "same_kernel": kernel is not None and kernel == s.kernel_id,
                             "checkpoint": m.get("checkpoint", {})})
         return checked

@@ -56,6 +56,12 @@ class Notebook:
         if code != 201 or not isinstance(session, dict):
             raise NotebookError(f"cannot open {self.path} for {self.user}: {code} {session}")
         self.kernel_id = session["kernel"]["id"]
+        await self.connect()
+        return self
+
+    async def connect(self) -> None:
+        """Connect the kernel websocket (again, after it closed: as JupyterLab
+        does, to the same kernel id, wherever the hub's route now leads)."""
         ws_url = urlparse(self.base)._replace(scheme="wss" if self.base.startswith("https") else "ws").geturl()
         try:
             self.ws = await websocket_connect(HTTPRequest(
@@ -63,7 +69,6 @@ class Notebook:
                 headers={"Authorization": f"token {self.token}"}), max_message_size=64 << 20)
         except Exception as e:
             raise NotebookError(f"cannot connect to {self.user}'s kernel: {e}") from None
-        return self
 
     def submit(self, code: str) -> str:
         """Send an execute_request; its msg_id (collect the outcome with `collect`)."""

@@ -83,8 +83,10 @@ def summary_table(summary: dict) -> Table:
     table.add_row("longest wait for a server", f"{summary['max_wait_s']:.1f} s")
     table.add_row("migrations", str(len(summary["migrations"])))
     for m in summary["migrations"]:
-        down = "?" if m["downtime_s"] is None else f"{m['downtime_s']:.1f} s down"
+        pause = "paused" if m["method"] == "live" else "down"
+        down = "?" if m["downtime_s"] is None else f"{m['method']}, {m['downtime_s']:.1f} s {pause}"
         same = "[green]state identical[/green]" if m["state_identical"] else "[bold red]STATE DIFFERS[/bold red]"
-        table.add_row(f"  {m['user']}", f"{m['from_node']} -> {m['to_node']}, {down}, {same}")
+        kernel = ", same kernel" if m["same_kernel"] else ""
+        table.add_row(f"  {m['user']}", f"{m['from_node']} -> {m['to_node']}, {down}, {same}{kernel}")
     table.add_row("took", f"{summary['seconds']:.0f} s")
     return table

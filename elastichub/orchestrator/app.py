@@ -23,7 +23,7 @@ import signal
 import sys
 from urllib.parse import urlparse
 
-from traitlets import Bool, Dict, Float, Integer, List, Unicode, default, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode, default, validate
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
@@ -112,6 +112,18 @@ class ElasticOrchestrator(Application):
     checkpoint_timeout = Float(1800.0, config=True, help="Seconds one server's checkpoint may take.")
     stop_timeout = Float(180.0, config=True, help="Seconds for a server (or a VM) to stop.")
     start_timeout = Float(600.0, config=True, help="Seconds for a moved server to start and answer again.")
+    move_method = CaselessStrEnum(["live", "restart"], "live", config=True, help="""How a server moves off a
+        node being drained. "live" (make-before-break): a second pod of the server restores its kernels'
+        state while the first serves; the user pauses only for the final delta and the route switch, and
+        their open notebook tab keeps its kernels (same ids). Needs ElasticSpawner in the hub (it switches
+        the route) and the pod permissions create/patch/delete. "restart" (break-before-make): checkpoint,
+        stop, start elsewhere, restore; the tab sees its kernel die and restart. A server whose image lacks
+        the kernel package moves by a restart either way.""")
+    route_timeout = Float(30.0, config=True, help="""Live moves: seconds for the hub to switch a server to
+        its destination pod; past that the move is undone (the source serves on).""")
+    freeze_lease = Float(60.0, config=True, help="""Live moves: seconds a source kernel stays paused for the
+        final step before it resumes by itself (so a crashed orchestrator never leaves a user's kernel
+        paused).""")
 
     # -- JupyterHub -------------------------------------------------------------------------
     hub_api_url = Unicode(config=True, help="The hub's REST API. Default: $JUPYTERHUB_API_URL.")
@@ -149,7 +161,8 @@ class ElasticOrchestrator(Application):
         return os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
 
     @validate("tmon", "tcool", "boot_timeout", "boot_backoff", "boot_backoff_max", "busy_timeout",
-              "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout")
+              "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout", "route_timeout",
+              "freeze_lease")
     def _positive(self, proposal):
         value = proposal["value"]
         if not value > 0:
@@ -182,7 +195,9 @@ class ElasticOrchestrator(Application):
             tmon=self.tmon, boot_timeout=self.boot_timeout, boot_backoff=self.boot_backoff,
             boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),
             drain=DrainTimeouts(busy=self.busy_timeout, checkpoint=self.checkpoint_timeout, stop=self.stop_timeout,
-                                start=self.start_timeout, poll=min(1.0, self.tmon)),
+                                start=self.start_timeout, poll=min(1.0, self.tmon), route=self.route_timeout,
+                                freeze_lease=self.freeze_lease),
+            move_method=self.move_method,
             observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default),
             timeline_s=self.history_hours * 3600, dry_run=self.dry_run)
 
@@ -223,7 +238,7 @@ class ElasticOrchestrator(Application):
     async def build_controller(self) -> tuple[Controller, list]:
         """Every adapter, checked once: an unreachable API fails here, in one line."""
         from .hub import HubClient, HubError
-        from .kube import Informer, KubeNodes, object_key, object_name
+        from .kube import Informer, KubeNodes, KubePods, object_key, object_name
         from .records import node_record, pod_record
 
         strategy = self.build_strategy()
@@ -259,7 +274,8 @@ class ElasticOrchestrator(Application):
                          watch_timeout=self.watch_timeout, label_selector=self.tier_label)
         pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,
                         watch_timeout=self.watch_timeout)
-        controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings)
+        controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings,
+                                kube_pods=KubePods(core))
         return controller, closers
 
     async def run(self) -> None:

@@ -30,7 +30,7 @@ from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, Scal
 from .cloud import CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
 from .hub import HubClient, HubError
-from .kube import Informer, KubeNodes
+from .kube import Informer, KubeNodes, KubePods
 from .metrics import Metrics
 from .observe import ObserveConfig, Observation, observe
 
@@ -46,6 +46,7 @@ class Settings:
     boot_backoff_max: float = 3600.0
     poll: float = 1.0  # how often a step re-reads what it waits for
     drain: DrainTimeouts = DrainTimeouts()
+    move_method: str = "restart"
     observe: ObserveConfig = ObserveConfig()
     history: int = 200  # decisions, moves and events kept for the status page
     timeline_s: float = 6 * 3600.0
@@ -69,6 +70,7 @@ class Controller:
     settings: Settings = field(default_factory=Settings)
     metrics: Metrics = field(default_factory=Metrics)
     clock: Callable[[], float] = time.time
+    kube_pods: KubePods | None = None  # live moves create and delete pods
 
     def __post_init__(self) -> None:
         self.state = ControllerState()
@@ -291,7 +293,8 @@ class Controller:
         vm = obs.vms.get(node)
         drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
                       pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
-                      clock=self.clock, on_move=self._on_move)
+                      clock=self.clock, on_move=self._on_move, move_method=self.settings.move_method,
+                      kube_pods=self.kube_pods)
         self.event("drain", f"{'resuming' if resume else 'starting'} the drain of {node}: {reason}")
 
         async def run():

@@ -1,6 +1,9 @@
 """Draining a cloud node: move each server off it with its kernel state, then stop its VM.
 
-The protocol (break-before-make), one server at a time, RAM descending:
+Each server moves live (make-before-break, `move_method = "live"`: live.py)
+or by a restart (break-before-make, below; also the way for a server whose
+image lacks the kernel package's endpoint). The restart protocol, one server
+at a time, RAM descending:
 
   cordon + taint + record          (the node takes no new server)
   per server: kernels idle?        (a running cell is never killed: wait, bounded, else roll back)
@@ -28,7 +31,8 @@ from typing import Callable
 from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
-from .kube import KubeNodes
+from .kube import KubeNodes, KubePods
+from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
 from .records import PodRecord, load_drain
 
 log = logging.getLogger(__name__)
@@ -49,6 +53,8 @@ class DrainTimeouts:
     start: float = 600.0
     empty: float = 300.0  # for the node's last pods to go once every server moved
     poll: float = 1.0
+    route: float = 30.0  # live moves: for the hub to switch a server to its destination pod
+    freeze_lease: float = 60.0  # live moves: a frozen kernel thaws by itself after this
 
 
 @dataclass(eq=False)  # one report per move, updated in place: identity, not value, tells them apart
@@ -61,11 +67,13 @@ class MoveReport:
     downtime_s: float | None = None
     error: str = ""
     started_at: float = field(default_factory=time.time)
+    method: str = "restart"  # restart | live
+    phases: dict = field(default_factory=dict)  # live moves: seconds per step, delta bytes
 
     def to_json(self) -> dict:
         return {"server": self.server, "from": self.source, "to": self.destination, "outcome": self.outcome,
-                "checkpoint": self.checkpoint, "downtime_s": self.downtime_s, "error": self.error,
-                "started_at": self.started_at}
+                "method": self.method, "checkpoint": self.checkpoint, "downtime_s": self.downtime_s,
+                "phases": self.phases, "error": self.error, "started_at": self.started_at}
 
 
 class Drain:
@@ -74,9 +82,11 @@ class Drain:
 
     def __init__(self, node: str, vm_id: str | None, *, kube: KubeNodes, hub: HubClient, cloud: CloudPool | None,
                  pods: Callable[[], list[PodRecord]], timeouts: DrainTimeouts, reason: str = "",
-                 clock: Callable[[], float] = time.time, on_move: Callable[[MoveReport], None] = lambda r: None):
+                 clock: Callable[[], float] = time.time, on_move: Callable[[MoveReport], None] = lambda r: None,
+                 move_method: str = "restart", kube_pods: KubePods | None = None):
         self.node, self.vm_id = node, vm_id
         self.kube, self.hub, self.cloud = kube, hub, cloud
+        self.move_method, self.kube_pods = move_method, kube_pods
         self.pods, self.t, self.reason = pods, timeouts, reason
         self.clock, self.on_move = clock, on_move
         self.record: dict = {}
@@ -138,6 +148,13 @@ class Drain:
             report.outcome, report.error = "skipped", "not running in the hub"
             self.on_move(report)
             return
+        if self.move_method == "live" and self.kube_pods is not None:
+            try:
+                await self._move_live(pod, server, report)
+                return
+            except LiveUnsupported as e:
+                log.info("%s cannot move live (%s): moving it by a restart", pod.server, e)
+                report.method = "restart"
         try:
             while True:
                 kernels = await self._wait_idle(server)
@@ -173,6 +190,37 @@ class Drain:
         report.downtime_s = round(time.monotonic() - down, 3)
         report.outcome = "moved"
         self.on_move(report)
+
+    def _live(self, entry: dict) -> LiveMove:
+        return LiveMove(hub=self.hub, pods=self.kube_pods, timeouts=self.t, entry=entry, save=self._save,
+                        poll=min(self.t.poll, 0.1))
+
+    async def _move_live(self, pod: PodRecord, server: HubServer, report: MoveReport) -> None:
+        """Make-before-break (live.py). A failed live move leaves the source
+        serving and rolls the drain back, as a failed checkpoint does."""
+        namespace, name = pod.key.split("/", 1)
+        entry = {"user": pod.user, "name": pod.server_name, "step": LIVE, "ns": namespace, "source": name,
+                 "dest": destination_name(name)}
+        report.method = "live"
+        self.record["servers"][pod.server] = entry
+        await self._save()
+        move = self._live(entry)
+        try:
+            report.destination = await move.run(pod, server)
+        except (LiveMoveFailed, LiveUnsupported) as e:
+            report.phases = move.phases
+            del self.record["servers"][pod.server]
+            await self._save()
+            if isinstance(e, LiveUnsupported):
+                raise
+            report.outcome, report.error = "failed", str(e)
+            self.on_move(report)
+            raise MoveAborted(f"live move of {pod.server}: {e}") from None
+        report.phases = move.phases
+        report.downtime_s = move.phases.get("pause_s")
+        report.outcome = "moved"
+        self.on_move(report)
+        await self._wait_pod_gone(pod, self.t.stop)
 
     async def _wait_idle(self, server: HubServer) -> list[dict]:
         """The server's kernels once none is busy; MoveAborted after `busy` s."""
@@ -232,6 +280,17 @@ class Drain:
         """Servers a previous run stopped (or began to stop) and had not
         started again: the hub says whether the stop happened."""
         for key, entry in list(self.record["servers"].items()):
+            if entry.get("step") in (LIVE, ROUTE) and self.kube_pods is not None:
+                log.info("live move of %s interrupted by a restart: finishing or undoing it", key)
+                report = MoveReport(key, self.node, method="live")
+                if await self._live(entry).recover() == "done":
+                    report.destination, report.outcome = entry.get("to"), "moved"
+                else:
+                    del self.record["servers"][key]
+                    await self._save()
+                    report.outcome, report.error = "failed", "interrupted before the route switched: undone"
+                self.on_move(report)
+                continue
             if entry.get("step") != RESTART:
                 continue
             here = [p for p in self.pods() if p.managed and p.server == key and p.node == self.node

@@ -165,6 +165,19 @@ class HubClient:
             raise HubError(f"kernels of {server.key}: {code} {str(payload)[:200]}", code)
         return payload
 
+    def proxy_base(self, server: HubServer) -> str:
+        """Where the proxy serves this server (its route: whichever pod serves it)."""
+        return self.proxy_url + server.url.rstrip("/") + "/"
+
+    async def server_call(self, base: str, method: str, path: str, body=None, *, timeout: float | None = None):
+        """A single-user server's API at `base` (the proxy route, or one pod
+        directly during a live move), with the service's token."""
+        code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout)
+        if code != 200:
+            message = payload.get("message") if isinstance(payload, dict) else str(payload)[:200]
+            raise HubError(f"{method} {path} at {base}: {code} {message}", code)
+        return payload
+
     async def checkpoint(self, server: HubServer, timeout: float) -> CheckpointOutcome:
         """Have the server checkpoint every kernel (the kernel package's
         endpoint, through the proxy, as the spawner does before a stop)."""

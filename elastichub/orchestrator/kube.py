@@ -231,3 +231,37 @@ def _uncordon_spec(node: dict) -> dict:
     if len(kept) == len(taints):
         return {}
     return {"unschedulable": False, "taints": kept}
+
+
+class KubePods:
+    """The pod calls of a live move: read one pod as raw JSON, create the
+    destination, annotate it, delete the pod that served before."""
+
+    def __init__(self, core_api):
+        self.core = core_api
+
+    async def get(self, namespace: str, name: str) -> dict | None:
+        try:
+            resp = await self.core.read_namespaced_pod(name, namespace, _preload_content=False)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        try:
+            return json.loads(await resp.read())
+        finally:
+            resp.release()
+
+    async def create(self, namespace: str, manifest: dict) -> None:
+        await self.core.create_namespaced_pod(namespace, manifest)
+
+    async def annotate(self, namespace: str, name: str, annotations: dict) -> None:
+        await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}})
+
+    async def delete(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """Delete a pod; gone already is fine."""
+        try:
+            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds)
+        except ApiException as e:
+            if e.status != 404:
+                raise

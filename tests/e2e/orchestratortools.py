@@ -22,6 +22,7 @@ ORCHESTRATOR_SERVICE = f"""
 c.JupyterHub.services.append({{"name": "orchestrator", "api_token": {ORCHESTRATOR_TOKEN!r}}})
 c.JupyterHub.load_roles.append({{"name": "orchestrator", "services": ["orchestrator"],
                                 "scopes": {ORCHESTRATOR_SCOPES!r}}})
+c.Spawner.poll_interval = 1  # the hub checks every server each second: a move must never look like a stop
 c.KubeSpawner.mem_guarantee = "2G"
 c.KubeSpawner.cpu_guarantee = 0.1
 c.KubeSpawner.environment = {{"ELASTICHUB_CHECKPOINT_DIR": "checkpoints/{{username}}",
@@ -88,10 +89,12 @@ async def users_on_cloud(cluster, hub: Hub, users, state: str = STATE) -> dict:
     return digests
 
 
-def orchestrator_config(cluster, hub: Hub, managed: bool = False) -> str:
+def orchestrator_config(cluster, hub: Hub, managed: bool = False, move_method: str = "restart") -> str:
     """The orchestrator's config file for this cluster and hub. `managed`: the
-    hub runs it as a service and gives it its URL and token in the environment."""
+    hub runs it as a service and gives it its URL and token in the environment.
+    `move_method`: these tests pin the method they test (the default is live)."""
     text = f"""
+c.ElasticOrchestrator.move_method = {move_method!r}
 c.ElasticOrchestrator.policy = "elastic"
 c.ElasticOrchestrator.theta_out = 80
 c.ElasticOrchestrator.tmon = 0.5

@@ -48,9 +48,11 @@ def test_the_demo_bursts_moves_every_student_back_with_their_state_and_ends_clea
     assert summary["scale_outs"] >= 1 and summary["scale_ins"] >= 1 and summary["cloud_node_seconds"] > 0
     assert summary["migrations"], "no student was moved off the cloud"
     for move in summary["migrations"]:
-        assert {"user", "from_node", "to_node", "downtime_s", "state_identical"} <= set(move)
+        assert {"user", "from_node", "to_node", "method", "downtime_s", "state_identical"} <= set(move)
         assert move["from_node"].startswith("cloud-") and move["to_node"].startswith("onprem-")
         assert move["state_identical"] is True and move["downtime_s"] > 0
+        # the demo runs the example config: live moves keep the notebook's kernel
+        assert move["method"] == "live" and move["same_kernel"] is True, move
     assert processes_under(tmp_path / "demo") == []
 
 

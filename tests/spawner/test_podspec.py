@@ -60,8 +60,10 @@ def test_a_servers_pods_are_found_by_labels_not_by_name():
         _pod("whatever-2", "alice", node="cloud-1", created="2026-12-01T07:05:00Z"),
     ]
     assert [p["metadata"]["name"] for p in podspec.server_pods(pods, "alice", "")] == ["whatever-1", "whatever-2"]
-    # make-before-break: two pods for one server, the newer is current
+    # two pods for one server: the one the spawner serves from, else the newer
     assert podspec.pod_node(podspec.current_pod(pods, "alice", "")) == "cloud-1"
+    assert podspec.pod_node(podspec.current_pod(pods, "alice", "", serving="whatever-1")) == "onprem-1"
+    assert podspec.pod_node(podspec.current_pod(pods, "alice", "", serving="gone")) == "cloud-1"
     assert podspec.current_pod(pods, "alice", "gpu")["metadata"]["name"] == "jupyter-alice"
     assert podspec.current_pod(pods, "carol", "") is None
 
@@ -72,6 +74,23 @@ def test_a_pod_being_deleted_is_not_current():
     assert podspec.pod_node(podspec.current_pod(pods, "alice", "")) == "n1"
     assert podspec.pod_node(None) is None
     assert podspec.pod_node(_pod("c", "alice")) is None
+
+
+def test_route_requests_are_destination_pods_of_the_same_server():
+    dest = _pod("jupyter-alice-m0a1b2c", "alice", node="onprem-1")
+    dest["metadata"]["annotations"].update({podmeta.MOVE_OF_ANNOTATION: "jupyter-alice",
+                                            podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
+    answered = _pod("x", "alice")
+    answered["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_SWITCHED
+    deleting = _pod("y", "alice", deleting=True)
+    deleting["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_REQUESTED
+    assert podspec.route_requests([dest, answered, deleting, _pod("z", "bob")]) == [dest]
+    assert podspec.route_request_problem(dest, "alice", "") is None
+    assert "another server" in podspec.route_request_problem(dest, "alice", "gpu")
+    assert "another server" in podspec.route_request_problem(dest, "bob", "")
+    assert "not the destination of a move" in podspec.route_request_problem(_pod("p", "alice"), "alice", "")
+    assert "not an ElasticHub pod" in podspec.route_request_problem(_pod("p", "alice", managed="false"),
+                                                                    "alice", "")
 
 
 def test_progress_messages():

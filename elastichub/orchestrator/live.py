@@ -1,0 +1,303 @@
+"""A live move (make-before-break): the user's server is moved while it serves.
+
+  sessions    read the source's notebook sessions (Jupyter Server's /api/sessions)
+  pre-copy    every kernel checkpoints while the user works (short pauses only)
+  destination a second pod of the same server (the source pod's spec, not bound
+              to a node; the drained node is cordoned) re-creates those sessions
+              and kernels under the same ids, each restoring the pre-copy
+  freeze      the source kernels finish their running cell (bounded), hold new
+              ones, and write what changed since the pre-copy (the delta)
+  apply       the destination kernels load the delta: now identical
+  retire      the source kernels refuse to run anything more (unless a cell
+              arrived while frozen: then the move is undone, the cell runs)
+  route       the hub's ElasticSpawner switches the server to the destination
+              pod (proxy route, the hub's record): JupyterLab's own reconnect
+              lands on the same kernel ids there
+  source      the source pod is deleted
+
+The user's pause runs from `freeze` to `route`. Until the route switched,
+the source serves and anything unexpected undoes the move: the source kernels
+thaw (they also thaw by themselves when a lease runs out), the destination
+pod is deleted, nothing is lost. The Node's drain record names both pods
+before the destination exists, so a restarted orchestrator finishes a switched
+move or undoes one that was not (`recover`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import re
+import secrets
+import time
+from typing import Callable
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from .. import podmeta
+from .hub import HubClient, HubError, HubServer
+from .kube import KubePods
+from .records import PodRecord
+
+log = logging.getLogger(__name__)
+
+LIVE, ROUTE = "live", "route"  # record steps: destination may exist / route switch asked
+NOTEBOOK_CONTAINER = "notebook"  # KubeSpawner's name for the single-user container
+_MOVE_SUFFIX = re.compile(r"-m[0-9a-f]{6}$")
+
+
+class LiveMoveFailed(Exception):
+    """The live move cannot go on; the source keeps serving."""
+
+
+class LiveUnsupported(Exception):
+    """The server has no live-move endpoint (no Elastic kernel package in its
+    image): nothing was changed; a restart move is the way for it."""
+
+
+def destination_name(source: str, token: str | None = None) -> str:
+    """`jupyter-alice` -> `jupyter-alice-m1a2b3c`; a moved pod's own suffix is
+    replaced, so names do not grow move after move."""
+    base = _MOVE_SUFFIX.sub("", source)[:55]
+    return f"{base}-m{token or secrets.token_hex(3)}"
+
+
+def destination_manifest(source: dict, name: str, sessions: list) -> dict:
+    """The destination pod: the source's spec as the spawner built it, not bound
+    to a node, under a new name, told which sessions to re-create."""
+    meta = source.get("metadata") or {}
+    spec = copy.deepcopy(source.get("spec") or {})
+    spec.pop("nodeName", None)
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in (podmeta.ROUTE_ANNOTATION, podmeta.MOVE_OF_ANNOTATION)}
+    annotations[podmeta.MOVE_OF_ANNOTATION] = meta.get("name", "")
+    containers = spec.get("containers") or []
+    target = next((c for c in containers if c.get("name") == NOTEBOOK_CONTAINER), containers[0] if containers else None)
+    if target is None:
+        raise LiveMoveFailed(f"pod {meta.get('name')} has no container")
+    env = [e for e in target.get("env") or [] if e.get("name") != podmeta.ADOPT_SESSIONS_ENV]
+    env.append({"name": podmeta.ADOPT_SESSIONS_ENV, "value": json.dumps(sessions, separators=(",", ":"))})
+    target["env"] = env
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": meta.get("namespace"), "labels": dict(meta.get("labels") or {}),
+                         "annotations": annotations},
+            "spec": spec}
+
+
+def pod_base(pod: dict, prefix: str) -> str | None:
+    """The single-user server of one pod, directly: http://IP:PORT/PREFIX/."""
+    ip = (pod.get("status") or {}).get("podIP")
+    ports = [p.get("containerPort") for c in (pod.get("spec") or {}).get("containers") or []
+             for p in c.get("ports") or [] if p.get("name") == "notebook-port"]
+    if not ip or not ports:
+        return None
+    return f"http://{ip}:{ports[0]}/{prefix.strip('/')}/"
+
+
+def pod_ready(pod: dict | None) -> bool:
+    status = (pod or {}).get("status") or {}
+    return (status.get("phase") == "Running" and bool(status.get("podIP"))
+            and not (pod.get("metadata") or {}).get("deletionTimestamp")
+            and all(cs.get("ready") for cs in status.get("containerStatuses") or [{}]))
+
+
+def session_list(payload) -> list[dict]:
+    """Jupyter Server's /api/sessions, checked: each with an id and a kernel."""
+    if not isinstance(payload, list):
+        raise LiveMoveFailed(f"/api/sessions answered {str(payload)[:120]!r}, not a list")
+    sessions = []
+    for s in payload:
+        kernel = s.get("kernel") if isinstance(s, dict) else None
+        if not isinstance(kernel, dict) or not kernel.get("id") or not s.get("id"):
+            raise LiveMoveFailed(f"/api/sessions holds a session without an id or a kernel: {str(s)[:120]}")
+        sessions.append({"id": s["id"], "path": s.get("path"), "name": s.get("name"), "type": s.get("type"),
+                         "kernel": {"id": kernel["id"], "name": kernel.get("name")}})
+    return sessions
+
+
+def failures(results, phase: str) -> list[str]:
+    """The kernels a phase failed on, each with its error; a malformed answer is one failure."""
+    if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+        return [f"{phase}: malformed answer {str(results)[:120]!r}"]
+    return [f"kernel {r.get('kernel_id')}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
+
+
+def adoption(status, kernel_ids: set) -> tuple[bool, str | None]:
+    """(every session re-created and restored?, a failure) from the
+    destination's /api/elastichub/status."""
+    adopted = status.get("adopted") if isinstance(status, dict) else None
+    if not isinstance(adopted, list):
+        return False, None
+    by_kernel = {a.get("kernel_id"): a for a in adopted if isinstance(a, dict)}
+    for kid in kernel_ids:
+        entry = by_kernel.get(kid)
+        if entry is not None and entry.get("state") == "failed":
+            return False, f"kernel {kid}: {entry.get('error') or 'could not be re-created'}"
+    return all(by_kernel.get(k, {}).get("state") == "ready" for k in kernel_ids), None
+
+
+class LiveMove:
+    """One server's live move. `entry` is its part of the Node's drain record
+    and `save` writes the record; `phases` collects the seconds of each step."""
+
+    def __init__(self, *, hub: HubClient, pods: KubePods, timeouts, entry: dict, save: Callable,
+                 poll: float = 0.1):
+        self.hub, self.pods, self.t = hub, pods, timeouts
+        self.entry, self.save, self.poll = entry, save, poll
+        self.phases: dict = {}
+
+    @property
+    def namespace(self) -> str:
+        return self.entry["ns"]
+
+    async def run(self, pod: PodRecord, server: HubServer) -> str | None:
+        """Move the server; returns the destination's node. LiveMoveFailed
+        (after undoing) when it cannot: the source serves on."""
+        source_base = self.hub.proxy_base(server)
+        mark = time.monotonic()
+
+        def lap(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            self.phases[name] = round(now - mark, 3)
+            mark = now
+
+        try:
+            sessions = session_list(await self.hub.server_call(source_base, "GET", "/api/sessions"))
+            kernels = {s["kernel"]["id"] for s in sessions}
+            running = await self.hub.kernels(server)
+            lone = [k.get("id") for k in running if k.get("id") not in kernels]
+            if lone:
+                raise LiveMoveFailed(f"kernel(s) {', '.join(map(str, lone))} belong to no notebook session")
+            try:
+                precopy = await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
+                                                     {"phase": "precopy"}, timeout=self.t.checkpoint)
+            except HubError as e:
+                if e.code == 404:
+                    raise LiveUnsupported(str(e)) from None
+                raise
+            bad = failures(precopy, "precopy")
+            if bad:
+                raise LiveMoveFailed("pre-copy: " + "; ".join(bad))
+            lap("precopy_s")
+            source = await self.pods.get(self.namespace, self.entry["source"])
+            if source is None:
+                raise LiveMoveFailed(f"pod {self.entry['source']} is gone")
+            await self.pods.create(self.namespace, destination_manifest(source, self.entry["dest"], sessions))
+            dest_base = await self._wait_destination(kernels, server.url)
+            lap("destination_s")
+            paused = time.monotonic()
+            frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
+                "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
+                timeout=self.t.busy + self.t.checkpoint)
+            bad = failures(frozen, "freeze")
+            if bad:
+                raise LiveMoveFailed("freeze: " + "; ".join(bad))
+            self.phases["delta_bytes"] = sum(int(r.get("bytes") or 0) for r in frozen)
+            lap("freeze_s")
+            for r in frozen:
+                bad = failures(await self.hub.server_call(dest_base, "POST", "/api/elastichub/live", {
+                    "phase": "apply", "kernel_id": r["kernel_id"], "delta_id": r.get("delta_id")},
+                    timeout=self.t.checkpoint), "apply")
+                if bad:
+                    raise LiveMoveFailed("apply: " + "; ".join(bad))
+            lap("apply_s")
+            bad = failures(await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
+                                                      {"phase": "retire"}), "retire")
+            if bad:
+                raise LiveMoveFailed("retire (a cell or widget message arrived during the pause; it runs "
+                                     "where it was sent): " + "; ".join(bad))
+            lap("retire_s")
+            self.entry["step"] = ROUTE
+            await self.save()
+            await self.pods.annotate(self.namespace, self.entry["dest"],
+                                     {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
+            answer = await self._route_answer()
+            if answer != podmeta.ROUTE_SWITCHED:
+                raise LiveMoveFailed(f"the hub did not switch the route: {answer}")
+            lap("switch_s")
+            self.phases["pause_s"] = round(time.monotonic() - paused, 3)
+        except (LiveMoveFailed, HubError, OSError, ApiException) as e:
+            await self.undo()
+            raise LiveMoveFailed(str(e).strip()) from None
+        except BaseException:
+            # Cancelled (shutdown) or a bug: the record names both pods; recover() decides.
+            raise
+        return await self.finish()
+
+    async def _wait_destination(self, kernels: set, prefix: str) -> str:
+        deadline = time.monotonic() + self.t.start
+        problem = "the destination pod did not start"
+        while time.monotonic() < deadline:
+            pod = await self.pods.get(self.namespace, self.entry["dest"])
+            if pod is None:
+                raise LiveMoveFailed(f"pod {self.entry['dest']} vanished")
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Failed", "Succeeded"):
+                raise LiveMoveFailed(f"pod {self.entry['dest']} ended ({phase}) before it served")
+            base = pod_base(pod, prefix)
+            if pod_ready(pod) and base:
+                try:
+                    status = await self.hub.server_call(base, "GET", "/api/elastichub/status")
+                except HubError as e:
+                    problem = str(e)
+                else:
+                    ready, failed = adoption(status, kernels)
+                    if failed:
+                        raise LiveMoveFailed(f"the destination could not re-create {failed}")
+                    if ready:
+                        self.entry["to"] = (pod.get("spec") or {}).get("nodeName")
+                        return base
+                    problem = "the destination's kernels are still restoring"
+            await asyncio.sleep(self.poll)
+        raise LiveMoveFailed(f"{problem} within {self.t.start:g} s")
+
+    async def _route_answer(self) -> str:
+        """The spawner's answer to the route request: "switched" or "refused: ..."."""
+        deadline = time.monotonic() + self.t.route
+        while True:
+            pod = await self.pods.get(self.namespace, self.entry["dest"])
+            answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION, "")
+            if pod is None or answer != podmeta.ROUTE_REQUESTED:
+                return answer or "the destination pod is gone"
+            if time.monotonic() > deadline:
+                return f"no answer from the hub within {self.t.route:g} s (is the hub's spawner ElasticSpawner?)"
+            await asyncio.sleep(self.poll / 2)
+
+    async def finish(self) -> str | None:
+        """The route switched: the source pod goes (its kernels are retired:
+        they write no checkpoint over the destination's state)."""
+        started = time.monotonic()
+        await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=1)
+        self.entry["step"] = "done"
+        await self.save()
+        self.phases["source_delete_s"] = round(time.monotonic() - started, 3)
+        return self.entry.get("to")
+
+    async def undo(self) -> None:
+        """Before the switch: the source thaws and serves on, the destination goes."""
+        try:
+            server = await self.hub.server(self.entry["user"], self.entry["name"])
+            if server is not None:
+                await self.hub.server_call(self.hub.proxy_base(server), "POST", "/api/elastichub/live",
+                                           {"phase": "thaw"})
+        except HubError as e:  # the kernels' lease thaws them anyway, unless retired: keep the record
+            log.warning("live move of %s: thawing the source failed: %s", self.entry.get("source"), e)
+            raise
+        finally:
+            await self.pods.delete(self.namespace, self.entry["dest"], grace_seconds=0)
+
+    async def recover(self) -> str:
+        """After a restart: "done" when the switch had happened (finished now),
+        "undone" when it had not (undone now)."""
+        pod = await self.pods.get(self.namespace, self.entry["dest"])
+        answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
+        if answer == podmeta.ROUTE_REQUESTED:
+            answer = await self._route_answer()
+        if pod is not None and answer == podmeta.ROUTE_SWITCHED:
+            await self.finish()
+            return "done"
+        await self.undo()
+        return "undone"

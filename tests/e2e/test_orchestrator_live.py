@@ -1,0 +1,214 @@
+"""Live moves end to end (make-before-break): a real JupyterHub + CHP with
+ElasticSpawner, KubeSpawner pods on the local cluster, Elastic Python kernels
+behind a real Jupyter Server, and the orchestrator's controller with its real
+adapters. A student's tab stays open and keeps running cells while their
+server moves; afterwards the same kernel ids answer on the new node with every
+variable as it was. Failures before the route switch leave the source serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import os
+
+import pytest
+from hubtools import open_notebook
+from orchestratortools import DIGEST, hub_client, users_on_cloud
+from podtools import until
+
+from elastichub.demo.notebook import NotebookError
+from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
+from elastichub.orchestrator.drain import DrainTimeouts
+from elastichub.orchestrator.hub import HubClient
+from elastichub.orchestrator.kube import KubePods
+from elastichub.policy import PolicyConfig, make_strategy
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+TIMEOUTS = DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30)
+NOT_RUN = "did not run"
+
+
+def _pods(cluster, user: str) -> list[dict]:
+    return [p for p in cluster.store.list("pods", "default")
+            if (p["metadata"].get("annotations") or {}).get("elastichub.io/user") == user]
+
+
+async def _sessions(hub, user: str) -> list[tuple[str, str]]:
+    client = hub_client(hub)
+    server = await client.server(user, "")
+    payload = await client.server_call(client.proxy_base(server), "GET", "/api/sessions")
+    return sorted((s["id"], s["kernel"]["id"]) for s in payload)
+
+
+class Probe:
+    """A student's open tab that keeps running `n += 1` every 0.1 s; when its
+    websocket closes it reconnects to the same kernel id, as JupyterLab does."""
+
+    def __init__(self, nb):
+        self.nb, self.ok, self.not_run, self.other = nb, 0, 0, []
+        self.task = None
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                out = await self.nb.run("n += 1", timeout=60)
+            except (NotebookError, asyncio.TimeoutError):
+                await asyncio.sleep(0.05)
+                try:
+                    await self.nb.connect()
+                except NotebookError:
+                    pass
+                continue
+            if out["status"] == "ok":
+                self.ok += 1
+            elif NOT_RUN in out["stderr"] + str(out["error"]):
+                self.not_run += 1
+            else:
+                self.other.append(out)
+            await asyncio.sleep(0.1)
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+
+async def _controller(cluster, hub, wire, hub_adapter=None):
+    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
+    return await wire(cluster, strategy, hub=hub_adapter or hub_client(hub), tmon=0.5, drain=TIMEOUTS,
+                      move_method="live")
+
+
+async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hub_on_cluster, wire):
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice", "bob"])
+    before = {u: await _sessions(hub, u) for u in ("alice", "bob")}
+    started = {u: (await hub.server(u))["started"] for u in ("alice", "bob")}
+    tab = await open_notebook(hub, "alice", "alice.ipynb")
+    assert (await tab.run("n = 0"))["status"] == "ok"
+    probe = Probe(tab)
+    probe.start()
+    seen_by_hub = set()
+
+    async def watch_hub():  # the hub's own view, polled each second (poll_interval 1): always running
+        while True:
+            for user in ("alice", "bob"):
+                server = await hub.server(user)
+                seen_by_hub.add((user, bool(server and server["ready"] and not server["pending"])))
+            await asyncio.sleep(0.1)
+    watcher = asyncio.create_task(watch_hub())
+
+    cluster.store.delete("pods", "filler", "default")
+    ctl = await _controller(cluster, hub, wire)
+    loop = asyncio.create_task(ctl.run())
+    try:
+        async def vm_stopped():
+            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
+        await until(vm_stopped, timeout=150, step=0.5, what="cloud-1's VM stopped")
+    finally:
+        loop.cancel()
+        watcher.cancel()
+        await asyncio.gather(loop, watcher, return_exceptions=True)
+        await probe.stop()
+    assert seen_by_hub == {("alice", True), ("bob", True)}, seen_by_hub
+    assert "server stopped, with exit code" not in hub.log_text(1_000_000)
+
+    moves = [m for m in ctl.moves if m.outcome == "moved"]
+    assert sorted(m.server for m in moves) == ["alice", "bob"], [m.to_json() for m in ctl.moves]
+    for m in moves:
+        assert m.method == "live" and m.destination == "onprem-1", m.to_json()
+        assert {"precopy_s", "freeze_s", "apply_s", "switch_s", "pause_s"} <= set(m.phases), m.phases
+    # The tab never stopped: every cell it sent either ran once or was told it did not run.
+    assert probe.other == [], probe.other
+    out = await tab.run("print(n)")
+    assert out["stdout"].strip() == str(probe.ok), (out, probe.ok, probe.not_run)
+    assert probe.ok > 0
+    tab.close()
+    for user in ("alice", "bob"):
+        server = await hub.server(user)
+        assert server["ready"] and server["started"] == started[user], "the hub restarted the server"
+        assert await _sessions(hub, user) == before[user], "sessions or kernel ids changed"
+        pods = _pods(cluster, user)
+        assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == "onprem-1", [p["metadata"]["name"] for p in pods]
+        assert pods[0]["metadata"]["name"].startswith(f"jupyter-{user}-m")
+        nb = await open_notebook(hub, user, f"{user}.ipynb")
+        assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs after the move"
+        nb.close()
+    # The hub follows the new pod: its own poll says running, and a stop deletes it.
+    await hub.stop_server("bob")
+    await until(lambda: not _pods(cluster, "bob"), timeout=60, what="bob's moved pod deleted by the hub's stop")
+
+
+class DestinationCrashes(KubePods):
+    """The destination pod's server exits at once (an image that cannot start)."""
+
+    async def create(self, namespace: str, manifest: dict) -> None:
+        manifest["spec"]["containers"][0]["command"] = ["false"]
+        manifest["spec"]["containers"][0].pop("args", None)
+        await super().create(namespace, manifest)
+
+
+class HubNeverAnswers(KubePods):
+    """The route request never reaches a hub (e.g. its spawner is not ElasticSpawner)."""
+
+    async def annotate(self, namespace: str, name: str, annotations: dict) -> None:
+        return None
+
+
+class DeltaCorrupted(HubClient):
+    """The delta file is damaged between the source writing it and the destination reading it."""
+
+    def __init__(self, *args, root: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.root = root
+
+    async def server_call(self, base, method, path, body=None, **kw):
+        if isinstance(body, dict) and body.get("phase") == "apply":
+            for path_ in glob.glob(os.path.join(self.root, "**", "live-delta.ehk"), recursive=True):
+                with open(path_, "r+b") as f:
+                    f.seek(os.path.getsize(path_) // 2)
+                    f.write(b"\xff" * 64)
+        return await super().server_call(base, method, path, body, **kw)
+
+
+@pytest.mark.parametrize("fault", ["destination-crashes", "hub-never-answers", "delta-corrupted"])
+async def test_a_failed_live_move_leaves_the_source_serving_and_nothing_lost(hub_on_cluster, wire, fault):
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    before = await _sessions(hub, "alice")
+    source = _pods(cluster, "alice")[0]["metadata"]["name"]
+    adapter = None
+    if fault == "delta-corrupted":
+        adapter = DeltaCorrupted(f"{hub.url}/hub/api", hub.url, hub_client(hub).token, root=os.path.expanduser(cluster.config.workdir))
+    cluster.store.delete("pods", "filler", "default")
+    ctl = await _controller(cluster, hub, wire, adapter)
+    if fault == "destination-crashes":
+        ctl.kube_pods = DestinationCrashes(ctl.kube_pods.core)
+    elif fault == "hub-never-answers":
+        ctl.kube_pods = HubNeverAnswers(ctl.kube_pods.core)
+    loop = asyncio.create_task(ctl.run())
+    try:
+        await until(lambda: any(m.outcome == "failed" for m in ctl.moves), timeout=120, what="a failed live move")
+        await until(lambda: not ctl.draining(), timeout=60, what="the drain rolled back")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    failed = next(m for m in ctl.moves if m.outcome == "failed")
+    assert failed.method == "live" and failed.error, failed.to_json()
+    # The source serves on, unfrozen, with the same kernels and every variable; no destination is left.
+    pods = _pods(cluster, "alice")
+    assert [p["metadata"]["name"] for p in pods] == [source], [p["metadata"]["name"] for p in pods]
+    assert (await hub.server("alice"))["ready"]
+    assert await _sessions(hub, "alice") == before
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
+    out = await nb.run(DIGEST, timeout=20)  # well inside the freeze lease: the source was thawed
+    assert out["stdout"] == digests["alice"], out
+    nb.close()
+    node = cluster.store.get("nodes", "cloud-1")
+    assert not node["spec"].get("unschedulable"), "the drain was not rolled back"
+    assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})

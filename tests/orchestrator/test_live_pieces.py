@@ -1,0 +1,87 @@
+"""The pure pieces of a live move: the destination pod, names, and how the
+orchestrator reads the servers' answers (tested without a cluster)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elastichub import podmeta
+from elastichub.orchestrator.live import (LiveMoveFailed, adoption, destination_manifest, destination_name,
+                                          failures, pod_base, pod_ready, session_list)
+
+
+def _source() -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "jupyter-alice", "namespace": "jhub", "uid": "u-1", "resourceVersion": "42",
+                     "creationTimestamp": "2026-12-01T07:00:00Z",
+                     "labels": {podmeta.MANAGED_LABEL: "true", "component": "singleuser-server"},
+                     "annotations": {podmeta.USER_ANNOTATION: "alice", podmeta.ROUTE_ANNOTATION: "switched"}},
+        "spec": {"nodeName": "cloud-1", "containers": [
+            {"name": "notebook", "image": "img", "env": [{"name": "JUPYTERHUB_API_TOKEN", "value": "t"},
+                                                        {"name": podmeta.ADOPT_SESSIONS_ENV, "value": "[]"}],
+             "ports": [{"name": "notebook-port", "containerPort": 8888}]}]},
+        "status": {"phase": "Running", "podIP": "10.0.0.7"},
+    }
+
+
+def test_the_destination_is_the_source_spec_unbound_renamed_and_told_its_sessions():
+    source = _source()
+    sessions = [{"id": "s1", "path": "a.ipynb", "name": "a.ipynb", "type": "notebook",
+                 "kernel": {"id": "k1", "name": "elastic-python"}}]
+    pod = destination_manifest(source, "jupyter-alice-m000001", sessions)
+    assert pod["metadata"] == {
+        "name": "jupyter-alice-m000001", "namespace": "jhub", "labels": source["metadata"]["labels"],
+        "annotations": {podmeta.USER_ANNOTATION: "alice", podmeta.MOVE_OF_ANNOTATION: "jupyter-alice"}}
+    assert "nodeName" not in pod["spec"] and "status" not in pod
+    env = pod["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env] == ["JUPYTERHUB_API_TOKEN", podmeta.ADOPT_SESSIONS_ENV]
+    assert json.loads(env[1]["value"]) == sessions
+    assert source["spec"]["nodeName"] == "cloud-1", "the source manifest must not be changed"
+    with pytest.raises(LiveMoveFailed, match="no container"):
+        destination_manifest({"metadata": {"name": "p"}, "spec": {}}, "q", [])
+
+
+def test_destination_names_do_not_grow_move_after_move():
+    first = destination_name("jupyter-alice")
+    assert first.startswith("jupyter-alice-m") and len(first) == len("jupyter-alice-m") + 6
+    assert destination_name(first, "abcdef") == "jupyter-alice-mabcdef"
+    assert len(destination_name("x" * 80)) <= 63
+
+
+def test_pod_base_and_readiness():
+    pod = _source()
+    assert pod_base(pod, "/user/alice/") == "http://10.0.0.7:8888/user/alice/"
+    assert pod_base({"status": {}, "spec": pod["spec"]}, "/user/alice/") is None
+    assert not pod_ready(pod), "no container status yet: not ready"
+    pod["status"]["containerStatuses"] = [{"ready": True}]
+    assert pod_ready(pod)
+    pod["status"]["containerStatuses"] = [{"ready": False}]
+    assert not pod_ready(pod)
+    assert not pod_ready(None)
+
+
+def test_sessions_answers_are_checked():
+    good = [{"id": "s", "path": "p", "name": "n", "type": "notebook", "kernel": {"id": "k", "name": "e"},
+             "extra": 1}]
+    assert session_list(good) == [{"id": "s", "path": "p", "name": "n", "type": "notebook",
+                                   "kernel": {"id": "k", "name": "e"}}]
+    with pytest.raises(LiveMoveFailed, match="not a list"):
+        session_list({"message": "nope"})
+    with pytest.raises(LiveMoveFailed, match="without an id or a kernel"):
+        session_list([{"id": "s", "kernel": None}])
+
+
+def test_phase_failures_and_adoption():
+    assert failures([{"kernel_id": "k", "ok": True}], "freeze") == []
+    assert failures([{"kernel_id": "k", "ok": False, "error": "busy"}], "freeze") == ["kernel k: busy"]
+    assert failures([{"kernel_id": "k", "ok": "yes"}], "freeze") == ["kernel k: failed"]
+    assert failures({"oops": 1}, "apply")[0].startswith("apply: malformed answer")
+    assert adoption({"adopted": [{"kernel_id": "k", "state": "ready"}]}, {"k"}) == (True, None)
+    assert adoption({"adopted": [{"kernel_id": "k", "state": "starting"}]}, {"k"}) == (False, None)
+    assert adoption({"adopted": []}, {"k"}) == (False, None)
+    assert adoption({}, {"k"}) == (False, None)
+    assert adoption({"adopted": [{"kernel_id": "k", "state": "failed", "error": "no spec"}]}, {"k"}) == (
+        False, "kernel k: no spec")
