@@ -95,6 +95,14 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         help="Keep the replaced checkpoint file and overwrite it in place next time: "
         "about 2x faster durable writes of large states, for twice the disk space.",
     )
+    live_default_lease = Float(
+        60.0, config=True,
+        help="Seconds a live-migration freeze lasts when its request names no lease_s.",
+    )
+    live_max_lease = Float(
+        3600.0, config=True,
+        help="Largest lease_s a freeze may ask for: a frozen kernel must always thaw by itself.",
+    )
     shutdown_busy_timeout = Float(
         2.0, config=True,
         help="Same, at shutdown (Jupyter kills a kernel 5 s after asking it to stop).",

@@ -26,8 +26,6 @@ import sys
 import threading
 import time
 
-from traitlets import Float
-
 from . import LIVE_REQUEST
 from .storage import ensure_private_dir
 
@@ -39,14 +37,7 @@ _POLL_S = 0.02
 
 
 class LiveMigrationMixin:
-    live_default_lease = Float(
-        60.0, config=True,
-        help="Seconds a frozen kernel stays frozen when the freeze request names no lease_s.",
-    )
-    live_max_lease = Float(
-        3600.0, config=True,
-        help="Largest lease_s a freeze may ask for: a frozen kernel must always thaw by itself.",
-    )
+    # Settings (traits of ElasticKernel): live_default_lease, live_max_lease.
 
     def _live_init(self):
         self._live_lock = threading.Lock()  # guards the _live_* fields below
@@ -132,7 +123,7 @@ class LiveMigrationMixin:
                      + ", ".join(PHASES)}
         else:
             try:
-                reply = getattr(self, f"_live_{phase}")(content)
+                reply = getattr(self, f"_phase_{phase}")(content)
             except Exception as exc:  # a reply, never a traceback
                 self.log.exception("ElasticHub live %s failed", phase)
                 reply = {"ok": False, "error": f"unexpected error ({type(exc).__name__}: {exc})"}
@@ -145,7 +136,7 @@ class LiveMigrationMixin:
               f" ({reply['error']})" if reply["error"] else "")
         self.session.send(stream, LIVE_REPLY, reply, parent, ident=ident)
 
-    def _live_precopy(self, content) -> dict:
+    def _phase_precopy(self, content) -> dict:
         if self._live_phase != "running":
             return _fail(f"the kernel is {self._live_phase}; precopy needs a running kernel (thaw it first)")
         if self._live_pending:
@@ -165,7 +156,7 @@ class LiveMigrationMixin:
         self._live_precopy = {"base_id": reply["base_id"], "fingerprints": fingerprints}
         return reply
 
-    def _live_freeze(self, content) -> dict:
+    def _phase_freeze(self, content) -> dict:
         wait_s = _number(content, "wait_s", self.busy_timeout, 0, 3600)
         lease_s = _number(content, "lease_s", self.live_default_lease, 0, self.live_max_lease)
         for value in (wait_s, lease_s):
@@ -218,9 +209,9 @@ class LiveMigrationMixin:
             if self._live_phase != "frozen" or self._live_timer is not threading.current_thread():
                 return
         self.log.warning("ElasticHub: live-migration lease ran out; thawing")
-        self._live_thaw({})
+        self._phase_thaw({})
 
-    def _live_retire(self, content) -> dict:
+    def _phase_retire(self, content) -> dict:
         with self._live_lock:
             if self._live_phase == "retired":
                 return {"ok": True, "retired": True}
@@ -233,7 +224,7 @@ class LiveMigrationMixin:
             self._cancel_lease()
         return {"ok": True, "retired": True, "delta_id": self._live_delta_id}
 
-    def _live_thaw(self, content) -> dict:
+    def _phase_thaw(self, content) -> dict:
         with self._live_lock:
             was = self._live_phase
             self._live_phase = "running"
@@ -251,7 +242,7 @@ class LiveMigrationMixin:
             self._live_timer.cancel()
         self._live_timer, self._live_lease_end = None, None
 
-    def _live_apply(self, content) -> dict:
+    def _phase_apply(self, content) -> dict:
         delta_id = content.get("delta_id")
         if not isinstance(delta_id, str) or not delta_id:
             return _fail("'delta_id' must be the non-empty delta_id the source's freeze answered")
