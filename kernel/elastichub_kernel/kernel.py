@@ -25,7 +25,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
-from .livekernel import LiveMigrationMixin
+from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, RESTART_MARKER, check_private_dir, default_root,
                       ensure_private_dir, session_key)
 
@@ -222,8 +222,12 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     # -- cells ------------------------------------------------------------
     async def do_execute(self, code, silent, store_history=True, user_expressions=None,
                          allow_stdin=False, *, cell_meta=None, cell_id=None):
-        if not await self._live_gate():  # frozen: waits; retired: not run
-            return self._moved_reply()
+        try:
+            if not await self._live_gate():  # frozen: waits; retired: not run
+                return self._not_run_reply(MOVED_MESSAGE)
+        except KeyboardInterrupt:  # the user gave up waiting for a move
+            return self._not_run_reply("ElasticHub: interrupted while the kernel was paused for a move to "
+                                       "another node: this cell did not run. Run it again.")
         try:
             if self._notes and not silent:
                 notes, self._notes = self._notes, []

@@ -161,7 +161,9 @@ def load_delta(directory, base: dict | None, delta_id: str | None = None, base_i
         raise CheckpointRejected(path, "not a live-migration delta file")
     if delta_id is not None and first.get("delta_id") != delta_id:
         raise LiveError(f"delta mismatch: {path} is delta {first.get('delta_id')}, not {delta_id}")
-    if base_id is not ... and first.get("base_id") != base_id:
+    # A delta without a base (nothing was saved at pre-copy) is complete in
+    # itself: whatever this kernel restored at start is replaced.
+    if base_id is not ... and first.get("base_id") is not None and first.get("base_id") != base_id:
         raise LiveError(f"base mismatch: this kernel restored base {base_id} at start, "
                         f"the delta was made against base {first.get('base_id')}")
     imports = checked_imports(path, lambda: first)
@@ -223,6 +225,11 @@ def delta_at_start(directory, ns, report: dict | None, base: dict) -> dict:
     A damaged one is set aside and the user told the state is the base's."""
     path = os.path.join(directory, DELTA_NAME)
     try:
+        first = read_index(path)
+        if (first.get("base_id") is None and report is not None
+                and not _newer(first.get("created"), report.get("created"))):
+            remove_delta(directory)  # a checkpoint written after this self-contained delta
+            return report
         bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"))
     except LiveError as exc:
         if str(exc).startswith("base mismatch"):
@@ -237,6 +244,13 @@ def delta_at_start(directory, ns, report: dict | None, base: dict) -> dict:
     old = (report["migrated"] + report["recomputed"]) if report else []
     swap(ns, old, bindings)
     return delta_report
+
+
+def _newer(a, b) -> bool:
+    try:
+        return float(a) > float(b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _delta_note(report, path, reason, kept) -> dict:

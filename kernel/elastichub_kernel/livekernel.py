@@ -83,9 +83,10 @@ class LiveMigrationMixin:
             self._live_base = dict(self._live_base, buffers=None)
         return True
 
-    def _moved_reply(self) -> dict:
-        print(MOVED_MESSAGE, file=sys.stderr, flush=True)
-        return {"status": "error", "ename": "ElasticHubMoved", "evalue": MOVED_MESSAGE, "traceback": [],
+    def _not_run_reply(self, message: str) -> dict:
+        """A cell that was not run: said on stderr, and an error reply (no traceback)."""
+        print(message, file=sys.stderr, flush=True)
+        return {"status": "error", "ename": "ElasticHubNotRun", "evalue": message, "traceback": [],
                 "execution_count": self.shell.execution_count}
 
     def _live_tracking(self, handler):

@@ -254,3 +254,17 @@ def test_a_destination_awaiting_apply_never_writes_the_sources_checkpoint(tmp_pa
     stop_elastic_kernel(dkm, dst)  # graceful: its shutdown writes nothing either
     assert os.stat(ckpt).st_mtime_ns == mtime
     assert live(control_request, src, "precopy")["base_id"] == pre["base_id"]  # nothing changed: reused
+
+
+def test_without_a_base_the_delta_carries_every_buffer(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    pre = live(control_request, src, "precopy")
+    assert pre["ok"] is True and pre["base_id"] is None and pre["bytes"] == 0  # nothing to save
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    run_cell(src, "import numpy as np\nz = np.arange(1000)\nw = z[::2]")
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] and frozen["base_id"] is None and frozen["reused_buffers"] == 0
+    assert frozen["changed_buffers"] == 1  # w is a view of z: no buffer of its own
+    assert live(control_request, dst, "apply", delta_id=frozen["delta_id"])["ok"] is True
+    out = run_cell(dst, "w[1] = -7\nprint(int(z.sum()), z[2])")
+    assert out["stdout"].strip() == f"{sum(range(1000)) - 2 + (-7)} -7", out
