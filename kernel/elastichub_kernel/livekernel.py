@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -63,20 +64,32 @@ class LiveMigrationMixin:
             return self._live_phase
 
     async def _live_gate(self) -> bool:
-        """Wait until a cell may run; hold the state lock on True. False: retired."""
-        while True:
-            phase = self._live_enter()
-            if phase == "retired":
-                return False
-            if phase == "frozen":
-                await asyncio.sleep(_POLL_S)
-                continue
-            if not self._state_lock.acquire(blocking=False):
-                await asyncio.sleep(0.005)  # a checkpoint or a freeze is being written
-                continue
-            if self._live_phase == "running":
-                break
-            self._state_lock.release()
+        """Wait until a cell may run; hold the state lock on True. False:
+        retired. KeyboardInterrupt: the user interrupted the wait."""
+        interrupted, saved = [], None
+        try:
+            while True:
+                phase = self._live_enter()
+                if phase == "retired":
+                    return False
+                if phase == "frozen":
+                    if saved is None and threading.current_thread() is threading.main_thread():
+                        # Like ipykernel's async cells: SIGINT (Interrupt) ends
+                        # the wait; raised inside the event loop it would be lost.
+                        saved = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))
+                    if interrupted:
+                        raise KeyboardInterrupt
+                    await asyncio.sleep(_POLL_S)
+                    continue
+                if not self._state_lock.acquire(blocking=False):
+                    await asyncio.sleep(0.005)  # a checkpoint or a freeze is being written
+                    continue
+                if self._live_phase == "running":
+                    break
+                self._state_lock.release()
+        finally:
+            if saved is not None:
+                signal.signal(signal.SIGINT, saved)
         if self._live_base.get("buffers") is not None:
             # A cell may change arrays in place, and they live in these
             # buffers: from now on an apply reads the base from its file.

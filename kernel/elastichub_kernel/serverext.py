@@ -263,9 +263,11 @@ class ElasticHubExtension(ExtensionApp):
             entry.update(state="ready", restored_base_id=live.get("restored_base_id"),
                          restored=status.get("restored"))
             self.log.info("elastichub: adopted session %s (kernel %s)", session_id, kernel_id)
+        except (ValueError, KernelRequestError) as exc:  # already says what is wrong
+            entry.update(state="failed", error=str(exc))
+            self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
         except Exception as exc:
-            entry.update(state="failed", error=f"{type(exc).__name__}: {exc}" if not isinstance(
-                exc, (ValueError, KernelRequestError)) else str(exc))
+            entry.update(state="failed", error=f"{type(exc).__name__}: {exc}")
             self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
 
     def _kernel_or_404(self, kernel_id: str) -> Any:

@@ -268,3 +268,33 @@ def test_without_a_base_the_delta_carries_every_buffer(tmp_path, start_elastic_k
     assert live(control_request, dst, "apply", delta_id=frozen["delta_id"])["ok"] is True
     out = run_cell(dst, "w[1] = -7\nprint(int(z.sum()), z[2])")
     assert out["stdout"].strip() == f"{sum(range(1000)) - 2 + (-7)} -7", out
+
+
+def test_a_comm_message_while_frozen_is_activity(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": "no-such-widget", "data": {}}))
+    deadline = time.monotonic() + 10
+    while not control_request(kc, "elastichub_status_request")["content"]["live"]["activity"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    refused = live(control_request, kc, "retire")
+    assert refused["ok"] is False and refused["activity"] is True
+    assert live(control_request, kc, "thaw")["ok"] is True
+    assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # the kernel carries on after the comm
+
+
+def test_interrupting_a_cell_waiting_on_a_frozen_kernel_answers_it(tmp_path, start_elastic_kernel, run_cell,
+                                                                    control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    msg_id = kc.execute("n += 1")
+    time.sleep(0.5)
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
+    assert "this cell did not run" in reply["content"]["evalue"] and reply["content"]["traceback"] == []
+    assert live(control_request, kc, "thaw")["ok"] is True
+    assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # not run behind the user's back
