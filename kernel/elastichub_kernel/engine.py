@@ -331,14 +331,14 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
     path = os.path.join(directory, CHECKPOINT_NAME)
     base = {} if keep is None else keep
     delta = with_delta and os.path.lexists(os.path.join(directory, DELTA_NAME))
+    aside = set_aside if set_aside_files else (lambda p, why: None)
     if not os.path.lexists(path):
         if delta:  # a delta of a kernel that had nothing to save at pre-copy
             from .live import delta_at_start
 
             base.update(base_id=None, buffers=[], path=None)
-            return delta_at_start(directory, ns, None, base), None
+            return delta_at_start(directory, ns, None, base, set_aside_files), None
         return None, None
-    aside = set_aside if set_aside_files else (lambda p, why: None)
     try:
         report = restore(path, ns, keep=base)
     except CheckpointRejected as bad:
@@ -352,5 +352,5 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
     if delta:
         from .live import delta_at_start
 
-        report = delta_at_start(directory, ns, report, base)
+        report = delta_at_start(directory, ns, report, base, set_aside_files)
     return report, None

@@ -193,11 +193,12 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
                         "The kernel started with a clean namespace.")
                 report, rejected = None, None
             else:
-                # A live-migration destination restores the pre-copy only
-                # (the delta comes by apply) and leaves the source's files be.
+                # A live-migration destination leaves the source's files be.
+                # A delta completing the pre-copy is applied even there: a
+                # destination pod restarted after its move must not come
+                # back with the older pre-copy state.
                 base: dict = {}
                 report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns, keep=base,
-                                                     with_delta=not self._live_pending,
                                                      set_aside_files=not self._live_pending)
                 note = None
                 self._live_base = {"base_id": base.get("base_id"),

@@ -218,29 +218,37 @@ def swap(ns: dict, old_names, bindings: dict) -> None:
     ns.update(bindings)
 
 
-def delta_at_start(directory, ns, report: dict | None, base: dict) -> dict:
+def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bool = True) -> dict:
     """Apply a delta completing the checkpoint just restored (a restart of
     a live-migration destination). A delta made against another base is
     older than the checkpoint (a full checkpoint supersedes it): removed.
-    A damaged one is set aside and the user told the state is the base's."""
+    A damaged one is set aside and the user told the state is the base's.
+    ``own_files=False`` (a live-migration destination): files are left as
+    they are, they belong to the source kernel."""
     path = os.path.join(directory, DELTA_NAME)
+
+    def aside(path, why):
+        return set_aside(path, why) if own_files else None
+
     try:
         first = read_index(path)
         if (first.get("base_id") is None and report is not None
                 and not _newer(first.get("created"), report.get("created"))):
-            remove_delta(directory)  # a checkpoint written after this self-contained delta
+            if own_files:
+                remove_delta(directory)  # a checkpoint written after this self-contained delta
             return report
         bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"))
     except LiveError as exc:
         if str(exc).startswith("base mismatch"):
-            remove_delta(directory)
+            if own_files:
+                remove_delta(directory)
             return report
-        return _delta_note(report, path, str(exc), set_aside(path, "rejected"))
+        return _delta_note(report, path, str(exc), aside(path, "rejected"))
     except CheckpointRejected as bad:
-        return _delta_note(report, path, bad.reason, set_aside(path, "rejected"))
+        return _delta_note(report, path, bad.reason, aside(path, "rejected"))
     except Exception as exc:  # never crash the kernel on a checkpoint
         return _delta_note(report, path, f"unexpected error ({type(exc).__name__}: {exc})",
-                           set_aside(path, "rejected"))
+                           aside(path, "rejected"))
     old = (report["migrated"] + report["recomputed"]) if report else []
     swap(ns, old, bindings)
     return delta_report
@@ -254,8 +262,9 @@ def _newer(a, b) -> bool:
 
 
 def _delta_note(report, path, reason, kept) -> dict:
+    where = f"it was set aside as {kept}" if kept else "it was left in place"
     note = (f"WARNING: the live-migration delta {path} was NOT applied ({reason}); "
-            f"it was set aside as {kept}. The variables above are those of the pre-copy "
+            f"{where}. The variables above are those of the pre-copy "
             "checkpoint, which may be older than the state you last saw.")
     if report is None:
         return dict(path=path, created=None, migrated=[], recomputed=[], not_restorable=[], failed_now=[],

@@ -90,9 +90,12 @@ class LiveMigrationMixin:
         finally:
             if saved is not None:
                 signal.signal(signal.SIGINT, saved)
-        if self._live_base.get("buffers") is not None:
-            # A cell may change arrays in place, and they live in these
+        if self._live_pending:
+            # Someone uses this kernel: it owns its state now (a destination
+            # pod restarted after its move must checkpoint again). A cell
+            # may change arrays in place, and they live in the base
             # buffers: from now on an apply reads the base from its file.
+            self._live_pending = False
             self._live_base = dict(self._live_base, buffers=None)
         return True
 

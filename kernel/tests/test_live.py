@@ -118,14 +118,16 @@ def test_precopy_change_freeze_apply_retire(tmp_path, start_elastic_kernel, run_
     assert refused["ok"] is False and "retired" in refused["error"]
 
     # The destination dies without writing a checkpoint: a restart still
-    # comes back with the delta (checkpoint.ehk + live-delta.ehk).
+    # comes back with the delta (checkpoint.ehk + live-delta.ehk), even
+    # as a destination again (its pod restarted with the same env).
     dkm.shutdown_kernel(now=True)
     assert os.stat(ckpt).st_mtime_ns == mtime
-    _, third = start_elastic_kernel(tmp_path, session_name=SESSION)
+    _, third = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
     again, out = digest(run_cell, third)
     assert again == before  # the source's frozen state (the change on the killed one was never saved)
     assert "restored" in out["stderr"]
-    # Its first full checkpoint replaces both files.
+    # Its first cell makes it the owner; its first full checkpoint replaces both files.
+    assert control_request(third, "elastichub_status_request")["content"]["live"]["awaiting_apply"] is False
     run_cell(third, "x_new = 1")
     assert control_request(third, "elastichub_checkpoint_request")["content"]["ok"] is True
     assert not os.path.exists(os.path.join(directory, "live-delta.ehk"))
