@@ -92,6 +92,9 @@ def main():
     run(kernels, os.path.join(base, "big"),
         f"import numpy as np\nrng = np.random.default_rng(1)\narrays = [rng.random({n}) for _ in range(8)]\n"
         "first = arrays[0]\nsmall = {'a': 1}", "small = {'a': 2}", f"{args.gib:g} GiB numpy, small change")
+    run(kernels, os.path.join(base, "big2"),
+        f"import numpy as np\nrng = np.random.default_rng(1)\narrays = [rng.random({n}) for _ in range(8)]",
+        "arrays[3][0] = -1.0", f"{args.gib:g} GiB numpy, one 1/8 array changed in place")
     run(kernels, os.path.join(base, "hello"), "x = 1", "x = 2", "hello world")
 
 
