@@ -10,3 +10,4 @@ __version__ = "0.1.0"
 # (the kernel handles each in a method of the same name).
 CHECKPOINT_REQUEST = "elastichub_checkpoint_request"
 STATUS_REQUEST = "elastichub_status_request"
+LIVE_REQUEST = "elastichub_live_request"

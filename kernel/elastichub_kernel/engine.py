@@ -22,13 +22,15 @@ import importlib
 import os
 import pickle
 import re
+import secrets
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
 from .recorder import HistoryRecorder
-from .storage import CHECKPOINT_NAME, CheckpointRejected, read_checkpoint, read_index, set_aside, write_checkpoint
+from .storage import (CHECKPOINT_NAME, DELTA_NAME, CheckpointRejected, read_checkpoint, read_index, set_aside,
+                      write_checkpoint)
 from .typeprobe import is_module, type_name, unrestorable_reason
 
 _PURE_PREFIX = "\x00pure:"
@@ -77,12 +79,11 @@ def _plain_size(value) -> int | None:
     return None
 
 
-def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: str,
-               keep_spare: bool = True) -> dict:
-    """Write the checkpoint; returns the control reply content (see kernel)."""
+def dump_state(ns, names, recorder: HistoryRecorder, speed):
+    """Classify and pickle the variables (shared by full checkpoints and
+    live deltas): (dumped, index fields, recomputed, not_restorable)."""
     from .serializer import dump_namespace
 
-    started = time.perf_counter()
     migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
     write_bps, read_bps = speed.estimate()
     for name in names:
@@ -111,27 +112,52 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
             not_restorable.append({"name": name[len(_PURE_PREFIX):], "reason": f"its recompute recipe {why}"})
             continue
         not_restorable.append({"name": name, "reason": f"{type_name(ns[name])} {why}"})
-    index = {
-        "created": time.time(),
-        "python": list(sys.version_info[:3]),
-        "kernel_version": __version__,
-        "session": session,
+    fields = {
         "records": [vars(r) for r in dumped.records],
         "imports": imports,
         "not_restorable": not_restorable,
         # a read-only source array (np.frombuffer(bytes)) comes back read-only
         "readonly_buffers": [i for i, b in enumerate(dumped.buffers) if b.readonly],
     }
+    return dumped, fields, recomputed, not_restorable
+
+
+def migrated_names(dumped) -> list:
+    return [r.name for r in dumped.records if not r.name.startswith(_PURE_PREFIX)]
+
+
+def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: str,
+               keep_spare: bool = True, fingerprints: list | None = None) -> dict:
+    """Write the checkpoint; returns the control reply content (see kernel).
+    ``fingerprints``: filled with each out-of-band buffer's xxh3_128 (the
+    base of a live-migration delta)."""
+    started = time.perf_counter()
+    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
+    # Names this file generation: a live delta says which base it completes.
+    base_id = secrets.token_hex(16)
+    index = {
+        "created": time.time(),
+        "python": list(sys.version_info[:3]),
+        "kernel_version": __version__,
+        "session": session,
+        "base_id": base_id,
+        **fields,
+    }
+    if fingerprints is not None:
+        from .live import buffer_fingerprint
+
+        fingerprints[:] = [buffer_fingerprint(b) for b in dumped.buffers]
     path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare)
     return {
         "status": "ok",
         "ok": True,
         "bytes": nbytes,
         "seconds": round(time.perf_counter() - started, 6),
-        "migrated": [r.name for r in dumped.records if not r.name.startswith(_PURE_PREFIX)],
+        "migrated": migrated_names(dumped),
         "recomputed": recomputed,
         "not_restorable": not_restorable,
         "path": path,
+        "base_id": base_id,
         "error": None,
     }
 
@@ -155,53 +181,88 @@ def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):
             "fingerprint": value_fingerprint(value), "duration": rec.duration}
 
 
-def restore(path: str, ns: dict) -> dict:
+def restore(path: str, ns: dict, keep: dict | None = None) -> dict:
     """Load ``path`` into ``ns``. Raises CheckpointRejected (nothing loaded)
     when the file cannot be trusted; otherwise loads every variable it can
     and names the others. The report is a plain dict: it travels in status
-    replies as is."""
-    from .serializer import Record, load_namespace
-
+    replies as is. ``keep``: receives the file's base_id and its buffers
+    (a live-migration destination builds the delta's state on them)."""
     started = time.perf_counter()
-    try:
-        imports = [dict(i) for i in read_index(path).get("imports", [])]
-        for imp in imports:
-            if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str):
-                raise ValueError("bad import entry")
-    except (TypeError, ValueError) as exc:
-        raise CheckpointRejected(path, f"malformed index ({exc})") from None
+    imports = checked_imports(path, lambda: read_index(path))
     # The data is read and verified in a helper thread while this thread
     # re-imports the notebook's modules (numpy, pandas... take a while):
     # both finish sooner than one after the other. Names are bound only once
     # the whole file has been verified.
     with ThreadPoolExecutor(1, thread_name_prefix="elastichub-read") as pool:
         pending = pool.submit(read_checkpoint, path)
-        modules = {}
-        for imp in imports:
-            try:
-                modules[imp["name"]] = importlib.import_module(imp["module"])
-            except Exception as exc:
-                modules[imp["name"]] = f"import {imp['module']} failed here ({type(exc).__name__}: {exc})"
+        modules = import_modules(imports)
         loaded = pending.result()
     index = loaded.index
+    if [dict(i) for i in index.get("imports", [])] != imports:
+        raise CheckpointRejected(path, "malformed index (file changed while being read)")
+    records = checked_records(path, index, len(loaded.blobs[0]), len(loaded.blobs) - 1)
+    buffers = list(loaded.blobs[1:])
+    if keep is not None:
+        keep.update(base_id=index.get("base_id"), buffers=buffers, path=path)
+    built = build_namespace(index, loaded.blobs[0], records, buffers, imports, modules, ns)
+    ns.update(built.pop("bindings"))
+    return dict(
+        path=path,
+        created=index.get("created"),
+        **built,
+        bytes=os.path.getsize(path) if os.path.exists(path) else None,
+        seconds=round(time.perf_counter() - started, 6),
+    )
+
+
+def checked_imports(path: str, read) -> list:
+    try:
+        imports = [dict(i) for i in read().get("imports", [])]
+        for imp in imports:
+            if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str):
+                raise ValueError("bad import entry")
+    except (TypeError, ValueError) as exc:
+        raise CheckpointRejected(path, f"malformed index ({exc})") from None
+    return imports
+
+
+def import_modules(imports: list) -> dict:
+    modules = {}
+    for imp in imports:
+        try:
+            modules[imp["name"]] = importlib.import_module(imp["module"])
+        except Exception as exc:
+            modules[imp["name"]] = f"import {imp['module']} failed here ({type(exc).__name__}: {exc})"
+    return modules
+
+
+def checked_records(path: str, index: dict, stream_len: int, nbuf: int) -> list:
+    from .serializer import Record
+
     try:
         records = [Record(**r) for r in index["records"]]
-        nbuf = len(loaded.blobs) - 1
         for r in records:
-            if not (isinstance(r.name, str) and 0 <= r.start <= r.end <= len(loaded.blobs[0])
+            if not (isinstance(r.name, str) and 0 <= r.start <= r.end <= stream_len
                     and 0 <= r.buf_start <= r.buf_end <= nbuf):
                 raise ValueError(f"record {r.name!r} out of range")
         for i in index.get("readonly_buffers", []):
             if not (isinstance(i, int) and 0 <= i < nbuf):
                 raise ValueError("readonly_buffers out of range")
-        if [dict(i) for i in index.get("imports", [])] != imports:
-            raise ValueError("file changed while being read")
-        earlier = [dict(i) for i in index.get("not_restorable", [])]
+        for i in index.get("not_restorable", []):
+            dict(i)
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         raise CheckpointRejected(path, f"malformed index ({exc})") from None
+    return records
 
+
+def build_namespace(index, stream, records, buffers, imports, modules, target_ns) -> dict:
+    """The variables of a verified file, bound to nothing yet: ``bindings``
+    plus the report fields. Notebook functions get ``target_ns`` as globals."""
+    from .serializer import load_namespace
+
+    earlier = [dict(i) for i in index.get("not_restorable", [])]
     not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]
-    recomputed, differs, failed_now = [], [], []
+    bindings, recomputed, differs, failed_now = {}, [], [], []
     for imp in imports:
         name, module = imp["name"], modules[imp["name"]]
         if isinstance(module, str):
@@ -211,38 +272,29 @@ def restore(path: str, ns: dict) -> dict:
         if now["version"] != imp.get("version") or now["file"] != imp.get("file"):
             differs.append({"name": name, "reason": f"module {imp['module']} is now version {now['version']} "
                             f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
-        ns[name] = module
+        bindings[name] = module
         recomputed.append(name)
 
-    buffers = list(loaded.blobs[1:])
+    buffers = list(buffers)
     for i in index.get("readonly_buffers", []):
         buffers[i] = memoryview(buffers[i]).toreadonly()
-    values, failed = load_namespace(loaded.blobs[0], records, buffers, ns)
+    values, failed = load_namespace(stream, records, buffers, target_ns)
     for name, why in failed.items():
         shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
         failed_now.append({"name": shown, "reason": why})
     migrated = []
     for name, value in values.items():
         if name.startswith(_PURE_PREFIX):
-            problem = _recompute_pure(name[len(_PURE_PREFIX):], value, ns)
+            problem = _recompute_pure(name[len(_PURE_PREFIX):], value, bindings)
             if problem:
                 failed_now.append({"name": name[len(_PURE_PREFIX):], "reason": problem})
             else:
                 recomputed.append(name[len(_PURE_PREFIX):])
             continue
-        ns[name] = value
+        bindings[name] = value
         migrated.append(name)
-    return dict(
-        path=path,
-        created=index.get("created"),
-        migrated=migrated,
-        recomputed=recomputed,
-        not_restorable=not_restorable + failed_now,
-        failed_now=failed_now,
-        differs=differs,
-        bytes=os.path.getsize(path) if os.path.exists(path) else None,
-        seconds=round(time.perf_counter() - started, 6),
-    )
+    return dict(bindings=bindings, migrated=migrated, recomputed=recomputed,
+                not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs)
 
 
 def _recompute_pure(name, spec, ns) -> str | None:
@@ -263,23 +315,42 @@ def _recompute_pure(name, spec, ns) -> str | None:
     return None
 
 
-def restore_or_reject(directory: str, ns: dict):
+def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_delta: bool = True,
+                      set_aside_files: bool = True):
     """(report, rejection) for the session's checkpoint; both None if absent.
 
     A rejected file is set aside (renamed, kept) so it is never overwritten;
     a partially restored one too, since a later checkpoint of this kernel
-    would lack the variables that failed to load."""
+    would lack the variables that failed to load. ``set_aside_files=False``
+    (a live-migration destination): the files belong to the source kernel,
+    which is still running; they are left alone.
+
+    ``with_delta``: a live-migration delta (live-delta.ehk) completing this
+    checkpoint is applied on top (the state a live move handed over).
+    ``keep``: receives the base's id and buffers (see restore)."""
     path = os.path.join(directory, CHECKPOINT_NAME)
+    base = {} if keep is None else keep
+    delta = with_delta and os.path.lexists(os.path.join(directory, DELTA_NAME))
+    aside = set_aside if set_aside_files else (lambda p, why: None)
     if not os.path.lexists(path):
+        if delta:  # a delta of a kernel that had nothing to save at pre-copy
+            from .live import delta_at_start
+
+            base.update(base_id=None, buffers=[], path=None)
+            return delta_at_start(directory, ns, None, base, set_aside_files), None
         return None, None
     try:
-        report = restore(path, ns)
+        report = restore(path, ns, keep=base)
     except CheckpointRejected as bad:
-        kept = set_aside(path, "rejected")
+        kept = aside(path, "rejected")
         return None, {"path": path, "reason": bad.reason, "kept_as": kept}
     except Exception as exc:  # never crash the kernel on a checkpoint
-        kept = set_aside(path, "rejected")
+        kept = aside(path, "rejected")
         return None, {"path": path, "reason": f"unexpected error ({type(exc).__name__}: {exc})", "kept_as": kept}
     if report["failed_now"]:
-        report["kept_as"] = set_aside(path, "partial-restore")
+        report["kept_as"] = aside(path, "partial-restore")
+    if delta:
+        from .live import delta_at_start
+
+        report = delta_at_start(directory, ns, report, base, set_aside_files)
     return report, None

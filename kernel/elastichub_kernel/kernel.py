@@ -7,7 +7,8 @@
 - restores the session's checkpoint on start, except after the user's own
   "Restart kernel" (clean namespace; ``%elastic_restore`` brings it back);
 - tells the user, in the output of the first cell they run after a start,
-  what was restored and what was not (and why).
+  what was restored and what was not (and why);
+- live migration (livekernel.py, live.py): ``elastichub_live_request``.
 
 Import cost matters (start-to-ready): this module imports nothing beyond
 ipykernel and the standard library; serializer/engine load on first use.
@@ -15,7 +16,6 @@ ipykernel and the standard library; serializer/engine load on first use.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -24,17 +24,18 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import CHECKPOINT_REQUEST, STATUS_REQUEST, __version__
-from .storage import (CHECKPOINT_NAME, RESTART_MARKER, check_private_dir, default_root, ensure_private_dir,
-                      session_key)
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
+from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
+from .storage import (CHECKPOINT_NAME, DELTA_NAME, RESTART_MARKER, check_private_dir, default_root,
+                      ensure_private_dir, session_key)
 
 
-class ElasticKernel(IPythonKernel):
+class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     implementation = "elastic-python"
     implementation_version = __version__
     banner = "Elastic Python: IPython with automatic checkpoint/restore (ElasticHub)"
 
-    control_msg_types = [*IPythonKernel.control_msg_types, CHECKPOINT_REQUEST, STATUS_REQUEST]
+    control_msg_types = [*IPythonKernel.control_msg_types, CHECKPOINT_REQUEST, STATUS_REQUEST, LIVE_REQUEST]
 
     checkpoint_root = Unicode(
         config=True,
@@ -94,6 +95,14 @@ class ElasticKernel(IPythonKernel):
         help="Keep the replaced checkpoint file and overwrite it in place next time: "
         "about 2x faster durable writes of large states, for twice the disk space.",
     )
+    live_default_lease = Float(
+        60.0, config=True,
+        help="Seconds a live-migration freeze lasts when its request names no lease_s.",
+    )
+    live_max_lease = Float(
+        3600.0, config=True,
+        help="Largest lease_s a freeze may ask for: a frozen kernel must always thaw by itself.",
+    )
     shutdown_busy_timeout = Float(
         2.0, config=True,
         help="Same, at shutdown (Jupyter kills a kernel 5 s after asking it to stop).",
@@ -118,22 +127,15 @@ class ElasticKernel(IPythonKernel):
         self._notes: list[str] = []
         self.last_checkpoint: dict | None = None
         self.restored: dict | None = None
+        self._live_init()
         # Widgets change variables through comm messages, not cells.
         for msg_type in ("comm_open", "comm_msg", "comm_close"):
             if msg_type in self.shell_handlers:
-                self.shell_handlers[msg_type] = self._tracking(self.shell_handlers[msg_type])
+                self.shell_handlers[msg_type] = self._live_tracking(self.shell_handlers[msg_type])
         if self.shell is not None:
             from .magics import ElasticMagics
 
             self.shell.register_magics(ElasticMagics(self.shell, kernel=self))
-
-    def _tracking(self, handler):
-        def handle(*args, **kwargs):
-            with self._state_lock:
-                self._dirty = True
-                return handler(*args, **kwargs)
-
-        return handle
 
     @property
     def recorder(self):
@@ -174,7 +176,7 @@ class ElasticKernel(IPythonKernel):
                         "Run %elastic_restore to bring back the last checkpoint."
                     )
                 return
-        if not os.path.lexists(os.path.join(self.session_dir, CHECKPOINT_NAME)):
+        if not any(os.path.lexists(os.path.join(self.session_dir, name)) for name in (CHECKPOINT_NAME, DELTA_NAME)):
             return  # the common case: nothing more to load, no module to import
         self.restore_checkpoint(at_start=True)
 
@@ -191,8 +193,16 @@ class ElasticKernel(IPythonKernel):
                         "The kernel started with a clean namespace.")
                 report, rejected = None, None
             else:
-                report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns)
+                # A live-migration destination leaves the source's files be.
+                # A delta completing the pre-copy is applied even there: a
+                # destination pod restarted after its move must not come
+                # back with the older pre-copy state.
+                base: dict = {}
+                report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns, keep=base,
+                                                     set_aside_files=not self._live_pending)
                 note = None
+                self._live_base = {"base_id": base.get("base_id"),
+                                   "buffers": base.get("buffers") if self._live_pending else None}
         except Exception as exc:  # belt and braces: a start must never fail
             self.log.exception("ElasticHub restore failed")
             report, rejected, note = None, None, f"ElasticHub: restore failed ({type(exc).__name__}: {exc}); started clean."
@@ -201,6 +211,7 @@ class ElasticKernel(IPythonKernel):
             self.log.warning("%s", note)
         elif report is not None:
             self.restored = dict(report)
+            self._live_names = set(report["migrated"]) | set(report["recomputed"])
             note = format_restore(report)
             # The namespace now equals the file unless something failed (the
             # file was then set aside, and a new checkpoint is needed).
@@ -212,8 +223,12 @@ class ElasticKernel(IPythonKernel):
     # -- cells ------------------------------------------------------------
     async def do_execute(self, code, silent, store_history=True, user_expressions=None,
                          allow_stdin=False, *, cell_meta=None, cell_id=None):
-        while not self._state_lock.acquire(blocking=False):
-            await asyncio.sleep(0.005)   # a checkpoint is being written
+        try:
+            if not await self._live_gate():  # frozen: waits; retired: not run
+                return self._not_run_reply(MOVED_MESSAGE)
+        except KeyboardInterrupt:  # the user gave up waiting for a move
+            return self._not_run_reply("ElasticHub: interrupted while the kernel was paused for a move to "
+                                       "another node: this cell did not run. Run it again.")
         try:
             if self._notes and not silent:
                 notes, self._notes = self._notes, []
@@ -247,10 +262,15 @@ class ElasticKernel(IPythonKernel):
             self._state_lock.release()
 
     # -- checkpoint -------------------------------------------------------
-    def checkpoint_now(self, wait_s: float | None = None, force: bool = False) -> dict:
+    def checkpoint_now(self, wait_s: float | None = None, force: bool = False,
+                       fingerprints: list | None = None) -> dict:
         """Write a checkpoint (or confirm the current one). Never raises:
         failures come back as ``{"status": "error", "ok": False, ...}`` and
-        leave the previous checkpoint file untouched."""
+        leave the previous checkpoint file untouched. ``fingerprints``: see
+        engine.checkpoint (live pre-copy)."""
+        refused = self._live_refuses_checkpoint()
+        if refused:
+            return _error_reply(refused + "; checkpoint not written")
         wait_s = self.busy_timeout if wait_s is None else wait_s
         if not self._state_lock.acquire(timeout=max(wait_s, 0)):
             return _error_reply(f"a cell is still running after {wait_s:g} s; checkpoint not written")
@@ -270,7 +290,11 @@ class ElasticKernel(IPythonKernel):
             names = user_variable_names(ns, self.shell.user_ns_hidden)
             ensure_private_dir(self.checkpoint_root, tighten=False)
             reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
-                               self.session_name, keep_spare=self.keep_spare_file)
+                               self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints)
+            if self._live_phase == "running":
+                # A live delta completes an older generation: superseded now.
+                # (Frozen: the delta is the one a destination is applying.)
+                _unlink_quietly(os.path.join(self.session_dir, DELTA_NAME))
             st = os.stat(reply["path"])
             reply["unchanged"] = False
             self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,
@@ -322,10 +346,14 @@ class ElasticKernel(IPythonKernel):
             "last_checkpoint": self.last_checkpoint,
             "restored": self.restored,
             "disk_speed": {"write_bps": write_bps, "read_bps": read_bps, "source": self.disk_speed.source},
+            "live": self.live_status(),
         }
 
     async def do_shutdown(self, restart):
-        if self.checkpoint_on_shutdown:
+        refused = self._live_refuses_checkpoint()
+        if refused:
+            self.log.info("ElasticHub: no checkpoint at shutdown: %s", refused)
+        elif self.checkpoint_on_shutdown:
             result = self.checkpoint_now(wait_s=self.shutdown_busy_timeout)
             if not result["ok"]:
                 self.log.error("ElasticHub: checkpoint at shutdown failed: %s", result["error"])
@@ -354,6 +382,13 @@ def _dir_problem(directory: str) -> str | None:
         if problem:
             return f"{path} {problem}"
     return None
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _touch_marker(path: str, log) -> None:

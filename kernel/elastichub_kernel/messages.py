@@ -21,6 +21,7 @@ def format_restore(report: dict) -> str:
     if report["not_restorable"]:
         lines.append("Not restored (re-create them by re-running their cells):")
         lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
+    lines += [str(note) for note in report.get("notes", [])]
     for item in report.get("differs", []):
         lines.append(f"Note: {item['name']}: {item['reason']}")
     if report.get("failed_now"):
@@ -39,3 +40,16 @@ def format_rejection(rejected: dict) -> str:
         f"ElasticHub: the checkpoint {rejected['path']} was NOT restored: {rejected['reason']}. "
         f"The kernel started with a clean namespace. {where}"
     )
+
+
+def format_live_arrival(report: dict) -> str:
+    """After a live move: the kernel runs on another node now."""
+    restored = len(report["migrated"]) + len(report["recomputed"])
+    lines = [f"ElasticHub: this notebook moved to another node while it was idle; its {restored} "
+             "variable(s) came along unchanged."]
+    if report["not_restorable"]:
+        lines.append("Not carried over (re-create them by re-running their cells):")
+        lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
+    for item in report.get("differs", []):
+        lines.append(f"Note: {item['name']}: {item['reason']}")
+    return "\n".join(lines)

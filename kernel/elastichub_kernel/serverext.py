@@ -11,6 +11,20 @@ means every running kernel of the server) answers one result per kernel::
 and settings and, per kernel, whether it is an Elastic kernel and what it
 reports about itself.
 
+``POST /api/elastichub/live`` (JSON body ``{"phase", "kernel_id"?, "wait_s"?,
+"lease_s"?, "delta_id"?}``) relays one live-migration phase (precopy, freeze,
+retire, thaw, apply: see livekernel.py) to the kernel(s) and answers one
+result per kernel: ``{"kernel_id", "kernel_name", "ok", "phase", ...the
+kernel's reply fields..., "error"}``.
+
+Adoption (the destination of a live migration): at start, the sessions in
+``$ELASTICHUB_ADOPT_SESSIONS`` (a JSON list shaped like ``GET /api/sessions``)
+are started under the *same* kernel and session ids, their kernels with
+``ELASTICHUB_LIVE_DESTINATION=1`` (they restore the pre-copy checkpoint and
+keep its buffers for the delta). ``GET /api/elastichub/status`` reports each
+under ``adopted``: starting, ready (the kernel answered: its start restore
+is done) or failed, with the error.
+
 The orchestrator calls the checkpoint endpoint before it stops a server: the
 request waits for the kernel's reply (up to ``checkpoint_timeout``), so a large
 state is written while nothing else is tearing the kernel down. Both endpoints
@@ -22,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from queue import Empty
 from typing import Any
@@ -33,7 +48,10 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from traitlets import Float
 
-from . import CHECKPOINT_REQUEST, STATUS_REQUEST, __version__
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
+
+LIVE_PHASES = ("precopy", "freeze", "retire", "thaw", "apply")
+ADOPT_ENV = "ELASTICHUB_ADOPT_SESSIONS"
 
 # How often a waiting request checks that the kernel process is still alive.
 _LIVENESS_POLL_S = 1.0
@@ -57,7 +75,7 @@ def is_elastic_kernelspec(spec: Any) -> bool:
     return bool(marked) or any("elastichub_kernel" in str(arg) for arg in (getattr(spec, "argv", None) or []))
 
 
-async def control_request(kernel: Any, msg_type: str, timeout: float) -> dict:
+async def control_request(kernel: Any, msg_type: str, timeout: float, content: dict | None = None) -> dict:
     """Send ``msg_type`` on the kernel's control channel; return the reply content.
 
     Only the control channel is opened: it is served by the kernel even while
@@ -69,7 +87,7 @@ async def control_request(kernel: Any, msg_type: str, timeout: float) -> dict:
     client = kernel.client()
     client.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
     try:
-        request = client.session.msg(msg_type, {})
+        request = client.session.msg(msg_type, content or {})
         process = _process_id(kernel)
         client.control_channel.send(request)
         msg_id = request["header"]["msg_id"]
@@ -180,19 +198,77 @@ class ElasticHubExtension(ExtensionApp):
         config=True,
         help="Seconds to wait for one kernel's status reply.",
     )
+    live_timeout = Float(
+        1800.0,
+        config=True,
+        help="""Seconds to wait for one kernel's live-migration reply (a
+        precopy writes a full checkpoint; a freeze first waits wait_s).""",
+    )
+    adopt_timeout = Float(
+        600.0,
+        config=True,
+        help="Seconds an adopted kernel may take to start and restore its pre-copy.",
+    )
 
     def initialize_settings(self) -> None:
         # One lock per kernel: two checkpoint requests for the same kernel
         # run one after the other, never interleaved in its storage.
         self.locks: dict[str, asyncio.Lock] = {}
+        self.adopted: list[dict] = []
+        self._adoptions: list[asyncio.Task] = []
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(
             [
                 (r"/api/elastichub/checkpoint", CheckpointHandler),
                 (r"/api/elastichub/status", StatusHandler),
+                (r"/api/elastichub/live", LiveHandler),
             ]
         )
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        raw = os.environ.get(ADOPT_ENV, "").strip()
+        if not raw:
+            return
+        try:
+            items = json.loads(raw)
+            if not isinstance(items, list):
+                raise ValueError("not a JSON list")
+        except ValueError as exc:
+            self.log.error("elastichub: %s is malformed (%s); no session adopted", ADOPT_ENV, exc)
+            self.adopted.append({"session_id": None, "kernel_id": None, "state": "failed",
+                                 "error": f"{ADOPT_ENV} is malformed ({exc})"})
+            return
+        for item in items:
+            entry = {"session_id": None, "kernel_id": None, "state": "starting", "error": None}
+            self.adopted.append(entry)
+            # In the background: the server answers (status says "starting")
+            # while large pre-copies are read.
+            self._adoptions.append(asyncio.create_task(self._adopt(item, entry)))
+
+    async def _adopt(self, item: Any, entry: dict) -> None:
+        try:
+            session_id, path, name, kind, kernel_id, kernel_name = _adoption_fields(item)
+            entry.update(session_id=session_id, kernel_id=kernel_id)
+            app = self.serverapp
+            sm, km = app.session_manager, app.kernel_manager
+            kernel_path = await _maybe_await(app.contents_manager.get_kernel_path(path=path))
+            # The same JPY_SESSION_NAME as the source server gave its kernel:
+            # the same checkpoint directory (the home is shared).
+            env = dict(sm.get_kernel_env(path, name), ELASTICHUB_LIVE_DESTINATION="1")
+            await km.start_kernel(kernel_id=kernel_id, kernel_name=kernel_name, path=kernel_path, env=env)
+            await sm.save_session(session_id, path=path, name=name, type=kind, kernel_id=kernel_id)
+            status = await control_request(km.get_kernel(kernel_id), STATUS_REQUEST, self.adopt_timeout)
+            live = status.get("live") or {}
+            entry.update(state="ready", restored_base_id=live.get("restored_base_id"),
+                         restored=status.get("restored"))
+            self.log.info("elastichub: adopted session %s (kernel %s)", session_id, kernel_id)
+        except (ValueError, KernelRequestError) as exc:  # already says what is wrong
+            entry.update(state="failed", error=str(exc))
+            self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
+        except Exception as exc:
+            entry.update(state="failed", error=f"{type(exc).__name__}: {exc}")
+            self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
 
     def _kernel_or_404(self, kernel_id: str) -> Any:
         km = self.serverapp.kernel_manager
@@ -250,6 +326,32 @@ class ElasticHubExtension(ExtensionApp):
             except KernelRequestError as e:
                 return _failure(kernel_id, name, str(e))
         return normalize_checkpoint_reply(kernel_id, name, content)
+
+    async def live(self, kernel_id: str, kernel: Any, content: dict) -> dict:
+        name = getattr(kernel, "kernel_name", None)
+        started = time.monotonic()
+        base = {"kernel_id": kernel_id, "kernel_name": name, "phase": content["phase"]}
+        if not is_elastic_kernelspec(self._spec(kernel)):
+            return {**base, "ok": False, "error": f"kernel {name!r} is not an Elastic Python kernel: "
+                    "it cannot be moved live (start the notebook with the 'Elastic Python' kernel)"}
+        async with self.locks.setdefault(kernel_id, asyncio.Lock()):
+            if not await kernel.is_alive():
+                return {**base, "ok": False, "error": "the kernel is not running"}
+            try:
+                reply = await control_request(kernel, LIVE_REQUEST, self.live_timeout, content)
+            except KernelRequestError as e:
+                return {**base, "ok": False, "error": str(e)}
+        if not isinstance(reply.get("ok"), bool):
+            return {**base, "ok": False, "error": "malformed live reply from the kernel: 'ok' is not a boolean"}
+        result = {**reply, **base, "ok": reply["ok"] and reply.get("status", "ok") == "ok"}
+        result.pop("status", None)
+        if not result["ok"]:
+            result["error"] = str(reply.get("error") or "the kernel reported a failure")
+        result["wall_seconds"] = round(time.monotonic() - started, 6)
+        level = self.log.info if result["ok"] else self.log.warning
+        level("elastichub live %s of kernel %s: ok=%s in %.3f s%s", content["phase"], kernel_id, result["ok"],
+              result["wall_seconds"], f" ({result['error']})" if result.get("error") else "")
+        return result
 
     async def status(self, kernel_id: str, kernel: Any) -> dict:
         name = getattr(kernel, "kernel_name", None)
@@ -326,9 +428,63 @@ class StatusHandler(_Handler):
                     "checkpoint_timeout": self.ext.checkpoint_timeout,
                     "status_timeout": self.ext.status_timeout,
                     "kernels": list(kernels),
+                    "adopted": list(self.ext.adopted),
                 }
             )
         )
+
+
+class LiveHandler(_Handler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        content = _live_body(self.request.body)
+        kernel_id = content.pop("kernel_id", None)
+        targets = self.ext.kernels(kernel_id)
+        results = await asyncio.gather(*(self.ext.live(kid, k, content) for kid, k in targets))
+        self.finish(json.dumps(list(results)))
+
+
+def _live_body(raw: bytes) -> dict:
+    """The live request body, checked field by field (400 naming the field)."""
+    try:
+        body = json.loads(raw.strip() or b"null")
+    except ValueError:
+        raise web.HTTPError(400, "the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise web.HTTPError(400, 'the request body must be a JSON object, e.g. {"phase": "precopy"}')
+    unknown = sorted(set(body) - {"phase", "kernel_id", "wait_s", "lease_s", "delta_id"})
+    if unknown:
+        raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
+    if body.get("phase") not in LIVE_PHASES:
+        raise web.HTTPError(400, f"'phase' must be one of {', '.join(LIVE_PHASES)}, not {body.get('phase')!r}")
+    for key in ("wait_s", "lease_s"):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise web.HTTPError(400, f"'{key}' must be a non-negative number of seconds")
+    for key in ("kernel_id", "delta_id"):
+        value = body.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise web.HTTPError(400, f"'{key}' must be a non-empty string")
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _adoption_fields(item: Any) -> tuple:
+    """(session_id, path, name, type, kernel_id, kernel_name) of one session to adopt."""
+    if not isinstance(item, dict) or not isinstance(item.get("kernel"), dict):
+        raise ValueError(f"a session to adopt must be an object with a 'kernel' object, not {item!r:.200}")
+    fields = (item.get("id"), item.get("path"), item["kernel"].get("id"), item["kernel"].get("name"))
+    for label, value in zip(("id", "path", "kernel.id", "kernel.name"), fields):
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"session to adopt: '{label}' must be a non-empty string")
+    name, kind = item.get("name"), item.get("type")
+    return fields[0], fields[1], name, kind, fields[2], fields[3]
+
+
+async def _maybe_await(value: Any) -> Any:
+    if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
+        return await value
+    return value
 
 
 def _jupyter_server_extension_points() -> list[dict]:

@@ -38,6 +38,8 @@ MAGIC = b"EHKCKPT\n"
 END_MAGIC = b"EHKEND\n\0"
 FORMAT_VERSION = 1
 CHECKPOINT_NAME = "checkpoint.ehk"
+# Live migration: what changed since the pre-copy checkpoint (same format).
+DELTA_NAME = "live-delta.ehk"
 RESTART_MARKER = "restart-requested"
 SPARE_NAME = f".{CHECKPOINT_NAME}.spare"
 _HEADER = struct.Struct(">8sII")
@@ -127,8 +129,9 @@ def ensure_private_dir(path: str, tighten: bool = True) -> None:
         os.chmod(path, 0o700)
 
 
-def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool = True) -> tuple[str, int]:
-    """Write blobs + index atomically as ``directory/checkpoint.ehk``.
+def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool = True,
+                     name: str = CHECKPOINT_NAME) -> tuple[str, int]:
+    """Write blobs + index atomically as ``directory/name`` (checkpoint.ehk).
 
     ``blobs`` are bytes-like (memoryviews of array buffers are written without
     a copy). Returns (path, bytes written). The previous checkpoint is
@@ -141,9 +144,9 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     deleted in the background (freeing GBs of blocks is slow too).
     """
     ensure_private_dir(directory)
-    final = os.path.join(directory, CHECKPOINT_NAME)
-    spare = os.path.join(directory, SPARE_NAME)
-    tmp = os.path.join(directory, f".{CHECKPOINT_NAME}.tmp-{os.getpid()}-{time.monotonic_ns()}")
+    final = os.path.join(directory, name)
+    spare = os.path.join(directory, f".{name}.spare")
+    tmp = os.path.join(directory, f".{name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
     fd = _claim_spare(spare, tmp) if keep_spare else None
     if fd is None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -175,7 +178,7 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     os.close(fd)
     # Keep the replaced generation alive under a hard link until the new one
     # is in place: then it becomes the spare, or is deleted in the background.
-    previous = os.path.join(directory, f".{CHECKPOINT_NAME}.old-{os.getpid()}-{time.monotonic_ns()}")
+    previous = os.path.join(directory, f".{name}.old-{os.getpid()}-{time.monotonic_ns()}")
     try:
         os.link(final, previous, follow_symlinks=False)
     except OSError:
@@ -193,7 +196,7 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
             os.replace(previous, spare)
         except OSError:
             pass
-    _drop_old_generations(directory)
+    _drop_old_generations(directory, name)
     return final, total
 
 
@@ -219,7 +222,7 @@ def _claim_spare(spare: str, tmp: str) -> int | None:
     return fd
 
 
-def _drop_old_generations(directory: str) -> None:
+def _drop_old_generations(directory: str, base: str = CHECKPOINT_NAME) -> None:
     import threading
 
     def drop():
@@ -228,16 +231,16 @@ def _drop_old_generations(directory: str) -> None:
         except OSError:
             return
         for name in names:
-            if name.startswith(f".{CHECKPOINT_NAME}.old-") or _is_stale_temp(name):
+            if name.startswith(f".{base}.old-") or _is_stale_temp(name, base):
                 _unlink_quietly(os.path.join(directory, name))
 
     threading.Thread(target=drop, name="elastichub-drop-old", daemon=True).start()
 
 
-def _is_stale_temp(name: str) -> bool:
+def _is_stale_temp(name: str, base: str = CHECKPOINT_NAME) -> bool:
     """A temp file left by a writer that was killed mid-save (its process is
     gone). Never a live writer's: same pid as ours or a running process."""
-    prefix = f".{CHECKPOINT_NAME}.tmp-"
+    prefix = f".{base}.tmp-"
     if not name.startswith(prefix):
         return False
     try:

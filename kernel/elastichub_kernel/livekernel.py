@@ -1,0 +1,350 @@
+"""The kernel's side of live migration: the ``elastichub_live_request``
+control message (phases precopy, freeze, retire, thaw, apply) and the
+frozen state.
+
+ipykernel 7 serves control messages on their own thread, while cells run
+on the main thread (subshells on theirs). Freezing therefore is a flag,
+not a held lock: the control thread takes the state lock (waiting, bounded,
+for a running cell), sets ``frozen`` under it and writes the delta; every
+cell passes a gate that checks the flag after taking the same lock, so no
+cell can start between the check and the freeze. A cell (or a comm
+message) meeting a frozen kernel records *activity* and waits, polling,
+without holding the main thread: thaw, retire and the lease timer are
+served meanwhile. The lease is a timer thread, so a frozen kernel thaws
+even if nothing ever talks to it again; only retire cancels it.
+
+Imports only the standard library: the delta code (live.py, xxhash) loads
+on the first live request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import signal
+import sys
+import threading
+import time
+
+from . import LIVE_REQUEST
+from .storage import ensure_private_dir
+
+LIVE_REPLY = LIVE_REQUEST.replace("_request", "_reply")
+PHASES = ("precopy", "freeze", "retire", "thaw", "apply")
+MOVED_MESSAGE = ("ElasticHub moved this server to another node as this cell was sent: it did not run. "
+                 "Run it again.")
+_POLL_S = 0.02
+
+
+class LiveMigrationMixin:
+    # Settings (traits of ElasticKernel): live_default_lease, live_max_lease.
+
+    def _live_init(self):
+        self._live_lock = threading.Lock()  # guards the _live_* fields below
+        self._live_phase = "running"        # running | frozen | retired
+        self._live_activity = False         # a cell or comm message met the frozen kernel
+        self._live_timer: threading.Timer | None = None
+        self._live_lease_end = None
+        self._live_delta_id = None          # the delta this kernel wrote (source)
+        self._live_precopy = None           # {"base_id", "fingerprints"} (source)
+        # Destination: started by an adopting server; the source still owns
+        # the session's files until apply succeeds.
+        self._live_destination = os.environ.get("ELASTICHUB_LIVE_DESTINATION") == "1"
+        self._live_pending = self._live_destination
+        self._live_base = {"base_id": None, "buffers": None}  # what the start restore loaded
+        self._live_names: set = set()       # names bound by the last restore/apply
+
+    # -- gate for cells and comm messages -----------------------------------
+    def _live_enter(self) -> str:
+        """The phase a newly arrived cell/comm message meets (activity noted)."""
+        with self._live_lock:
+            if self._live_phase == "frozen":
+                self._live_activity = True
+            return self._live_phase
+
+    async def _live_gate(self) -> bool:
+        """Wait until a cell may run; hold the state lock on True. False:
+        retired. KeyboardInterrupt: the user interrupted the wait."""
+        interrupted, saved = [], None
+        try:
+            while True:
+                phase = self._live_enter()
+                if phase == "retired":
+                    return False
+                if phase == "frozen":
+                    if saved is None and threading.current_thread() is threading.main_thread():
+                        # Like ipykernel's async cells: SIGINT (Interrupt) ends
+                        # the wait; raised inside the event loop it would be lost.
+                        saved = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))
+                    if interrupted:
+                        raise KeyboardInterrupt
+                    await asyncio.sleep(_POLL_S)
+                    continue
+                if not self._state_lock.acquire(blocking=False):
+                    await asyncio.sleep(0.005)  # a checkpoint or a freeze is being written
+                    continue
+                if self._live_phase == "running":
+                    break
+                self._state_lock.release()
+        finally:
+            if saved is not None:
+                signal.signal(signal.SIGINT, saved)
+        if self._live_pending:
+            # Someone uses this kernel: it owns its state now (a destination
+            # pod restarted after its move must checkpoint again). A cell
+            # may change arrays in place, and they live in the base
+            # buffers: from now on an apply reads the base from its file.
+            self._live_pending = False
+            self._live_base = dict(self._live_base, buffers=None)
+        return True
+
+    def _not_run_reply(self, message: str) -> dict:
+        """A cell that was not run: said on stderr, and an error reply (no traceback)."""
+        print(message, file=sys.stderr, flush=True)
+        return {"status": "error", "ename": "ElasticHubNotRun", "evalue": message, "traceback": [],
+                "execution_count": self.shell.execution_count}
+
+    def _live_tracking(self, handler):
+        """Widgets change variables through comm messages: while frozen they
+        are activity and wait for thaw; after retire they are dropped."""
+        def handle(*args, **kwargs):
+            if self._live_enter() == "running":
+                with self._state_lock:
+                    if self._live_phase == "running":
+                        self._dirty = True
+                        return handler(*args, **kwargs)
+                self._live_enter()
+            return wait_then_handle(args, kwargs)
+
+        async def wait_then_handle(args, kwargs):
+            while self._live_enter() == "frozen":
+                await asyncio.sleep(_POLL_S)
+            if self._live_phase == "retired":
+                self.log.warning("ElasticHub: comm message after retire not handled (the kernel moved)")
+                return None
+            result = handle(*args, **kwargs)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+
+        return handle
+
+    # -- the control message -------------------------------------------------
+    async def elastichub_live_request(self, stream, ident, parent):
+        content = parent.get("content") or {}
+        phase = content.get("phase") if isinstance(content, dict) else None
+        started = time.perf_counter()
+        if phase not in PHASES:
+            reply = {"ok": False, "error": f"unknown live-migration phase {phase!r}: expected one of "
+                     + ", ".join(PHASES)}
+        else:
+            try:
+                reply = getattr(self, f"_phase_{phase}")(content)
+            except Exception as exc:  # a reply, never a traceback
+                self.log.exception("ElasticHub live %s failed", phase)
+                reply = {"ok": False, "error": f"unexpected error ({type(exc).__name__}: {exc})"}
+        reply = {k: v for k, v in reply.items() if k not in ("mtime_ns", "size", "written_at")}
+        reply.update(phase=phase, seconds=round(time.perf_counter() - started, 6))
+        reply.setdefault("error", None)
+        reply["status"] = "ok" if reply["ok"] else "error"
+        level = self.log.info if reply["ok"] else self.log.warning
+        level("ElasticHub live %s: ok=%s in %.3f s%s", phase, reply["ok"], reply["seconds"],
+              f" ({reply['error']})" if reply["error"] else "")
+        self.session.send(stream, LIVE_REPLY, reply, parent, ident=ident)
+
+    def _phase_precopy(self, content) -> dict:
+        if self._live_phase != "running":
+            return _fail(f"the kernel is {self._live_phase}; precopy needs a running kernel (thaw it first)")
+        if self._live_pending:
+            return _fail("this kernel is a live-migration destination awaiting apply; it has no state of its own")
+        if not self._dirty and self.restored is None and self.last_checkpoint is None:
+            self._live_precopy = {"base_id": None, "fingerprints": []}
+            return dict(self._nothing_to_save_reply(), base_id=None)
+        held = self._live_precopy
+        fingerprints: list = []
+        reply = self.checkpoint_now(force=held is None, fingerprints=fingerprints)
+        if reply["ok"] and reply.get("unchanged"):
+            if held and held["base_id"] and _file_base_id(reply["path"]) == held["base_id"]:
+                return dict(reply, base_id=held["base_id"])
+            reply = self.checkpoint_now(force=True, fingerprints=fingerprints)
+        if not reply["ok"]:
+            return reply
+        self._live_precopy = {"base_id": reply["base_id"], "fingerprints": fingerprints}
+        return reply
+
+    def _phase_freeze(self, content) -> dict:
+        wait_s = _number(content, "wait_s", self.busy_timeout, 0, 3600)
+        lease_s = _number(content, "lease_s", self.live_default_lease, 0, self.live_max_lease)
+        for value in (wait_s, lease_s):
+            if isinstance(value, str):
+                return _fail(value)
+        if lease_s <= 0:
+            return _fail("'lease_s' must be more than 0 s: a frozen kernel must thaw by itself")
+        if self._live_pending:
+            return _fail("this kernel is a live-migration destination awaiting apply; it cannot be frozen")
+        if self._live_phase != "running":
+            return _fail(f"the kernel is already {self._live_phase}")
+        if not self._state_lock.acquire(timeout=wait_s):
+            return _fail(f"a cell is still running after {wait_s:g} s; not frozen", busy=True)
+        try:
+            with self._live_lock:
+                if self._live_phase != "running":
+                    return _fail(f"the kernel is already {self._live_phase}")
+                self._live_phase, self._live_activity = "frozen", False
+            held = self._live_precopy or {"base_id": None, "fingerprints": []}
+            try:
+                from .engine import user_variable_names
+                from .live import write_delta
+
+                ns = self.shell.user_ns
+                ensure_private_dir(self.checkpoint_root, tighten=False)
+                reply = write_delta(self.session_dir, ns, user_variable_names(ns, self.shell.user_ns_hidden),
+                                    self.recorder, self.disk_speed, self.session_name, held["base_id"],
+                                    held["fingerprints"], self.shell.execution_count)
+            except Exception as exc:
+                with self._live_lock:
+                    self._live_phase = "running"
+                self.log.exception("ElasticHub live delta failed")
+                return _fail(f"the delta could not be written ({type(exc).__name__}: {exc}); not frozen")
+            with self._live_lock:
+                self._live_delta_id = reply["delta_id"]
+                self._start_lease(lease_s)
+            return dict(reply, lease_s=lease_s)
+        finally:
+            self._state_lock.release()
+
+    def _start_lease(self, lease_s: float) -> None:
+        timer = threading.Timer(lease_s, self._lease_ran_out)
+        timer.daemon = True
+        timer.name = "elastichub-lease"
+        self._live_timer, self._live_lease_end = timer, time.monotonic() + lease_s
+        timer.start()
+
+    def _lease_ran_out(self) -> None:
+        with self._live_lock:
+            if self._live_phase != "frozen" or self._live_timer is not threading.current_thread():
+                return
+        self.log.warning("ElasticHub: live-migration lease ran out; thawing")
+        self._phase_thaw({})
+
+    def _phase_retire(self, content) -> dict:
+        with self._live_lock:
+            if self._live_phase == "retired":
+                return {"ok": True, "retired": True}
+            if self._live_phase != "frozen":
+                return _fail("the kernel is not frozen (thawed, or its lease ran out); not retired")
+            if self._live_activity:
+                return _fail("a cell or comm message arrived since the freeze; not retired (still frozen)",
+                             activity=True)
+            self._live_phase = "retired"
+            self._cancel_lease()
+        return {"ok": True, "retired": True, "delta_id": self._live_delta_id}
+
+    def _phase_thaw(self, content) -> dict:
+        with self._live_lock:
+            was = self._live_phase
+            self._live_phase = "running"
+            self._cancel_lease()
+            delta_id, self._live_delta_id = self._live_delta_id, None
+        removed = False
+        if delta_id:
+            from .live import remove_delta
+
+            removed = remove_delta(self.session_dir, delta_id)
+        return {"ok": True, "was": was, "delta_removed": removed}
+
+    def _cancel_lease(self) -> None:
+        if self._live_timer is not None:
+            self._live_timer.cancel()
+        self._live_timer, self._live_lease_end = None, None
+
+    def _phase_apply(self, content) -> dict:
+        delta_id = content.get("delta_id")
+        if not isinstance(delta_id, str) or not delta_id:
+            return _fail("'delta_id' must be the non-empty delta_id the source's freeze answered")
+        if self._live_phase != "running":
+            return _fail(f"the kernel is {self._live_phase}; only a running kernel can apply a delta")
+        if not self._state_lock.acquire(timeout=self.busy_timeout):
+            return _fail(f"a cell is still running after {self.busy_timeout:g} s; delta not applied", busy=True)
+        try:
+            from .live import LiveError, build, swap
+            from .storage import CheckpointRejected
+
+            ns = self.shell.user_ns
+            try:
+                bindings, report = build(self.session_dir, ns, self._live_base, delta_id,
+                                         base_id=self._live_base.get("base_id"))
+            except LiveError as exc:
+                return _fail(f"{exc}; namespace unchanged")
+            except CheckpointRejected as bad:
+                return _fail(f"the delta file {bad.path} was refused: {bad.reason}; namespace unchanged")
+            if report["failed_now"]:
+                names = ", ".join(f"{i['name']} ({i['reason']})" for i in report["failed_now"])
+                return _fail(f"these variables could not be loaded here: {names}; namespace unchanged")
+            swap(ns, self._live_names, bindings)
+            self.shell.execution_count = report["execution_count"]
+            self._live_names = set(report["migrated"]) | set(report["recomputed"])
+            # The state is now checkpoint.ehk + live-delta.ehk on disk (a
+            # restart applies both); the next full checkpoint replaces them.
+            self._live_pending = False
+            self._live_base = {"base_id": report["base_id"], "buffers": None}
+            self.restored, self._dirty, self.last_checkpoint = dict(report), False, None
+            from .messages import format_live_arrival
+
+            self._notes = [format_live_arrival(report)]
+            return {"ok": True, "bytes_read": report["bytes_read"], "migrated": report["migrated"],
+                    "recomputed": report["recomputed"], "not_restorable": report["not_restorable"],
+                    "differs": report["differs"], "delta_id": report["delta_id"], "base_id": report["base_id"],
+                    "execution_count": report["execution_count"]}
+        finally:
+            self._state_lock.release()
+
+    def live_status(self) -> dict:
+        with self._live_lock:
+            end = self._live_lease_end
+            return {
+                "phase": self._live_phase,
+                "activity": self._live_activity,
+                "lease_remaining_s": None if end is None else round(max(end - time.monotonic(), 0.0), 3),
+                "destination": self._live_destination,
+                "awaiting_apply": self._live_pending,
+                "restored_base_id": self._live_base.get("base_id"),
+                "base_buffers_held": self._live_base.get("buffers") is not None,
+                "precopy_base_id": (self._live_precopy or {}).get("base_id"),
+                "delta_id": self._live_delta_id,
+            }
+
+    def _live_refuses_checkpoint(self) -> str | None:
+        """Why this kernel must not write the session's checkpoint now."""
+        if self._live_phase == "retired":
+            return "this kernel was retired by a live migration: the kernel on the new node owns the state"
+        if self._live_pending:
+            return ("this kernel is a live-migration destination awaiting apply: the source kernel "
+                    "still owns the checkpoint")
+        return None
+
+
+def _fail(error: str, **extra) -> dict:
+    return {"ok": False, "error": error, **extra}
+
+
+def _number(content: dict, key: str, default: float, low: float, high: float):
+    """The float value of ``content[key]`` or an error message (a str)."""
+    value = content.get(key, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"'{key}' must be a number of seconds, not {value!r}"
+    if not low <= value <= high:
+        return f"'{key}' must be between {low:g} and {high:g} s, not {value:g}"
+    return float(value)
+
+
+def _file_base_id(path: str):
+    from .storage import CheckpointRejected, read_index
+
+    try:
+        return read_index(path).get("base_id")
+    except (CheckpointRejected, OSError):
+        return None

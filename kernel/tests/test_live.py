@@ -1,0 +1,302 @@
+"""Live migration (make-before-break) between two real kernels sharing the
+checkpoint directory: precopy -> changes -> freeze -> apply -> retire."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from queue import Empty
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+SESSION = "live/notebook.ipynb"
+DEST_ENV = {"ELASTICHUB_LIVE_DESTINATION": "1"}
+
+SETUP = """
+import hashlib, json, pickle
+import numpy as np
+big = np.arange(200_000, dtype=np.float64)
+view = big[100:200]
+alias = big
+small = 1
+rebind = [1, 2, 3]
+gone = "delete me"
+shared = {"k": [1, 2]}
+other = shared
+untouched = np.ones(50_000)
+"""
+
+CHANGE = """
+small = 2
+rebind = (4, 5)
+del gone
+fresh = np.zeros(10) + 7
+big[5] = -1.0
+shared["k"].append(3)
+twin = untouched.copy()
+"""
+
+NAMES = ["big", "view", "alias", "small", "rebind", "gone", "shared", "other", "untouched", "fresh", "twin"]
+
+# One print, no new variable: the digest cell must not change the state.
+DIGEST = (
+    "print(json.dumps({'digest': {n: hashlib.sha256(pickle.dumps(v)).hexdigest() "
+    f"for n, v in globals().items() if n in {NAMES!r}}}, "
+    "'identity': [alias is big, other is shared, bool(np.shares_memory(view, big)), "
+    "bool(np.shares_memory(twin, untouched))]}))"
+)
+
+
+def live(control_request, kc, phase, **content):
+    reply = control_request(kc, "elastichub_live_request", {"phase": phase, **content})
+    assert reply["msg_type"] == "elastichub_live_reply"
+    body = reply["content"]
+    assert body["phase"] == phase and isinstance(body["seconds"], float) and "error" in body
+    return body
+
+
+def digest(run_cell, kc):
+    out = run_cell(kc, DIGEST)
+    assert out["error"] is None, out
+    return json.loads(out["stdout"]), out
+
+
+def session_dir(control_request, kc):
+    return control_request(kc, "elastichub_status_request")["content"]["checkpoint_dir"]
+
+
+def test_precopy_change_freeze_apply_retire(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, SETUP)["error"] is None
+    pre = live(control_request, src, "precopy")
+    assert pre["ok"] is True and pre["base_id"] and "big" in pre["migrated"], pre
+
+    dkm, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    status = control_request(dst, "elastichub_status_request")["content"]["live"]
+    assert status["destination"] and status["awaiting_apply"] and status["base_buffers_held"]
+    assert status["restored_base_id"] == pre["base_id"]
+
+    assert run_cell(src, CHANGE)["error"] is None
+    before, out = digest(run_cell, src)
+    count = out["reply"]["execution_count"]
+    assert before["identity"] == [True, True, True, False]
+    assert "gone" not in before["digest"] and "fresh" in before["digest"]
+
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] is True, frozen
+    assert frozen["base_id"] == pre["base_id"] and frozen["delta_id"]
+    # big changed in place, fresh is new, twin equals untouched but may not
+    # share its buffer: 3 written; untouched reused from the pre-copy.
+    assert (frozen["changed_buffers"], frozen["reused_buffers"]) == (3, 1), frozen
+    directory = session_dir(control_request, src)
+    assert os.path.isfile(os.path.join(directory, "live-delta.ehk"))
+
+    applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert applied["ok"] is True, applied
+    assert applied["bytes_read"] > 0 and "fresh" in applied["migrated"] and "gone" not in applied["migrated"]
+    assert live(control_request, src, "retire")["ok"] is True
+
+    after, out = digest(run_cell, dst)
+    assert after == before
+    assert out["reply"]["execution_count"] == count + 1  # the counter continues the source's
+    assert "moved to another node" in out["stderr"]
+    assert run_cell(dst, "print('gone' in globals())")["stdout"].strip() == "False"
+    assert run_cell(dst, "big[150] = 5.5; print(view[50])")["stdout"].strip() == "5.5"  # still a view
+
+    # The retired source runs nothing more, and says so.
+    late = run_cell(src, "print('ran'); late = 1")
+    assert late["reply"]["status"] == "error" and late["stdout"] == ""
+    assert "ElasticHub moved this server to another node as this cell was sent: it did not run. " \
+           "Run it again." in late["stderr"]
+    # Its shutdown writes no checkpoint: the destination owns the state.
+    ckpt = os.path.join(directory, "checkpoint.ehk")
+    mtime = os.stat(ckpt).st_mtime_ns
+    refused = control_request(src, "elastichub_checkpoint_request")["content"]
+    assert refused["ok"] is False and "retired" in refused["error"]
+
+    # The destination dies without writing a checkpoint: a restart still
+    # comes back with the delta (checkpoint.ehk + live-delta.ehk), even
+    # as a destination again (its pod restarted with the same env).
+    dkm.shutdown_kernel(now=True)
+    assert os.stat(ckpt).st_mtime_ns == mtime
+    _, third = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    again, out = digest(run_cell, third)
+    assert again == before  # the source's frozen state (the change on the killed one was never saved)
+    assert "restored" in out["stderr"]
+    # Its first cell makes it the owner; its first full checkpoint replaces both files.
+    assert control_request(third, "elastichub_status_request")["content"]["live"]["awaiting_apply"] is False
+    run_cell(third, "x_new = 1")
+    assert control_request(third, "elastichub_checkpoint_request")["content"]["ok"] is True
+    assert not os.path.exists(os.path.join(directory, "live-delta.ehk"))
+
+
+def test_freeze_waits_for_a_running_cell_then_reports_busy(tmp_path, start_elastic_kernel, run_cell,
+                                                           control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "a = 1")
+    assert live(control_request, kc, "precopy")["ok"] is True
+    msg_id = kc.execute("import time\nprint('running', flush=True)\ntime.sleep(3)\nb = 2")
+    while True:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    busy = live(control_request, kc, "freeze", wait_s=0.3, lease_s=30)
+    assert busy["ok"] is False and busy["busy"] is True and "still running" in busy["error"]
+    assert control_request(kc, "elastichub_status_request")["content"]["live"]["phase"] == "running"
+    frozen = live(control_request, kc, "freeze", wait_s=20, lease_s=30)
+    assert frozen["ok"] is True and "b" in frozen["migrated"]  # after the cell, not during it
+    thawed = live(control_request, kc, "thaw")
+    assert thawed["ok"] and thawed["was"] == "frozen" and thawed["delta_removed"] is True
+    assert not os.path.exists(os.path.join(session_dir(control_request, kc), "live-delta.ehk"))
+    kc.get_shell_msg(timeout=30)
+
+
+def test_a_cell_sent_while_frozen_waits_blocks_retire_and_runs_after_thaw(tmp_path, start_elastic_kernel,
+                                                                            run_cell, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    live(control_request, kc, "precopy")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    msg_id = kc.execute("n += 1\nprint('ran', n)")
+    time.sleep(0.5)
+    with pytest.raises(Empty):
+        kc.get_shell_msg(timeout=0.5)  # not run while frozen
+    refused = live(control_request, kc, "retire")
+    assert refused["ok"] is False and refused["activity"] is True and "arrived" in refused["error"]
+    assert control_request(kc, "elastichub_status_request")["content"]["live"]["phase"] == "frozen"
+    assert live(control_request, kc, "thaw")["ok"] is True
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
+    outputs = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            outputs.append(msg["content"]["text"])
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
+                and msg["content"]["execution_state"] == "idle":
+            break
+    assert "".join(outputs).strip() == "ran 2"
+
+
+def test_the_lease_thaws_a_frozen_kernel_by_itself(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    live(control_request, kc, "precopy")
+    frozen = live(control_request, kc, "freeze", wait_s=5, lease_s=1.0)
+    assert frozen["ok"] and frozen["lease_s"] == 1.0
+    started = time.monotonic()
+    out = run_cell(kc, "print(n + 1)")  # waits for the lease, then runs
+    assert out["stdout"].strip() == "2" and 0.5 < time.monotonic() - started < 20
+    status = control_request(kc, "elastichub_status_request")["content"]["live"]
+    assert status["phase"] == "running" and status["delta_id"] is None
+    assert not os.path.exists(os.path.join(session_dir(control_request, kc), "live-delta.ehk"))
+
+
+def test_malformed_requests_are_clear_errors(tmp_path, start_elastic_kernel, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    bad = live(control_request, kc, "melt")
+    assert bad["ok"] is False and "unknown live-migration phase 'melt'" in bad["error"]
+    assert "Traceback" not in bad["error"]
+    for content, words in [({"lease_s": 0}, "must be more than 0"), ({"lease_s": 10**9}, "'lease_s' must be between"),
+                           ({"wait_s": "soon"}, "'wait_s' must be a number")]:
+        reply = live(control_request, kc, "freeze", **content)
+        assert reply["ok"] is False and words in reply["error"], reply
+    assert "delta_id" in live(control_request, kc, "apply")["error"]
+    assert "not frozen" in live(control_request, kc, "retire")["error"]
+
+
+def test_apply_refuses_a_base_mismatch_and_a_damaged_delta(tmp_path, start_elastic_kernel, run_cell,
+                                                           control_request):
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(src, "import numpy as np\nx = np.arange(100_000)\ny = 'one'")
+    live(control_request, src, "precopy")
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    # A new pre-copy after the destination started: another base.
+    run_cell(src, "y = 'two'")
+    live(control_request, src, "precopy")
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    reply = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert reply["ok"] is False and "base mismatch" in reply["error"] and "namespace unchanged" in reply["error"]
+    live(control_request, src, "thaw")
+
+    # Same base, damaged delta file.
+    directory = session_dir(control_request, src)
+    _, dst2 = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    run_cell(src, "y = 'three'\nx[0] = -5")
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    path = os.path.join(directory, "live-delta.ehk")
+    with open(path, "r+b") as f:
+        f.seek(20)
+        byte = f.read(1)
+        f.seek(20)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    reply = live(control_request, dst2, "apply", delta_id=frozen["delta_id"])
+    assert reply["ok"] is False and "checksum mismatch" in reply["error"], reply
+    reply = live(control_request, dst2, "apply", delta_id="not-this-one")
+    assert reply["ok"] is False and "delta mismatch" in reply["error"]
+    out = run_cell(dst2, "print(y, x[0])")
+    assert out["stdout"].strip() == "two 0"  # the pre-copy's state, untouched
+    live(control_request, src, "thaw")
+
+
+def test_a_destination_awaiting_apply_never_writes_the_sources_checkpoint(tmp_path, start_elastic_kernel,
+                                                                          stop_elastic_kernel, run_cell,
+                                                                          control_request):
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(src, "v = 1")
+    pre = live(control_request, src, "precopy")
+    dkm, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    ckpt = os.path.join(session_dir(control_request, src), "checkpoint.ehk")
+    mtime = os.stat(ckpt).st_mtime_ns
+    reply = control_request(dst, "elastichub_checkpoint_request", {"force": True})["content"]
+    assert reply["ok"] is False and "awaiting apply" in reply["error"]
+    stop_elastic_kernel(dkm, dst)  # graceful: its shutdown writes nothing either
+    assert os.stat(ckpt).st_mtime_ns == mtime
+    assert live(control_request, src, "precopy")["base_id"] == pre["base_id"]  # nothing changed: reused
+
+
+def test_without_a_base_the_delta_carries_every_buffer(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    pre = live(control_request, src, "precopy")
+    assert pre["ok"] is True and pre["base_id"] is None and pre["bytes"] == 0  # nothing to save
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    run_cell(src, "import numpy as np\nz = np.arange(1000)\nw = z[::2]")
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] and frozen["base_id"] is None and frozen["reused_buffers"] == 0
+    assert frozen["changed_buffers"] == 1  # w is a view of z: no buffer of its own
+    assert live(control_request, dst, "apply", delta_id=frozen["delta_id"])["ok"] is True
+    out = run_cell(dst, "w[1] = -7\nprint(int(z.sum()), z[2])")
+    assert out["stdout"].strip() == f"{sum(range(1000)) - 2 + (-7)} -7", out
+
+
+def test_a_comm_message_while_frozen_is_activity(tmp_path, start_elastic_kernel, run_cell, control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": "no-such-widget", "data": {}}))
+    deadline = time.monotonic() + 10
+    while not control_request(kc, "elastichub_status_request")["content"]["live"]["activity"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    refused = live(control_request, kc, "retire")
+    assert refused["ok"] is False and refused["activity"] is True
+    assert live(control_request, kc, "thaw")["ok"] is True
+    assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # the kernel carries on after the comm
+
+
+def test_interrupting_a_cell_waiting_on_a_frozen_kernel_answers_it(tmp_path, start_elastic_kernel, run_cell,
+                                                                    control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    msg_id = kc.execute("n += 1")
+    time.sleep(0.5)
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=10)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
+    assert "this cell did not run" in reply["content"]["evalue"] and reply["content"]["traceback"] == []
+    assert live(control_request, kc, "thaw")["ok"] is True
+    assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # not run behind the user's back

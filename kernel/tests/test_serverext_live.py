@@ -1,0 +1,104 @@
+"""Live migration through the server extension: two real `jupyter server`
+processes sharing the notebooks and checkpoints (as two pods share the
+home volume); the second adopts the first's session under the same ids."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from test_serverext import JupyterServer, ok_cell
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+
+def _destination(base, source: JupyterServer, sessions: list) -> JupyterServer:
+    dst = JupyterServer(base)
+    dst.root, dst.checkpoints = source.root, source.checkpoints  # the shared home
+    dst.env["ELASTICHUB_CHECKPOINT_DIR"] = str(source.checkpoints)
+    dst.env["ELASTICHUB_ADOPT_SESSIONS"] = json.dumps(sessions)
+    return dst
+
+
+def _wait_adopted(server: JupyterServer, timeout: float = 90) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        _, body = server.request("GET", "/api/elastichub/status")
+        adopted = body["adopted"]
+        if adopted and all(a["state"] != "starting" for a in adopted):
+            return adopted
+        assert time.monotonic() < deadline, adopted
+        time.sleep(0.3)
+
+
+def test_live_move_between_two_servers(tmp_path, run_cell):
+    src = JupyterServer(tmp_path / "a").start()
+    dst = None
+    try:
+        kernel_id = src.start_session("work/moving.ipynb")
+        client = src.client(kernel_id)
+        ok_cell(run_cell, client, "import numpy as np\narr = np.arange(10_000)\nnote = 'before'\ngone = 1")
+        _, [pre] = src.request("POST", "/api/elastichub/live", {"phase": "precopy", "kernel_id": kernel_id})
+        assert pre["ok"] is True and pre["kernel_id"] == kernel_id and pre["base_id"], pre
+
+        _, sessions = src.request("GET", "/api/sessions")
+        dst = _destination(tmp_path / "b", src, sessions).start()
+        [adopted] = _wait_adopted(dst)
+        assert adopted["state"] == "ready" and adopted["error"] is None, adopted
+        assert (adopted["session_id"], adopted["kernel_id"]) == (sessions[0]["id"], kernel_id)
+        assert adopted["restored_base_id"] == pre["base_id"]
+        _, moved = dst.request("GET", "/api/sessions")
+        assert [(s["id"], s["path"], s["kernel"]["id"]) for s in moved] == \
+            [(s["id"], s["path"], s["kernel"]["id"]) for s in sessions]
+        _, kernels = dst.request("GET", "/api/kernels")
+        assert [k["id"] for k in kernels] == [kernel_id]
+
+        ok_cell(run_cell, client, "arr[0] = -1\nnote = 'after'\ndel gone\nnew = [1, 2]")
+        client.stop_channels()
+        _, [frozen] = src.request("POST", "/api/elastichub/live",
+                                  {"phase": "freeze", "kernel_id": kernel_id, "wait_s": 5, "lease_s": 60})
+        assert frozen["ok"] is True and frozen["phase"] == "freeze" and frozen["delta_id"], frozen
+        _, [applied] = dst.request("POST", "/api/elastichub/live",
+                                   {"phase": "apply", "kernel_id": kernel_id, "delta_id": frozen["delta_id"]})
+        assert applied["ok"] is True, applied
+        _, [retired] = src.request("POST", "/api/elastichub/live", {"phase": "retire"})  # every kernel
+        assert retired["ok"] is True and retired["kernel_id"] == kernel_id
+
+        client = dst.client(kernel_id)
+        out = ok_cell(run_cell, client, "print(arr[:2].tolist(), note, new, 'gone' in globals())")
+        assert out.strip() == "[-1, 1] after [1, 2] False"
+        client.stop_channels()
+    finally:
+        if dst is not None:
+            dst.stop()
+        src.stop()
+
+
+def test_live_endpoint_refuses_malformed_requests_and_stock_kernels(tmp_path):
+    srv = JupyterServer(tmp_path).start()
+    try:
+        code, body = srv.error("POST", "/api/elastichub/live", body={"phase": "melt"})
+        assert code == 400 and "'phase' must be one of precopy, freeze, retire, thaw, apply" in body["message"]
+        code, body = srv.error("POST", "/api/elastichub/live", body={"phase": "freeze", "lease": 3})
+        assert code == 400 and "unknown field(s) in the request body: lease" in body["message"]
+        code, body = srv.error("POST", "/api/elastichub/live", body={"phase": "freeze", "wait_s": "x"})
+        assert code == 400 and "'wait_s'" in body["message"]
+        stock = srv.start_kernel("python3")
+        _, [result] = srv.request("POST", "/api/elastichub/live", {"phase": "precopy", "kernel_id": stock})
+        assert result["ok"] is False and "not an Elastic Python kernel" in result["error"]
+    finally:
+        srv.stop()
+
+
+def test_a_malformed_adoption_list_is_reported_not_fatal(tmp_path):
+    srv = JupyterServer(tmp_path)
+    srv.env["ELASTICHUB_ADOPT_SESSIONS"] = json.dumps([{"id": "s1", "path": "x.ipynb", "kernel": {"id": ""}}])
+    srv.start()
+    try:
+        [entry] = _wait_adopted(srv)
+        assert entry["state"] == "failed" and "'kernel.id' must be a non-empty string" in entry["error"]
+        _, sessions = srv.request("GET", "/api/sessions")
+        assert sessions == []
+    finally:
+        srv.stop()
