@@ -258,7 +258,9 @@ class ElasticHubExtension(ExtensionApp):
             env = dict(sm.get_kernel_env(path, name), ELASTICHUB_LIVE_DESTINATION="1")
             await km.start_kernel(kernel_id=kernel_id, kernel_name=kernel_name, path=kernel_path, env=env)
             await sm.save_session(session_id, path=path, name=name, type=kind, kernel_id=kernel_id)
-            status = await control_request(km.get_kernel(kernel_id), STATUS_REQUEST, self.adopt_timeout)
+            self.log.info("elastichub: adopting session %s: kernel %s started, waiting for its restore",
+                          session_id, kernel_id)
+            status = await self._first_status(km.get_kernel(kernel_id))
             live = status.get("live") or {}
             entry.update(state="ready", restored_base_id=live.get("restored_base_id"),
                          restored=status.get("restored"))
@@ -326,6 +328,22 @@ class ElasticHubExtension(ExtensionApp):
             except KernelRequestError as e:
                 return _failure(kernel_id, name, str(e))
         return normalize_checkpoint_reply(kernel_id, name, content)
+
+    async def _first_status(self, kernel: Any) -> dict:
+        """The kernel's first status reply (sent once its start restore is
+        done). Asked again every few seconds, each time on a new socket, as
+        Jupyter nudges a starting kernel: a request sent while the kernel
+        was still starting has been seen to go unanswered."""
+        deadline = time.monotonic() + self.adopt_timeout
+        wait = 1.0
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return await control_request(kernel, STATUS_REQUEST, max(min(remaining, wait), 0.1))
+            except KernelRequestError as exc:
+                wait = min(wait * 2, 5.0)
+                if "died" in str(exc) or remaining <= wait:
+                    raise KernelRequestError(f"the adopted kernel did not become ready: {exc}") from None
 
     async def live(self, kernel_id: str, kernel: Any, content: dict) -> dict:
         name = getattr(kernel, "kernel_name", None)

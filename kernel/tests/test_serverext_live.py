@@ -28,7 +28,7 @@ def _wait_adopted(server: JupyterServer, timeout: float = 90) -> list:
         adopted = body["adopted"]
         if adopted and all(a["state"] != "starting" for a in adopted):
             return adopted
-        assert time.monotonic() < deadline, adopted
+        assert time.monotonic() < deadline, (adopted, server.read_log()[-4000:])
         time.sleep(0.3)
 
 
