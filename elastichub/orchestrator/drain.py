@@ -139,12 +139,16 @@ class Drain:
     # -- one server ---------------------------------------------------------------------
 
     async def _move(self, pod: PodRecord) -> None:
+        if pod.terminating:  # already going (e.g. the source of a live move finished after a restart)
+            await self._wait_pod_gone(pod.key, self.t.stop)
+            return
         report = MoveReport(pod.server, self.node)
         self.on_move(report)
+        log.info("moving %s (pod %s) off %s", pod.server, pod.key, self.node)
         server = await self.hub.server(pod.user, pod.server_name)
         if server is None or not server.ready:
             # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
-            await self._wait_pod_gone(pod, self.t.stop)
+            await self._wait_pod_gone(pod.key, self.t.stop)
             report.outcome, report.error = "skipped", "not running in the hub"
             self.on_move(report)
             return
@@ -220,7 +224,7 @@ class Drain:
         report.downtime_s = move.phases.get("pause_s")
         report.outcome = "moved"
         self.on_move(report)
-        await self._wait_pod_gone(pod, self.t.stop)
+        await self._wait_pod_gone(pod.key, self.t.stop)
 
     async def _wait_idle(self, server: HubServer) -> list[dict]:
         """The server's kernels once none is busy; MoveAborted after `busy` s."""
@@ -243,13 +247,15 @@ class Drain:
             if time.monotonic() > deadline:
                 raise HubError(f"{pod.server} did not stop within {self.t.stop:g} s")
             await asyncio.sleep(self.t.poll / 4)
-        await self._wait_pod_gone(pod, self.t.stop)
+        await self._wait_pod_gone(pod.key, self.t.stop)
 
-    async def _wait_pod_gone(self, pod: PodRecord, timeout: float) -> None:
+    async def _wait_pod_gone(self, key: str, timeout: float) -> None:
+        """Until the pod cache shows the pod `key` off this node: a pod we
+        just deleted may still look alive in the cache for a moment."""
         deadline = time.monotonic() + timeout
-        while any(p.key == pod.key and p.node == self.node and p.holds_resources for p in self.pods()):
+        while any(p.key == key and p.node == self.node and p.holds_resources for p in self.pods()):
             if time.monotonic() > deadline:
-                raise MoveAborted(f"pod {pod.key} is still on {self.node} after {timeout:g} s")
+                raise MoveAborted(f"pod {key} is still on {self.node} after {timeout:g} s")
             await asyncio.sleep(self.t.poll / 4)
 
     async def _start(self, key: str) -> str | None:
@@ -285,6 +291,7 @@ class Drain:
                 report = MoveReport(key, self.node, method="live")
                 if await self._live(entry).recover() == "done":
                     report.destination, report.outcome = entry.get("to"), "moved"
+                    await self._wait_pod_gone(f"{entry['ns']}/{entry['source']}", self.t.stop)
                 else:
                     del self.record["servers"][key]
                     await self._save()
@@ -300,7 +307,7 @@ class Drain:
                 continue  # never stopped: the loop moves it again from the start (checkpoint included)
             log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
             if here:
-                await self._wait_pod_gone(here[0], self.t.stop)
+                await self._wait_pod_gone(here[0].key, self.t.stop)
             report = MoveReport(key, self.node)
             report.destination = await self._start(key)
             report.outcome = "moved"

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 LIVE, ROUTE = "live", "route"  # record steps: destination may exist / route switch asked
 NOTEBOOK_CONTAINER = "notebook"  # KubeSpawner's name for the single-user container
 _MOVE_SUFFIX = re.compile(r"-m[0-9a-f]{6}$")
+FINAL_ATTEMPTS = 3  # pauses tried before a busy user's move is given up for now
 
 
 class LiveMoveFailed(Exception):
@@ -183,11 +184,36 @@ class LiveMove:
                 raise LiveMoveFailed("pre-copy: " + "; ".join(bad))
             lap("precopy_s")
             source = await self.pods.get(self.namespace, self.entry["source"])
-            if source is None:
-                raise LiveMoveFailed(f"pod {self.entry['source']} is gone")
+            if source is None or (source.get("metadata") or {}).get("deletionTimestamp"):
+                raise LiveMoveFailed(f"pod {self.entry['source']} is gone or going")
             await self.pods.create(self.namespace, destination_manifest(source, self.entry["dest"], sessions))
             dest_base = await self._wait_destination(kernels, server.url)
             lap("destination_s")
+            # Recorded before the pause, not in it: recover() asks the pod whether the route switched.
+            self.entry["step"] = ROUTE
+            await self.save()
+            paused = await self._final_step(source_base, dest_base, lap)
+            await self.pods.annotate(self.namespace, self.entry["dest"],
+                                     {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
+            answer = await self._route_answer()
+            if answer != podmeta.ROUTE_SWITCHED:
+                raise LiveMoveFailed(f"the hub did not switch the route: {answer}")
+            lap("switch_s")
+            self.phases["pause_s"] = round(time.monotonic() - paused, 3)
+        except (LiveMoveFailed, HubError, OSError, ApiException) as e:
+            await self.undo()
+            raise LiveMoveFailed(str(e).strip()) from None
+        except BaseException:
+            # Cancelled (shutdown) or a bug: the record names both pods; recover() decides.
+            raise
+        return await self.finish()
+
+    async def _final_step(self, source_base: str, dest_base: str, lap) -> float:
+        """freeze, apply, retire; returns when the pause began. A cell (or
+        widget message) that arrives during the pause makes retire refuse:
+        the source thaws and runs it, and the step is tried again, up to
+        FINAL_ATTEMPTS times; the destination stays and applies the new delta."""
+        for attempt in range(1, FINAL_ATTEMPTS + 1):
             paused = time.monotonic()
             frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
                 "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
@@ -204,28 +230,18 @@ class LiveMove:
                 if bad:
                     raise LiveMoveFailed("apply: " + "; ".join(bad))
             lap("apply_s")
-            bad = failures(await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
-                                                      {"phase": "retire"}), "retire")
-            if bad:
-                raise LiveMoveFailed("retire (a cell or widget message arrived during the pause; it runs "
-                                     "where it was sent): " + "; ".join(bad))
-            lap("retire_s")
-            self.entry["step"] = ROUTE
-            await self.save()
-            await self.pods.annotate(self.namespace, self.entry["dest"],
-                                     {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
-            answer = await self._route_answer()
-            if answer != podmeta.ROUTE_SWITCHED:
-                raise LiveMoveFailed(f"the hub did not switch the route: {answer}")
-            lap("switch_s")
-            self.phases["pause_s"] = round(time.monotonic() - paused, 3)
-        except (LiveMoveFailed, HubError, OSError, ApiException) as e:
-            await self.undo()
-            raise LiveMoveFailed(str(e).strip()) from None
-        except BaseException:
-            # Cancelled (shutdown) or a bug: the record names both pods; recover() decides.
-            raise
-        return await self.finish()
+            retired = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {"phase": "retire"})
+            bad = failures(retired, "retire")
+            if not bad:
+                lap("retire_s")
+                self.phases["attempts"] = attempt
+                return paused
+            if not all(r.get("activity") for r in retired if r.get("ok") is not True):
+                raise LiveMoveFailed("retire: " + "; ".join(bad))
+            await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {"phase": "thaw"})
+            lap("retry_s")
+        raise LiveMoveFailed(f"the user kept the kernel busy: a cell arrived during each of {FINAL_ATTEMPTS} "
+                             "pauses (it ran where it was sent)")
 
     async def _wait_destination(self, kernels: set, prefix: str) -> str:
         deadline = time.monotonic() + self.t.start
@@ -250,7 +266,9 @@ class LiveMove:
                     if ready:
                         self.entry["to"] = (pod.get("spec") or {}).get("nodeName")
                         return base
-                    problem = "the destination's kernels are still restoring"
+                    problem = "the destination's kernels are still restoring (" + ", ".join(
+                        f"{a.get('kernel_id')}: {a.get('state')}" for a in status.get("adopted") or []
+                        if isinstance(a, dict)) + ")"
             await asyncio.sleep(self.poll)
         raise LiveMoveFailed(f"{problem} within {self.t.start:g} s")
 

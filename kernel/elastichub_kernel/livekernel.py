@@ -90,7 +90,7 @@ class LiveMigrationMixin:
         finally:
             if saved is not None:
                 signal.signal(signal.SIGINT, saved)
-        if self._live_pending:
+        if self._live_pending or self._live_base.get("buffers") is not None:
             # Someone uses this kernel: it owns its state now (a destination
             # pod restarted after its move must checkpoint again). A cell
             # may change arrays in place, and they live in the base
@@ -288,7 +288,12 @@ class LiveMigrationMixin:
             # The state is now checkpoint.ehk + live-delta.ehk on disk (a
             # restart applies both); the next full checkpoint replaces them.
             self._live_pending = False
-            self._live_base = {"base_id": report["base_id"], "buffers": None}
+            # The base buffers stay until the first cell runs here: nothing
+            # changed them, and a second apply (the source ran a cell that
+            # arrived during the pause, then froze again) reuses them.
+            same_base = report["base_id"] == self._live_base.get("base_id")
+            self._live_base = {"base_id": report["base_id"],
+                               "buffers": self._live_base.get("buffers") if same_base else None}
             self.restored, self._dirty, self.last_checkpoint = dict(report), False, None
             from .messages import format_live_arrival
 

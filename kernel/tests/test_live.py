@@ -300,3 +300,28 @@ def test_interrupting_a_cell_waiting_on_a_frozen_kernel_answers_it(tmp_path, sta
     assert "this cell did not run" in reply["content"]["evalue"] and reply["content"]["traceback"] == []
     assert live(control_request, kc, "thaw")["ok"] is True
     assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # not run behind the user's back
+
+
+def test_a_second_freeze_and_apply_after_a_thaw_lands_the_latest_state(tmp_path, start_elastic_kernel, run_cell,
+                                                                       control_request):
+    """The orchestrator's retry: a cell arrived during the pause, the source
+    thawed and ran it, then froze again; the destination applies the new
+    delta over the first (its base buffers are still held: no cell ran there)."""
+    km, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, SETUP)["error"] is None
+    live(control_request, src, "precopy")
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    first = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert live(control_request, dst, "apply", delta_id=first["delta_id"])["ok"] is True
+    assert control_request(dst, "elastichub_status_request")["content"]["live"]["base_buffers_held"]
+    assert live(control_request, src, "thaw")["ok"] is True
+    assert run_cell(src, CHANGE)["error"] is None
+    before, _ = digest(run_cell, src)
+    second = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert second["ok"] is True and second["delta_id"] != first["delta_id"]
+    applied = live(control_request, dst, "apply", delta_id=second["delta_id"])
+    assert applied["ok"] is True, applied
+    assert live(control_request, src, "retire")["ok"] is True
+    after, _ = digest(run_cell, dst)
+    assert after == before
+    assert not control_request(dst, "elastichub_status_request")["content"]["live"]["base_buffers_held"]

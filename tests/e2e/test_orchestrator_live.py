@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import json
 import os
 
 import pytest
 from hubtools import open_notebook
-from orchestratortools import DIGEST, hub_client, users_on_cloud
+from orchestratortools import DIGEST, OrchestratorProcess, hub_client, users_on_cloud
 from podtools import until
 
 from elastichub.demo.notebook import NotebookError
@@ -26,12 +27,12 @@ from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
-TIMEOUTS = DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30)
+TIMEOUTS = DrainTimeouts(busy=30, stop=60, start=30, poll=0.2, route=5, freeze_lease=30)
 NOT_RUN = "did not run"
 
 
 def _pods(cluster, user: str) -> list[dict]:
-    return [p for p in cluster.store.list("pods", "default")
+    return [p for p in cluster.store.list("pods", "default")[0]
             if (p["metadata"].get("annotations") or {}).get("elastichub.io/user") == user]
 
 
@@ -108,7 +109,16 @@ async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hu
     try:
         async def vm_stopped():
             return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
-        await until(vm_stopped, timeout=150, step=0.5, what="cloud-1's VM stopped")
+        try:
+            await until(vm_stopped, timeout=150, step=0.5, what="cloud-1's VM stopped")
+        except AssertionError:
+            import inspect
+            for p in cluster.store.list("pods", "default")[0]:
+                txt = cluster.store.log_provider("default", p["metadata"]["name"], "notebook")
+                if inspect.isawaitable(txt):
+                    txt = await txt
+                print("=====", p["metadata"]["name"], "\n", (txt or "")[-6000:])
+            raise
     finally:
         loop.cancel()
         watcher.cancel()
@@ -212,3 +222,57 @@ async def test_a_failed_live_move_leaves_the_source_serving_and_nothing_lost(hub
     node = cluster.store.get("nodes", "cloud-1")
     assert not node["spec"].get("unschedulable"), "the drain was not rolled back"
     assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})
+
+
+def _record(cluster) -> dict:
+    text = (cluster.store.get("nodes", "cloud-1")["metadata"].get("annotations") or {}).get("elastichub.io/drain")
+    return json.loads(text) if text else {}
+
+
+def _destination(cluster, user: str) -> dict | None:
+    return next((p for p in _pods(cluster, user) if "elastichub.io/move-of" in p["metadata"]["annotations"]
+                 and not p["metadata"].get("deletionTimestamp")), None)
+
+
+async def test_killed_during_live_moves_it_finishes_or_undoes_each_and_nothing_is_lost(hub_on_cluster, tmp_path):
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice", "bob"])
+    before = {u: await _sessions(hub, u) for u in ("alice", "bob")}
+    cluster.store.delete("pods", "filler", "default")
+    orch = OrchestratorProcess(cluster, hub, tmp_path, extra='c.ElasticOrchestrator.move_method = "live"\n')
+
+    def step(user):
+        return (_record(cluster).get("servers", {}).get(user) or {}).get("step")
+
+    def route(user):
+        dest = _destination(cluster, user)
+        return (dest or {"metadata": {"annotations": {}}})["metadata"]["annotations"].get("elastichub.io/route")
+
+    kill_points = [  # alice first (both request the same RAM: by name), then bob
+        ("alice's destination created", lambda: step("alice") == "live" and _destination(cluster, "alice")),
+        ("alice's route asked for", lambda: step("alice") == "route"),
+        ("bob's route switched", lambda: route("bob") == "switched"),
+    ]
+    try:
+        for what, reached in kill_points:
+            await orch.start()
+            await until(reached, timeout=90, step=0.01, what=f"{what}\n{orch.log()[-3000:]}")
+            await orch.kill()
+        await orch.start()
+
+        async def converged():
+            vm = cluster.cloud.describe("cloud-1")
+            return vm["state"] == "stopped" and not _record(cluster) and all(
+                len(_pods(cluster, u)) == 1 and _pods(cluster, u)[0]["spec"].get("nodeName") == "onprem-1"
+                for u in ("alice", "bob"))
+        await until(converged, timeout=150, step=0.5, what=f"convergence\n{orch.log()[-3000:]}")
+        assert await orch.stop() == 0
+    finally:
+        await orch.kill()
+
+    for user in ("alice", "bob"):
+        assert (await hub.server(user))["ready"]
+        assert await _sessions(hub, user) == before[user], f"{user}'s sessions or kernel ids changed"
+        nb = await open_notebook(hub, user, f"{user}.ipynb")
+        assert (await nb.run(DIGEST, timeout=30))["stdout"] == digests[user], f"{user}'s state differs"
+        nb.close()
