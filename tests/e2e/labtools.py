@@ -148,6 +148,9 @@ class LabPage:
     async def run_cell(self, code: str, timeout: float = 60) -> CellResult:
         """Type `code` into the last cell and run it (Shift+Enter); wait until
         its prompt shows an execution count; return its outputs."""
+        dialogs = await self.open_dialogs()
+        if dialogs:
+            raise LabError(f"a dialog blocks the notebook: {dialogs}")
         cells = self._notebook().locator(".jp-Cell")
         index = await cells.count() - 1
         cell = cells.nth(index)
@@ -203,17 +206,19 @@ class LabPage:
         return [t.strip() for t in await self.page.locator(".jp-Dialog").all_inner_texts()]
 
     async def dismiss_dialog(self, button: str | None = None) -> str | None:
-        """Click `button` (its label) or the dialog's default button; the text of the dialog closed."""
+        """Click `button` (its label) or else the dialog's last footer button
+        (JupyterLab puts the dismissing one there: "Dismiss", "Ok"); returns
+        "<dialog text> -> [<button clicked>]"."""
         dialog = self.page.locator(".jp-Dialog").first
         if not await dialog.count():
             return None
-        text = (await dialog.inner_text()).strip()
-        if button:
-            await dialog.get_by_role("button", name=button).click()
-        else:
-            await dialog.locator(".jp-Dialog-footer button.jp-mod-accept, .jp-Dialog-footer button").last.click()
+        text = re.sub(r"\s+", " ", await dialog.inner_text()).strip()
+        target = (dialog.get_by_role("button", name=button) if button
+                  else dialog.locator(".jp-Dialog-footer button").last)
+        label = (await target.inner_text()).strip()
+        await target.click()
         await self.page.wait_for_selector(".jp-Dialog", state="detached", timeout=10_000)
-        return text
+        return f"{text} -> [{label}]"
 
     async def reloaded(self) -> bool:
         """True if the page was reloaded (or navigated) since open_notebook."""
@@ -251,9 +256,12 @@ class LabPage:
 
     async def dialogs_seen(self) -> list[str]:
         """Every dialog text seen since open_notebook, by the watcher or by a poll."""
-        texts = [e["text"] for e in await self.events() if e["kind"] == "dialog"]
+        def norm(text: str) -> str:
+            return re.sub(r"\s+", " ", text).strip()
+
+        texts = [norm(e["text"]) for e in await self.events() if e["kind"] == "dialog"]
         for entry in self.polled:
-            texts += [d for d in entry["dialogs"] if d not in texts]
+            texts += [norm(d) for d in entry["dialogs"] if norm(d) not in texts]
         return texts
 
     async def body_text(self) -> str:
