@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hubtools import Hub, free_port
 from orchestratortools import ORCHESTRATOR_SERVICE, ORCHESTRATOR_TOKEN, OrchestratorProcess, boot, filler
-from podtools import cluster_config, node_of, until
+from podtools import cluster_config, until
 
 from elastichub import podmeta
 
@@ -112,15 +112,31 @@ class MoveLab:
         await self.hub.api("POST", f"/hub/api/users/{user}")  # the user (409 once they exist)
         if not ((await self.hub.server(user)) or {}).get("ready"):
             await self.hub.start_server(user, timeout=120)
-        where = node_of(store, f"jupyter-{user}")
+        where = self.pod_node(user)
         assert where == "cloud-1", f"{user}'s server is on {where}, not cloud-1"
+
+    def server_pods(self, user: str) -> list[dict]:
+        """`user`'s single-user pods, found by the spawner's annotation (a live
+        move's destination pod has another name than jupyter-<user>)."""
+        pods, _ = self.cluster.store.list("pods", "default")
+        return [p for p in pods if (p["metadata"].get("annotations") or {}).get(podmeta.USER_ANNOTATION) == user
+                and (p["metadata"].get("labels") or {}).get(podmeta.MANAGED_LABEL) == "true"]
+
+    def current_pod(self, user: str) -> dict | None:
+        """The one running, not terminating pod of `user`'s server (None while there are none or two)."""
+        live = [p for p in self.server_pods(user) if p["status"].get("phase") == "Running"
+                and not p["metadata"].get("deletionTimestamp")]
+        return live[0] if len(live) == 1 else None
 
     def pod_log(self, user: str, tail: int = 4000) -> str:
         """The single-user server's output (its current pod)."""
-        return (self.cluster._read_log("default", f"jupyter-{user}", "notebook") or "")[-tail:]
+        pod = self.current_pod(user)
+        name = pod["metadata"]["name"] if pod else f"jupyter-{user}"
+        return (self.cluster._read_log("default", name, "notebook") or "")[-tail:]
 
     def pod_node(self, user: str) -> str | None:
-        return node_of(self.cluster.store, f"jupyter-{user}")
+        pod = self.current_pod(user)
+        return pod["spec"].get("nodeName") if pod else None
 
     # -- the move ------------------------------------------------------------------------
 
