@@ -121,6 +121,7 @@ class OrchestratorProcess:
         self.tmp = tmp
         self.runs = 0
         self.proc = None
+        self.env: dict[str, str] = {}  # added to the process's environment
 
     async def start(self, *args: str) -> None:
         self.runs += 1
@@ -128,7 +129,7 @@ class OrchestratorProcess:
         self._log = open(self.log_path, "wb")
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "elastichub", "orchestrator", f"--config={self.config}", *args,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=self._log,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env}, stdout=self._log,
             stderr=asyncio.subprocess.STDOUT, start_new_session=True)
 
     def log(self) -> str:
