@@ -20,9 +20,20 @@ from tornado import web
 
 
 class _Base(HubOAuthenticated, web.RequestHandler):
+    def initialize(self) -> None:
+        # The app's HubOAuth (ElasticOrchestrator.hub_api_url / api_token):
+        # without it HubOAuthenticated builds one from the environment only,
+        # which an orchestrator run outside the hub does not have.
+        self.hub_auth = self.settings["hub_auth"]
+
     @property
     def controller(self):
         return self.settings["controller"]
+
+
+class OAuthCallbackHandler(HubOAuthCallbackHandler):
+    def initialize(self) -> None:
+        self.hub_auth = self.settings["hub_auth"]
 
 
 class StatusAPIHandler(_Base):
@@ -65,7 +76,7 @@ def make_app(controller, prefix: str, *, cookie_secret: bytes, hub_auth, authent
             (prefix + "api/status", StatusAPIHandler),
             (prefix + "metrics", MetricsHandler),
             (prefix + "health", HealthHandler),
-            (prefix + "oauth_callback", HubOAuthCallbackHandler),
+            (prefix + "oauth_callback", OAuthCallbackHandler),
         ],
         controller=controller, hub_auth=hub_auth, cookie_secret=cookie_secret,
         authenticate_metrics=authenticate_metrics, page_refresh_s=page_refresh_s,

@@ -19,7 +19,7 @@ import secrets
 from pathlib import Path
 
 from hubtools import Hub, free_port
-from orchestratortools import ORCHESTRATOR_SERVICE, ORCHESTRATOR_TOKEN, OrchestratorProcess, boot, filler
+from orchestratortools import ORCHESTRATOR_SERVICE, OrchestratorProcess, boot, filler
 from podtools import cluster_config, until
 
 from elastichub import podmeta
@@ -44,34 +44,6 @@ c.Spawner.default_url = "/lab"
 c.KubeSpawner.start_timeout = 120
 """
 
-# Only for move_method "live": the hub's side of a live move (LIVE-SPEC.md,
-# "Hub side"): elastichub.hubapi's handlers in c.JupyterHub.extra_handlers.
-# The module is being written; this block finds its handler list by the names
-# it is likely to have and says so in the hub log when it finds none.
-LIVE_HUB_CONFIG = """
-try:
-    from elastichub import hubapi as _hubapi
-except ImportError as _e:
-    print("ELASTICHUB-LAB: elastichub.hubapi is missing:", _e, flush=True)
-else:
-    for _name in ("extra_handlers", "handlers", "HANDLERS", "default_handlers"):
-        _found = getattr(_hubapi, _name, None)
-        if _found is not None:
-            _found = _found() if callable(_found) else _found
-            c.JupyterHub.extra_handlers = list(c.JupyterHub.extra_handlers or []) + list(_found)
-            break
-    else:
-        print("ELASTICHUB-LAB: elastichub.hubapi has no handler list", flush=True)
-"""
-
-
-def move_method_available() -> bool:
-    """Does this build's orchestrator have the move_method trait (issue #11)?"""
-    from elastichub.orchestrator.app import ElasticOrchestrator
-
-    return "move_method" in ElasticOrchestrator.class_trait_names()
-
-
 class MoveLab:
     """A hub on a 1 on-prem + 1 cloud local cluster, ready for moves."""
 
@@ -89,8 +61,6 @@ class MoveLab:
         self.cluster = await self.cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0))
         extra = ORCHESTRATOR_SERVICE + LAB_HUB_CONFIG.format(service=SERVICE, service_port=self.service_port,
                                                               password=self.password)
-        if self.method == "live":
-            extra += LIVE_HUB_CONFIG
         self.hub = await self.hub_factory(self.cluster, extra, spawner_class="elastic")
         return self
 
@@ -141,22 +111,15 @@ class MoveLab:
     # -- the move ------------------------------------------------------------------------
 
     def orchestrator_extra(self) -> str:
-        text = (f'c.ElasticOrchestrator.service_url = "http://127.0.0.1:{self.service_port}"\n'
-                f'c.ElasticOrchestrator.service_prefix = "/services/{SERVICE}/"\n')
-        if self.method != "restart" or move_method_available():
-            text += f"c.ElasticOrchestrator.move_method = {self.method!r}\n"
-        return text
+        return (f'c.ElasticOrchestrator.service_url = "http://127.0.0.1:{self.service_port}"\n'
+                f'c.ElasticOrchestrator.service_prefix = "/services/{SERVICE}/"\n'
+                f"c.ElasticOrchestrator.move_method = {self.method!r}\n")
 
     async def start_orchestrator(self) -> None:
         self.runs += 1
         workdir = self.tmp / f"orchestrator-run-{self.runs}"
         workdir.mkdir(exist_ok=True)
         self.orch = OrchestratorProcess(self.cluster, self.hub, workdir, self.orchestrator_extra())
-        # Its web API checks tokens with HubOAuth.instance(), which reads the
-        # hub's URL and its token from the environment (as a managed service
-        # gets them), not from ElasticOrchestrator.hub_api_url / api_token.
-        self.orch.env = {"JUPYTERHUB_API_URL": f"{self.hub.url}/hub/api", "JUPYTERHUB_API_TOKEN": ORCHESTRATOR_TOKEN,
-                         "JUPYTERHUB_SERVICE_NAME": SERVICE}
         await self.orch.start()
 
     async def stop_orchestrator(self) -> None:

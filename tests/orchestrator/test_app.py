@@ -79,3 +79,22 @@ def test_help_all_lists_the_settings():
     result = orchestrator("--help-all")
     assert result.returncode == 0
     assert "--ElasticOrchestrator.theta_out" in result.stdout and "--ElasticOrchestrator.cloud_driver" in result.stdout
+
+
+def test_the_web_handlers_check_tokens_with_the_apps_hub_settings(monkeypatch):
+    """Not with HubOAuth's defaults from the environment: an orchestrator run
+    outside the hub has none there."""
+    from unittest.mock import Mock
+
+    from jupyterhub.services.auth import HubOAuth
+    from tornado.httputil import HTTPServerRequest
+
+    from elastichub.orchestrator import web
+
+    monkeypatch.delenv("JUPYTERHUB_API_URL", raising=False)
+    auth = HubOAuth(api_token="t0k3n", api_url="http://hub.example:8081/hub/api")
+    app = web.make_app(Mock(), "/services/o/", cookie_secret=b"s" * 32, hub_auth=auth)
+    for handler in (web.StatusAPIHandler, web.StatusPageHandler, web.MetricsHandler, web.OAuthCallbackHandler):
+        request = HTTPServerRequest(method="GET", uri="/services/o/api/status", connection=Mock())
+        h = handler(app, request)
+        assert h.hub_auth is auth and h.hub_auth.api_url == "http://hub.example:8081/hub/api"
