@@ -53,7 +53,7 @@ for path in (REPO / "tests", REPO / "tests" / "e2e"):  # the e2e harness (hub, o
     sys.path.insert(0, str(path))
 
 from hubtools import Hub, open_notebook  # noqa: E402
-from movetools import MoveLab, move_method_available  # noqa: E402
+from movetools import MoveLab  # noqa: E402
 
 from elastichub.demo.notebook import Notebook, NotebookError  # noqa: E402
 
@@ -261,10 +261,6 @@ async def main_async(args) -> dict:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     result = {"probe_interval_s": args.probe_interval, "big_gib": args.big_gib, "arms": {}}
     for method in methods:
-        if method == "live" and not move_method_available():
-            log("live: not measured: this build's ElasticOrchestrator has no move_method trait (issue #11)")
-            result["arms"][method] = {"error": "move_method not available in this build"}
-            continue
         log(f"{method}: {args.runs} hello-world run(s), {args.big_runs} run(s) of {args.big_gib:g} GiB")
         with tempfile.TemporaryDirectory(prefix=f"elastichub-live-bench-{method}-") as tmp:
             try:

@@ -80,7 +80,7 @@ class ElasticSpawner(KubeSpawner):
     )
 
     route_switch_interval = Float(
-        0.1,
+        0.05,
         config=True,
         help="""Seconds between two looks for a live move's route request (a
         destination pod the orchestrator annotated `elastichub.io/route:

@@ -163,9 +163,9 @@ class Controller:
         if report not in self.moves:
             self.moves.append(report)
         if report.outcome != "in-flight":
-            self.metrics.migrations.labels(report.outcome).inc()
+            self.metrics.migrations.labels(report.outcome, report.method).inc()
             if report.downtime_s is not None:
-                self.metrics.migration_downtime.observe(report.downtime_s)
+                self.metrics.migration_downtime.labels(report.method).observe(report.downtime_s)
 
     def _account(self, obs: Observation, now: float) -> None:
         snap = obs.snapshot

@@ -204,7 +204,7 @@ class Drain:
         serving and rolls the drain back, as a failed checkpoint does."""
         namespace, name = pod.key.split("/", 1)
         entry = {"user": pod.user, "name": pod.server_name, "step": LIVE, "ns": namespace, "source": name,
-                 "dest": destination_name(name)}
+                 "dest": destination_name(name), "prefix": server.url}
         report.method = "live"
         self.record["servers"][pod.server] = entry
         await self._save()

@@ -11,8 +11,9 @@
   retire      the source kernels refuse to run anything more (unless a cell
               arrived while frozen: then the move is undone, the cell runs)
   route       the hub's ElasticSpawner switches the server to the destination
-              pod (proxy route, the hub's record): JupyterLab's own reconnect
-              lands on the same kernel ids there
+              pod (proxy route, the hub's record)
+  release     the source closes its clients' kernel websockets: JupyterLab's
+              own reconnect lands on the same kernel ids at the destination
   source      the source pod is deleted
 
 The user's pause runs from `freeze` to `route`. Until the route switched,
@@ -288,6 +289,15 @@ class LiveMove:
         """The route switched: the source pod goes (its kernels are retired:
         they write no checkpoint over the destination's state)."""
         started = time.monotonic()
+        source = await self.pods.get(self.namespace, self.entry["source"])
+        base = pod_base(source, self.entry.get("prefix", "")) if source and self.entry.get("prefix") else None
+        if base:
+            # Straight to the source pod (the proxy routes to the destination now): its clients'
+            # sockets close at once, and they reconnect to the destination.
+            try:
+                await self.hub.server_call(base, "POST", "/api/elastichub/live", {"phase": "release"}, timeout=10)
+            except HubError as e:  # they reconnect when the pod's process ends instead
+                log.info("live move of %s: releasing the clients of the source: %s", self.entry["source"], e)
         await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=1)
         self.entry["step"] = "done"
         await self.save()

@@ -26,10 +26,12 @@ class Metrics:
             "elastichub_decision_seconds", "Time of one observe + decide step (the policy included)",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5), registry=r)
         self.actions = Counter("elastichub_scale_actions", "Scaling actions taken", ["action"], registry=r)
-        self.migrations = Counter("elastichub_migrations", "Server moves by outcome", ["outcome"], registry=r)
+        self.migrations = Counter("elastichub_migrations", "Server moves by outcome and method",
+                                  ["outcome", "method"], registry=r)
         self.migration_downtime = Histogram(
-            "elastichub_migration_downtime_seconds", "From a moved server's stop to its answering again",
-            buckets=(1, 2, 5, 10, 20, 30, 60, 120, 300), registry=r)
+            "elastichub_migration_downtime_seconds",
+            "What a move costs the user: live, the pause (freeze to route switch); restart, stop to answering again",
+            ["method"], buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300), registry=r)
         self.boot_failures = Counter("elastichub_boot_failures", "Cloud VMs whose node was not Ready in time",
                                      registry=r)
         self.cycle_errors = Counter("elastichub_cycle_errors", "Cycles that failed (and were retried)",

@@ -159,7 +159,7 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
     moves = status["migrations"]["in_flight"] + list(reversed(status["migrations"]["recent"][-15:]))
     move_rows = "".join(
         f'<tr><td>{e(m["server"])}</td><td>{e(m["from"])}</td><td>{e(m["to"] or "")}</td><td>{e(m["outcome"])}</td>'
-        f'<td>{_seconds(m["downtime_s"])}</td>'
+        f'<td>{e(m.get("method", ""))}</td><td>{_seconds(m["downtime_s"])}</td>'
         f'<td>{e(m["error"])}</td></tr>' for m in moves)
     events = "".join(f'<li>{time.strftime("%H:%M:%S", time.localtime(ev["time"]))} <b>{e(ev["kind"])}</b> '
                      f'{e(ev["message"])}</li>' for ev in reversed(status["events"][-12:]))
@@ -178,7 +178,7 @@ Tcool {status["tcool"]} s{" &mdash; <b>dry run</b>: nothing is changed" if statu
 <h2>Timeline</h2>{_timeline_svg(status["timeline"])}
 <h2>Decisions</h2><table><tr><th>time</th><th>action</th><th>nodes</th><th>why</th><th>taken</th>
 <th>RAM %</th></tr>{decisions or '<tr><td colspan=6 class="muted">no scaling action yet</td></tr>'}</table>
-<h2>Migrations</h2><table><tr><th>server</th><th>from</th><th>to</th><th>outcome</th><th>downtime</th>
-<th>note</th></tr>{move_rows or '<tr><td colspan=6 class="muted">none yet</td></tr>'}</table>
+<h2>Migrations</h2><table><tr><th>server</th><th>from</th><th>to</th><th>outcome</th><th>method</th>
+<th>pause / downtime</th><th>note</th></tr>{move_rows or '<tr><td colspan=7 class="muted">none yet</td></tr>'}</table>
 <h2>Events</h2><ul>{events or '<li class="muted">none</li>'}</ul>
 </body></html>"""

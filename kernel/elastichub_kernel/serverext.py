@@ -50,7 +50,7 @@ from traitlets import Float
 
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
 
-LIVE_PHASES = ("precopy", "freeze", "retire", "thaw", "apply")
+LIVE_PHASES = ("precopy", "freeze", "retire", "thaw", "apply", "release")
 ADOPT_ENV = "ELASTICHUB_ADOPT_SESSIONS"
 
 # How often a waiting request checks that the kernel process is still alive.
@@ -349,6 +349,15 @@ class ElasticHubExtension(ExtensionApp):
         name = getattr(kernel, "kernel_name", None)
         started = time.monotonic()
         base = {"kernel_id": kernel_id, "kernel_name": name, "phase": content["phase"]}
+        if content["phase"] == "release":
+            # The server's part, not the kernel's: once the hub routes to the
+            # destination, the clients' sockets to this server close now, so
+            # they reconnect (to the destination) at once rather than when
+            # this pod's process ends.
+            closed = close_kernel_websockets(kernel_id)
+            self.log.info("elastichub live release of kernel %s: %d client connection(s) closed", kernel_id, closed)
+            return {**base, "ok": True, "closed": closed, "seconds": round(time.monotonic() - started, 6),
+                    "error": None}
         if not is_elastic_kernelspec(self._spec(kernel)):
             return {**base, "ok": False, "error": f"kernel {name!r} is not an Elastic Python kernel: "
                     "it cannot be moved live (start the notebook with the 'Elastic Python' kernel)"}
@@ -461,6 +470,20 @@ class LiveHandler(_Handler):
         targets = self.ext.kernels(kernel_id)
         results = await asyncio.gather(*(self.ext.live(kid, k, content) for kid, k in targets))
         self.finish(json.dumps(list(results)))
+
+
+def close_kernel_websockets(kernel_id: str) -> int:
+    """Close every client websocket of one kernel; how many. Jupyter Server
+    keeps them by "kernel_id:session" in its channels connection class."""
+    try:
+        from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+    except ImportError:
+        return 0
+    open_sessions = getattr(ZMQChannelsWebsocketConnection, "_open_sessions", None) or {}
+    handlers = [h for key, h in list(open_sessions.items()) if key.split(":", 1)[0] == kernel_id]
+    for handler in handlers:
+        handler.close()
+    return len(handlers)
 
 
 def _live_body(raw: bytes) -> dict:

@@ -102,3 +102,32 @@ def test_a_malformed_adoption_list_is_reported_not_fatal(tmp_path):
         assert sessions == []
     finally:
         srv.stop()
+
+
+def test_release_closes_the_clients_kernel_websockets(tmp_path):
+    """After the route switched, the source closes its clients' sockets so
+    they reconnect (to the destination) at once."""
+    import asyncio
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    srv = JupyterServer(tmp_path).start()
+    try:
+        kernel_id = srv.start_session("released.ipynb")
+
+        async def scenario():
+            ws_url = srv.url.replace("http://", "ws://") + f"/api/kernels/{kernel_id}/channels?session_id=tab1"
+            ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {srv.token}"}))
+            _, [result] = await asyncio.to_thread(
+                srv.request, "POST", "/api/elastichub/live", {"phase": "release", "kernel_id": kernel_id})
+            assert result["ok"] is True and result["closed"] == 1, result
+            while True:  # nudge/status messages may come first; then the close
+                message = await asyncio.wait_for(ws.read_message(), 10)
+                if message is None:
+                    return
+        asyncio.run(scenario())
+        _, kernels = srv.request("GET", "/api/kernels")
+        assert [k["id"] for k in kernels] == [kernel_id]  # the kernel itself is left alone
+    finally:
+        srv.stop()
