@@ -234,12 +234,16 @@ class LiveMigrationMixin:
                 return {"ok": True, "retired": True}
             if self._live_phase != "frozen":
                 return _fail("the kernel is not frozen (thawed, or its lease ran out); not retired")
-            if self._live_activity:
+            activity = self._live_activity
+            if activity and not content.get("force"):
                 return _fail("a cell or comm message arrived since the freeze; not retired (still frozen)",
                              activity=True)
+            # Forced (the orchestrator's last try for a kernel that is never
+            # quiet): what arrived during the pause is not run here; each
+            # waiting cell is answered "it did not run. Run it again".
             self._live_phase = "retired"
             self._cancel_lease()
-        return {"ok": True, "retired": True, "delta_id": self._live_delta_id}
+        return {"ok": True, "retired": True, "delta_id": self._live_delta_id, "activity": activity}
 
     def _phase_thaw(self, content) -> dict:
         with self._live_lock:

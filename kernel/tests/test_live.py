@@ -325,3 +325,31 @@ def test_a_second_freeze_and_apply_after_a_thaw_lands_the_latest_state(tmp_path,
     after, _ = digest(run_cell, dst)
     assert after == before
     assert not control_request(dst, "elastichub_status_request")["content"]["live"]["base_buffers_held"]
+
+
+def test_a_forced_retire_answers_the_waiting_cell_without_running_it(tmp_path, start_elastic_kernel, run_cell,
+                                                                     control_request):
+    """The orchestrator's last try for a kernel that is never quiet: the cell
+    that arrived during the pause is answered, said not run, and did not run."""
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    live(control_request, kc, "precopy")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    msg_id = kc.execute("n += 1\nprint('ran', n)")
+    time.sleep(0.5)
+    assert live(control_request, kc, "retire")["activity"] is True  # refused without force
+    forced = live(control_request, kc, "retire", force=True)
+    assert forced["ok"] is True and forced["activity"] is True, forced
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
+    stderr = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            stderr.append(msg["content"]["text"])
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
+                and msg["content"]["execution_state"] == "idle":
+            break
+    assert "it did not run. Run it again." in "".join(stderr)
+    assert live(control_request, kc, "thaw")["ok"] is True  # an undone move: the source serves again
+    assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # the refused cell never ran
