@@ -34,9 +34,9 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 MOVE_OF_ANNOTATION = PREFIX + "move-of"
 # The route handshake: the orchestrator writes "requested" once the destination
 # holds the state; the hub's ElasticSpawner switches the server to the pod and
-# answers "switched", or "refused: <why>".
+# answers "switched", or "refused: <why>"; an unanswered request is "withdrawn".
 ROUTE_ANNOTATION = PREFIX + "route"
-ROUTE_REQUESTED, ROUTE_SWITCHED, ROUTE_REFUSED = "requested", "switched", "refused"
+ROUTE_REQUESTED, ROUTE_SWITCHED, ROUTE_REFUSED, ROUTE_WITHDRAWN = "requested", "switched", "refused", "withdrawn"
 # The sessions (JSON, shaped like Jupyter Server's GET /api/sessions) the
 # destination server re-creates under the same ids: an environment variable.
 ADOPT_SESSIONS_ENV = "ELASTICHUB_ADOPT_SESSIONS"

@@ -158,7 +158,9 @@ class LiveMove:
 
     async def run(self, pod: PodRecord, server: HubServer) -> str | None:
         """Move the server; returns the destination's node. LiveMoveFailed
-        (after undoing) when it cannot: the source serves on."""
+        (after undoing) when it cannot: the source serves on. A cancellation
+        (shutdown) undoes nothing: the record names both pods, and recover()
+        decides after the restart."""
         source_base = self.hub.proxy_base(server)
         mark = time.monotonic()
 
@@ -206,9 +208,6 @@ class LiveMove:
         except (LiveMoveFailed, HubError, OSError, ApiException) as e:
             await self.undo()
             raise LiveMoveFailed(str(e).strip()) from None
-        except BaseException:
-            # Cancelled (shutdown) or a bug: the record names both pods; recover() decides.
-            raise
         return await self.finish()
 
     async def _final_step(self, source_base: str, dest_base: str, lap) -> float:
@@ -290,6 +289,14 @@ class LiveMove:
             if pod is None or answer != podmeta.ROUTE_REQUESTED:
                 return answer or "the destination pod is gone"
             if time.monotonic() > deadline:
+                # Withdrawn, so a hub that comes back later does not switch to a pod we delete;
+                # unless it answered in between.
+                await self.pods.annotate(self.namespace, self.entry["dest"],
+                                         {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_WITHDRAWN})
+                pod = await self.pods.get(self.namespace, self.entry["dest"])
+                late = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
+                if late == podmeta.ROUTE_SWITCHED:
+                    return late
                 return f"no answer from the hub within {self.t.route:g} s (is the hub's spawner ElasticSpawner?)"
             await asyncio.sleep(self.poll / 2)
 
@@ -323,7 +330,7 @@ class LiveMove:
             log.warning("live move of %s: thawing the source failed: %s", self.entry.get("source"), e)
             raise
         finally:
-            await self.pods.delete(self.namespace, self.entry["dest"], grace_seconds=0)
+            await self.pods.delete(self.namespace, self.entry["dest"], grace_seconds=1)
 
     async def recover(self) -> str:
         """After a restart: "done" when the switch had happened (finished now),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import inspect
 import json
 import os
 
@@ -27,13 +28,22 @@ from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
-TIMEOUTS = DrainTimeouts(busy=30, stop=60, start=30, poll=0.2, route=5, freeze_lease=30)
+TIMEOUTS = DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30)
 NOT_RUN = "did not run"
 
 
 def _pods(cluster, user: str) -> list[dict]:
     return [p for p in cluster.store.list("pods", "default")[0]
             if (p["metadata"].get("annotations") or {}).get("elastichub.io/user") == user]
+
+
+async def _print_pod_logs(cluster) -> None:
+    """The single-user servers' output, for a failure's report."""
+    for pod in cluster.store.list("pods", "default")[0]:
+        text = cluster.store.log_provider("default", pod["metadata"]["name"], "notebook")
+        if inspect.isawaitable(text):
+            text = await text
+        print("=====", pod["metadata"]["name"], "\n", (text or "")[-6000:])
 
 
 async def _sessions(hub, user: str) -> list[tuple[str, str]]:
@@ -112,12 +122,7 @@ async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hu
         try:
             await until(vm_stopped, timeout=150, step=0.5, what="cloud-1's VM stopped")
         except AssertionError:
-            import inspect
-            for p in cluster.store.list("pods", "default")[0]:
-                txt = cluster.store.log_provider("default", p["metadata"]["name"], "notebook")
-                if inspect.isawaitable(txt):
-                    txt = await txt
-                print("=====", p["metadata"]["name"], "\n", (txt or "")[-6000:])
+            await _print_pod_logs(cluster)
             raise
     finally:
         loop.cancel()
