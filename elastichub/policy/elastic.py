@@ -49,6 +49,7 @@ Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
 """
 from __future__ import annotations
 
+import functools
 import math
 from math import fsum
 from operator import attrgetter
@@ -98,6 +99,20 @@ def expected_remaining_s(age_s: float, mean_s: float, sd_s: float) -> float:
     return max(sd_s * mills - (age_s - mean_s), 0.0)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _ending_within(age_s: int, span_s: float, mean_s: float, sd_s: float) -> float:
+    """P(L <= age + span | L > age) for L ~ normal(mean, sd): the chance a
+    session that has run `age_s` seconds ends within `span_s`. Cached: the
+    simulator's ages are whole seconds and the live hub's are rounded."""
+    if sd_s <= 0:
+        return 1.0 if mean_s - age_s <= span_s else 0.0
+    root2 = math.sqrt(2.0) * sd_s
+    alive = math.erfc((age_s - mean_s) / root2)
+    if alive <= 1e-300:
+        return 1.0
+    return max(0.0, 1.0 - math.erfc((age_s + span_s - mean_s) / root2) / alive)
+
+
 @dataclass(slots=True)
 class _Tally:
     demand: Resources  # active nodes' requests + drained servers + queue + reserved
@@ -105,6 +120,8 @@ class _Tally:
     booting_capacity: Resources
     base_capacity: Resources  # every on-prem node (the cluster theta_out was tuned for)
     inflow: Resources | None  # recent arrivals (see _inflow), computed on first use
+    outflow: Resources | None  # expected departures within one boot (see _outflow), on first use
+    freeing: dict | None  # the same per node name (nodes expected to free nothing left out)
     active: list[Node]
     booting: list[Node]
     stopped: list[Node]  # cloud pool, by name
@@ -187,6 +204,9 @@ class ElasticStrategy:
     # "arrivals": share of the (100 - theta) % cap kept at all times (bursts
     # come without a trend); None: derived from theta_out (standing_share)
     standing_reserve: float | None = None
+    lookahead_departures: bool = True  # count the sessions expected to end within one boot
+    queue_departures: bool = True
+    inflow_windows: int = 1
     name: str = "elastic"
 
     def __post_init__(self) -> None:
@@ -308,7 +328,7 @@ class ElasticStrategy:
             o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
                                 if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
         return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
-                      None, active, booting, stopped, active_cloud, snapshot, now)
+                      None, None, None, active, booting, stopped, active_cloud, snapshot, now)
 
     def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
         """What users are likely to ask for during one boot + tmon: what they
@@ -321,16 +341,51 @@ class ElasticStrategy:
         windows = [(c.start_s, c.start_s + c.spread_s) for c in self.schedule
                    if c.start_s <= now and c.start_s + c.spread_s >= now - span - c.spread_s]
         since = now - span - sum(min(b, now) - a for a, b in windows)
+        k = max(1, int(self.inflow_windows))
+        oldest = since - (k - 1) * span
         recent = [srv for n in snapshot.nodes for srv in n.servers
-                  if srv.created_at is not None and srv.created_at >= since]
-        recent += [srv for srv in snapshot.pending if srv.created_at is not None and srv.created_at >= since]
-        cpu = ram = 0.0
+                  if srv.created_at is not None and srv.created_at >= oldest]
+        recent += [srv for srv in snapshot.pending if srv.created_at is not None and srv.created_at >= oldest]
+        sums = [[0.0, 0.0] for _ in range(k)]
         for srv in recent:
             if not (windows and any(a <= srv.created_at <= b for a, b in windows)):
+                i = 0 if srv.created_at >= since else min(k - 1, 1 + int((since - srv.created_at) // span))
                 req = srv.requests
-                cpu += req.cpu
-                ram += req.ram
+                sums[i][0] += req.cpu
+                sums[i][1] += req.ram
+        cpu = min(x[0] for x in sums)
+        ram = min(x[1] for x in sums)
         return Resources(cpu, ram)
+
+    def _outflow(self, t: _Tally) -> Resources:
+        """What the servers now running are expected to free within one
+        boot + tmon: each server's request times the chance its session ends
+        in that span, given how long it has run (the lifetime model). Room
+        freed that soon serves a queued user as early as a node started now
+        would, so it is counted like capacity coming up."""
+        if t.outflow is None:
+            t.outflow, t.freeing = Resources(), {}
+            cpu = ram = 0.0
+            for node in t.snapshot.nodes:
+                if node.status is NodeStatus.READY or (node.status is NodeStatus.CORDONED and node.tier is Tier.CLOUD):
+                    n_cpu, n_ram = self._node_outflow(node, t.now)
+                    if n_ram or n_cpu:
+                        t.freeing[node.name] = Resources(n_cpu, n_ram)
+                        cpu += n_cpu
+                        ram += n_ram
+            t.outflow = Resources(cpu, ram)
+        return t.outflow
+
+    def _node_outflow(self, node: Node, now: float) -> tuple[float, float]:
+        span = self.boot_s + self.config.tmon
+        cpu = ram = 0.0
+        for srv in node.servers:
+            age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
+            p = _ending_within(round(age), span, self.lifetime_mean_s, self.lifetime_sd_s)
+            if p:
+                cpu += p * srv.requests.cpu
+                ram += p * srv.requests.ram
+        return cpu, ram
 
     def _room_left(self, demand: Resources, capacity: Resources, theta: float, t: _Tally) -> bool:
         """Does `capacity` carry `demand` and keep the headroom theta (percent)
@@ -349,16 +404,23 @@ class ElasticStrategy:
             # decide most cycles without counting the arrivals.
             if _fits_with_reserve(demand, capacity, reserve):
                 return True
+            # the standing share holds against demand as it is now (a burst
+            # needs its room at once); arrivals only against what stays
             floor = self.standing_share
-            if not _fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu, floor * reserve.ram)):
+            if floor > 0 and not _fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu,
+                                                                                 floor * reserve.ram)):
                 return False
             if t.inflow is None:
                 t.inflow = self._inflow(t.snapshot, t.now)
             gap = max(self.config.theta_out - theta, 0.0) / 100.0
             reserve = Resources(
-                max(floor * reserve.cpu, min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu)),
-                max(floor * reserve.ram, min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram)),
+                min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
+                min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
             )
+            if self.lookahead_departures:
+                # what ends within one boot frees room as early as a node
+                # started now would: the demand to plan for is what stays
+                reserve = reserve - self._outflow(t)
         return _fits_with_reserve(demand, capacity, reserve)
 
     def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
@@ -377,6 +439,9 @@ class ElasticStrategy:
         # 1. queued servers must find a slot, on nodes up or coming up
         if snapshot.pending:
             free = [n.free for n in t.active] + [n.free for n in t.booting]
+            if self.lookahead_departures and self.queue_departures:
+                self._outflow(t)
+                free = [f + t.freeing.get(n.name, Resources()) for f, n in zip(free, t.active)] + free[len(t.active):]
             left = _first_fit(_by_size(s.requests for s in snapshot.pending), free)
             pool = []
             for node in t.stopped:
