@@ -120,8 +120,7 @@ class _Tally:
     booting_capacity: Resources
     base_capacity: Resources  # every on-prem node (the cluster theta_out was tuned for)
     inflow: Resources | None  # recent arrivals (see _inflow), computed on first use
-    outflow: Resources | None  # expected departures within one boot (see _outflow), on first use
-    freeing: dict | None  # the same per node name (nodes expected to free nothing left out)
+    outflow: dict  # horizon -> expected departures within it (see _outflow), on first use
     active: list[Node]
     booting: list[Node]
     stopped: list[Node]  # cloud pool, by name
@@ -204,14 +203,16 @@ class ElasticStrategy:
     # "arrivals": share of the (100 - theta) % cap kept at all times (bursts
     # come without a trend); None: derived from theta_out (standing_share)
     standing_reserve: float | None = None
-    lookahead_departures: bool = True  # count the sessions expected to end within one boot
-    queue_departures: bool = True
-    inflow_windows: int = 1
+    lookahead_departures: bool = True  # count the sessions expected to end soon (see _outflow)
+    # how long a new request may wait for room departures free before a node
+    # is started for it; None: boot_s where no standing reserve is kept
+    # (theta_out 85 and up), none where all of it is (65 and below), linear between
+    queue_patience_s: float | None = None
     name: str = "elastic"
 
     def __post_init__(self) -> None:
         _check_number("theta_in", self.theta_in)
-        for option in ("delay_after_add_s", "min_saving_s"):
+        for option in ("delay_after_add_s", "min_saving_s", "queue_patience_s"):
             if getattr(self, option) is not None:
                 _check_number(option, getattr(self, option))
         for option in ("unneeded_s", "lifetime_mean_s", "lifetime_sd_s", "migration_s",
@@ -249,6 +250,22 @@ class ElasticStrategy:
         if self.standing_reserve is not None:
             return self.standing_reserve
         return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), 1.0)
+
+    @property
+    def patience_s(self) -> float:
+        """How long a new request may wait for room that ending sessions
+        free instead of a node started for it. An admin who sets theta_out
+        high trades waiting for cost; one who sets it low buys headroom (the
+        standing reserve) and nobody waits on purpose."""
+        if self.queue_patience_s is not None:
+            return self.queue_patience_s
+        return self.boot_s * (1.0 - self.standing_share)
+
+    @property
+    def scale_out_horizon_s(self) -> float:
+        """Departures within this span count as room for scale-out: what
+        a node started now would bring (one boot + tmon), plus the patience."""
+        return self.boot_s + self.config.tmon + self.patience_s
 
     @property
     def lead_s(self) -> float:
@@ -328,7 +345,7 @@ class ElasticStrategy:
             o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
                                 if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
         return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
-                      None, None, None, active, booting, stopped, active_cloud, snapshot, now)
+                      None, {}, active, booting, stopped, active_cloud, snapshot, now)
 
     def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
         """What users are likely to ask for during one boot + tmon: what they
@@ -341,53 +358,49 @@ class ElasticStrategy:
         windows = [(c.start_s, c.start_s + c.spread_s) for c in self.schedule
                    if c.start_s <= now and c.start_s + c.spread_s >= now - span - c.spread_s]
         since = now - span - sum(min(b, now) - a for a, b in windows)
-        k = max(1, int(self.inflow_windows))
-        oldest = since - (k - 1) * span
         recent = [srv for n in snapshot.nodes for srv in n.servers
-                  if srv.created_at is not None and srv.created_at >= oldest]
-        recent += [srv for srv in snapshot.pending if srv.created_at is not None and srv.created_at >= oldest]
-        sums = [[0.0, 0.0] for _ in range(k)]
+                  if srv.created_at is not None and srv.created_at >= since]
+        recent += [srv for srv in snapshot.pending if srv.created_at is not None and srv.created_at >= since]
+        cpu = ram = 0.0
         for srv in recent:
             if not (windows and any(a <= srv.created_at <= b for a, b in windows)):
-                i = 0 if srv.created_at >= since else min(k - 1, 1 + int((since - srv.created_at) // span))
                 req = srv.requests
-                sums[i][0] += req.cpu
-                sums[i][1] += req.ram
-        cpu = min(x[0] for x in sums)
-        ram = min(x[1] for x in sums)
+                cpu += req.cpu
+                ram += req.ram
         return Resources(cpu, ram)
 
-    def _outflow(self, t: _Tally) -> Resources:
-        """What the servers now running are expected to free within one
-        boot + tmon: each server's request times the chance its session ends
-        in that span, given how long it has run (the lifetime model). Room
-        freed that soon serves a queued user as early as a node started now
-        would, so it is counted like capacity coming up."""
-        if t.outflow is None:
-            t.outflow, t.freeing = Resources(), {}
-            cpu = ram = 0.0
-            for node in t.snapshot.nodes:
-                if node.status is NodeStatus.READY or (node.status is NodeStatus.CORDONED and node.tier is Tier.CLOUD):
-                    n_cpu, n_ram = self._node_outflow(node, t.now)
-                    if n_ram or n_cpu:
-                        t.freeing[node.name] = Resources(n_cpu, n_ram)
-                        cpu += n_cpu
-                        ram += n_ram
-            t.outflow = Resources(cpu, ram)
-        return t.outflow
-
-    def _node_outflow(self, node: Node, now: float) -> tuple[float, float]:
-        span = self.boot_s + self.config.tmon
+    def _outflow(self, t: _Tally, span: float) -> tuple[Resources, dict[str, Resources]]:
+        """What the servers now running are expected to free within `span`
+        seconds, in all and per node: each server's request times the chance
+        its session ends that soon, given how long it has run (the lifetime
+        model). Room freed within one boot serves a queued user as early as
+        a node started now would. Computed once per cycle and span."""
+        known = t.outflow.get(span)
+        if known is not None:
+            return known
+        per_node: dict[str, Resources] = {}
         cpu = ram = 0.0
-        for srv in node.servers:
-            age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
-            p = _ending_within(round(age), span, self.lifetime_mean_s, self.lifetime_sd_s)
-            if p:
-                cpu += p * srv.requests.cpu
-                ram += p * srv.requests.ram
-        return cpu, ram
+        mean, sd, now = self.lifetime_mean_s, self.lifetime_sd_s, t.now
+        cordoned, cloud = NodeStatus.CORDONED, Tier.CLOUD
+        for node in t.snapshot.nodes:
+            # the servers `demand` counts: on active nodes and on cloud nodes being drained
+            if node.status is NodeStatus.READY or (node.status is cordoned and node.tier is cloud):
+                n_cpu = n_ram = 0.0
+                for srv in node.servers:
+                    age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
+                    p = _ending_within(round(age), span, mean, sd)
+                    if p:
+                        n_cpu += p * srv.requests.cpu
+                        n_ram += p * srv.requests.ram
+                if n_ram or n_cpu:
+                    per_node[node.name] = Resources(n_cpu, n_ram)
+                    cpu += n_cpu
+                    ram += n_ram
+        t.outflow[span] = known = (Resources(cpu, ram), per_node)
+        return known
 
-    def _room_left(self, demand: Resources, capacity: Resources, theta: float, t: _Tally) -> bool:
+    def _room_left(self, demand: Resources, capacity: Resources, theta: float, t: _Tally,
+                   horizon: float) -> bool:
         """Does `capacity` carry `demand` and keep the headroom theta (percent)
         asks for? `reserve_basis` "all": demand <= theta % of the capacity
         (the paper's eq. 2 over every active node, so the reserve grows with
@@ -418,9 +431,10 @@ class ElasticStrategy:
                 min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
             )
             if self.lookahead_departures:
-                # what ends within one boot frees room as early as a node
-                # started now would: the demand to plan for is what stays
-                reserve = reserve - self._outflow(t)
+                # what ends within the horizon frees room no later than a
+                # node started now would (scale-in) or than the queue may
+                # wait (scale-out): the demand to plan for is what stays
+                reserve = reserve - self._outflow(t, horizon)[0]
         return _fits_with_reserve(demand, capacity, reserve)
 
     def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
@@ -436,13 +450,22 @@ class ElasticStrategy:
         start: list[Node] = []
         pool = t.stopped
 
-        # 1. queued servers must find a slot, on nodes up or coming up
+        # 1. queued servers must find a slot, on nodes up or coming up. One
+        # that may still wait (patience) may count on the room that sessions
+        # ending within the scale-out horizon free; the others only on room
+        # that exists or boots.
+        horizon = self.scale_out_horizon_s
         if snapshot.pending:
             free = [n.free for n in t.active] + [n.free for n in t.booting]
-            if self.lookahead_departures and self.queue_departures:
-                self._outflow(t)
-                free = [f + t.freeing.get(n.name, Resources()) for f, n in zip(free, t.active)] + free[len(t.active):]
-            left = _first_fit(_by_size(s.requests for s in snapshot.pending), free)
+            urgent, patient = self._split_queue(snapshot.pending, now)
+            left = _first_fit(_by_size(urgent), free) if urgent else []
+            if patient:
+                if self.lookahead_departures:
+                    freeing = self._outflow(t, horizon)[1]
+                    free = [f + freeing[n.name] if n.name in freeing else f
+                            for f, n in zip(free, t.active + t.booting)]
+                left += _first_fit(_by_size(patient), free)
+                left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
             pool = []
             for node in t.stopped:
                 if left and any(req.fits_in(node.allocatable) for req, _ in left):
@@ -454,13 +477,26 @@ class ElasticStrategy:
 
         # 2. every resource at or below theta_out once all of it is Ready
         i = 0
-        while not self._room_left(t.demand, capacity, theta, t):
+        while not self._room_left(t.demand, capacity, theta, t, horizon):
             if i == len(pool):
                 return start if start else None
             start.append(pool[i])
             capacity = capacity + pool[i].allocatable
             i += 1
         return start
+
+    def _split_queue(self, pending, now: float) -> tuple[list[Resources], list[Resources]]:
+        """Requests of the queue that must not wait longer (a moved server,
+        or a new one that has waited the patience out) and those that may."""
+        patience = self.patience_s
+        urgent, patient = [], []
+        for srv in pending:
+            if patience > 0 and srv.started_at is None and srv.created_at is not None \
+                    and now - srv.created_at < patience:
+                patient.append(srv.requests)
+            else:
+                urgent.append(srv.requests)
+        return urgent, patient
 
     # -- scale-in --------------------------------------------------------
 
@@ -484,7 +520,8 @@ class ElasticStrategy:
 
         tried = 0
         for candidate in self._candidates(t.active, now):
-            if not self._room_left(t.demand, t.active_capacity - candidate.allocatable, keep, t):
+            if not self._room_left(t.demand, t.active_capacity - candidate.allocatable, keep, t,
+                                   self.boot_s + self.config.tmon):
                 continue  # too little headroom would be left behind
             if candidate.servers and not self.config.migration:
                 continue
