@@ -67,10 +67,12 @@ MAX_CANDIDATES_TRIED = 8
 
 RESERVE_BASES = ("arrivals", "onprem", "all")
 STANDING_UP_TO, STANDING_SPAN = 85.0, 20.0  # standing reserve: none from theta_out 85, all of the cap at 65 and below
+THRIFT_FROM, THRIFT_SPAN = 80.0, 10.0  # thrift: none up to theta_out 80, all of it from 90
 
 _USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
 _CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
 _STATUSES = tuple(NodeStatus)
+_NONE = Resources()
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,12 @@ class ElasticStrategy:
     # "arrivals": share of the (100 - theta) % cap kept at all times (bursts
     # come without a trend); None: derived from theta_out (standing_share)
     standing_reserve: float | None = None
+    # share of thrift (0..1): how far scale-out counts on ending sessions and
+    # lets new requests wait for them; None: derived from theta_out (thrift_share)
+    thrift: float | None = None
     lookahead_departures: bool = True  # count the sessions expected to end soon (see _outflow)
-    # how long a new request may wait for room departures free before a node
-    # is started for it; None: boot_s where no standing reserve is kept
-    # (theta_out 85 and up), none where all of it is (65 and below), linear between
+    # how long a new request may wait for room that ending sessions free
+    # before a node is started for it; None: boot_s times the thrift share
     queue_patience_s: float | None = None
     name: str = "elastic"
 
@@ -222,6 +226,10 @@ class ElasticStrategy:
             _check_number("standing_reserve", self.standing_reserve)
             if self.standing_reserve > 1:
                 raise ValueError(f"standing_reserve is a share of the reserve cap, 0..1, got {self.standing_reserve!r}")
+        if self.thrift is not None:
+            _check_number("thrift", self.thrift)
+            if self.thrift > 1:
+                raise ValueError(f"thrift is a share, 0..1, got {self.thrift!r}")
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
         object.__setattr__(self, "schedule", tuple(self.schedule))
@@ -259,13 +267,31 @@ class ElasticStrategy:
         standing reserve) and nobody waits on purpose."""
         if self.queue_patience_s is not None:
             return self.queue_patience_s
-        return self.boot_s * (1.0 - self.standing_share)
+        return self.boot_s * self.thrift_share
+
+    @property
+    def thrift_share(self) -> float:
+        """How far scale-out trades waiting for node-hours: none at
+        theta_out 80 and below (a queue is answered by nodes alone), all of
+        it from 90 up, linear between. An admin who sets theta_out high asks
+        for a full cluster; the paper's policy then makes users wait far
+        longer than this (docs/strategies.md)."""
+        if self.thrift is not None:
+            return self.thrift
+        return min(max((self.config.theta_out - THRIFT_FROM) / THRIFT_SPAN, 0.0), 1.0)
+
+    @property
+    def soon_s(self) -> float:
+        """Departures within this span count for scale-out as room that
+        comes no later than a node started now (one boot + tmon), scaled by
+        the thrift share."""
+        return self.thrift_share * (self.boot_s + self.config.tmon)
 
     @property
     def scale_out_horizon_s(self) -> float:
-        """Departures within this span count as room for scale-out: what
-        a node started now would bring (one boot + tmon), plus the patience."""
-        return self.boot_s + self.config.tmon + self.patience_s
+        """... and within this one for a request that may still wait: one
+        boot + tmon, plus the patience."""
+        return self.soon_s + self.patience_s
 
     @property
     def lead_s(self) -> float:
@@ -385,17 +411,21 @@ class ElasticStrategy:
         for node in t.snapshot.nodes:
             # the servers `demand` counts: on active nodes and on cloud nodes being drained
             if node.status is NodeStatus.READY or (node.status is cordoned and node.tier is cloud):
-                n_cpu = n_ram = 0.0
+                n_cpu = n_ram = l_cpu = l_ram = 0.0
                 for srv in node.servers:
                     age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
                     p = _ending_within(round(age), span, mean, sd)
                     if p:
-                        n_cpu += p * srv.requests.cpu
-                        n_ram += p * srv.requests.ram
-                if n_ram or n_cpu:
-                    per_node[node.name] = Resources(n_cpu, n_ram)
-                    cpu += n_cpu
-                    ram += n_ram
+                        req = srv.requests
+                        n_cpu += p * req.cpu
+                        n_ram += p * req.ram
+                        if p >= 0.5:
+                            l_cpu += req.cpu
+                            l_ram += req.ram
+                if l_ram or l_cpu:
+                    per_node[node.name] = Resources(l_cpu, l_ram)
+                cpu += n_cpu
+                ram += n_ram
         t.outflow[span] = known = (Resources(cpu, ram), per_node)
         return known
 
@@ -434,7 +464,8 @@ class ElasticStrategy:
                 # what ends within the horizon frees room no later than a
                 # node started now would (scale-in) or than the queue may
                 # wait (scale-out): the demand to plan for is what stays
-                reserve = reserve - self._outflow(t, horizon)[0]
+                if horizon > 0:
+                    reserve = reserve - self._outflow(t, horizon)[0]
         return _fits_with_reserve(demand, capacity, reserve)
 
     def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
@@ -450,20 +481,23 @@ class ElasticStrategy:
         start: list[Node] = []
         pool = t.stopped
 
-        # 1. queued servers must find a slot, on nodes up or coming up. One
-        # that may still wait (patience) may count on the room that sessions
-        # ending within the scale-out horizon free; the others only on room
-        # that exists or boots.
+        # 1. queued servers must find a slot, on nodes up or coming up, or in
+        # room that sessions ending within one boot free (a node started now
+        # would come no sooner). One that may still wait (patience) may also
+        # count on the sessions ending within the scale-out horizon.
         horizon = self.scale_out_horizon_s
         if snapshot.pending:
-            free = [n.free for n in t.active] + [n.free for n in t.booting]
+            nodes = t.active + t.booting
+            free = [n.free for n in nodes]
             urgent, patient = self._split_queue(snapshot.pending, now)
+            soon = self._outflow(t, self.soon_s)[1] if self.lookahead_departures and self.soon_s > 0 else {}
+            free = [f + soon[n.name] if n.name in soon else f for f, n in zip(free, nodes)]
             left = _first_fit(_by_size(urgent), free) if urgent else []
             if patient:
-                if self.lookahead_departures:
-                    freeing = self._outflow(t, horizon)[1]
-                    free = [f + freeing[n.name] if n.name in freeing else f
-                            for f, n in zip(free, t.active + t.booting)]
+                if self.lookahead_departures and horizon > self.soon_s:
+                    later = self._outflow(t, horizon)[1]
+                    free = [f + (later[n.name] - soon.get(n.name, _NONE)) if n.name in later else f
+                            for f, n in zip(free, nodes)]
                 left += _first_fit(_by_size(patient), free)
                 left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
             pool = []
