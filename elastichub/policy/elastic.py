@@ -44,12 +44,29 @@ effects in docs/strategies.md):
   (default: one boot time, what the replacement headroom would cost).
   Among nodes worth draining, the one with the fewest servers goes first
   (fewest users disturbed), then the one that saves most.
+- **Departures look-ahead** (`lookahead_departures`): under the same
+  lifetime model, a session of age `a` ends within the next `s` seconds with
+  probability P(L <= a + s | L > a). What is expected to end within one boot
+  + tmon frees room no later than a node started now would, so scale-in
+  plans the arrivals reserve against the demand that stays (demand minus
+  those expected departures): nodes go as soon as a burst starts to end,
+  and no node is drained only to be started again a cycle later.
+- **Thrift at high thresholds** (`thrift`, default from theta_out: none at
+  80 and below, all of it from 90, linear between). With thrift, scale-out
+  also counts the sessions expected to end within one boot + tmon (scaled
+  by the thrift share), and a new request may wait up to `queue_patience_s`
+  (default one boot times the thrift share) for room that sessions ending
+  within one boot + the patience free, before a node is started for it.
+  Past its patience, and for a moved server at once, a queued request counts
+  only on room that exists, boots, or sessions on its node *likely* (p >=
+  1/2) to end within one boot free. At 90-95 % the paper's policy makes
+  users wait 10-20 minutes; this spends part of that slack, and no more
+  than about one boot, to buy fewer node-hours.
 
 Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
 """
 from __future__ import annotations
 
-import functools
 import math
 from math import fsum
 from operator import attrgetter
@@ -57,6 +74,7 @@ from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .calendar import ScheduledClass, reserved_demand
+from .lifetime import ending_within, expected_remaining_s
 from .controller import STRATEGIES, Action, ControllerState, PolicyConfig, ScaleIn, ScaleOut, _check_number
 from .model import ClusterSnapshot, Node, NodeStatus, Resources, Tier
 from .placement import MigrationPlan, candidate_order, plan_migration
@@ -84,35 +102,6 @@ class ElasticState(ControllerState):
     last_scale_in_at: float | None = None
     draining: str | None = None  # cloud node we are emptying, until it stops
     unneeded_since: float | None = None  # scale-in conditions held since
-
-
-def expected_remaining_s(age_s: float, mean_s: float, sd_s: float) -> float:
-    """E[L - a | L > a] for L ~ normal(mean, sd): how much longer a server
-    that has run `age_s` seconds is expected to live. Past the mean it
-    shrinks towards sd^2 / (age - mean) (the inverse Mills ratio), never 0."""
-    if sd_s <= 0:
-        return max(mean_s - age_s, 0.0)
-    z = (age_s - mean_s) / sd_s
-    tail = 0.5 * math.erfc(z / math.sqrt(2.0))
-    if z > 8.0 or tail <= 0.0:  # far tail: asymptotic inverse Mills ratio
-        mills = z + 1.0 / z
-    else:
-        mills = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) / tail
-    return max(sd_s * mills - (age_s - mean_s), 0.0)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _ending_within(age_s: int, span_s: float, mean_s: float, sd_s: float) -> float:
-    """P(L <= age + span | L > age) for L ~ normal(mean, sd): the chance a
-    session that has run `age_s` seconds ends within `span_s`. Cached: the
-    simulator's ages are whole seconds and the live hub's are rounded."""
-    if sd_s <= 0:
-        return 1.0 if mean_s - age_s <= span_s else 0.0
-    root2 = math.sqrt(2.0) * sd_s
-    alive = math.erfc((age_s - mean_s) / root2)
-    if alive <= 1e-300:
-        return 1.0
-    return max(0.0, 1.0 - math.erfc((age_s + span_s - mean_s) / root2) / alive)
 
 
 @dataclass(slots=True)
@@ -262,9 +251,8 @@ class ElasticStrategy:
     @property
     def patience_s(self) -> float:
         """How long a new request may wait for room that ending sessions
-        free instead of a node started for it. An admin who sets theta_out
-        high trades waiting for cost; one who sets it low buys headroom (the
-        standing reserve) and nobody waits on purpose."""
+        free instead of a node started for it: one boot times the thrift
+        share (so nobody waits on purpose at theta_out 80 and below)."""
         if self.queue_patience_s is not None:
             return self.queue_patience_s
         return self.boot_s * self.thrift_share
@@ -396,11 +384,12 @@ class ElasticStrategy:
         return Resources(cpu, ram)
 
     def _outflow(self, t: _Tally, span: float) -> tuple[Resources, dict[str, Resources]]:
-        """What the servers now running are expected to free within `span`
-        seconds, in all and per node: each server's request times the chance
-        its session ends that soon, given how long it has run (the lifetime
-        model). Room freed within one boot serves a queued user as early as
-        a node started now would. Computed once per cycle and span."""
+        """What the servers now running will free within `span` seconds.
+        In all: each request times the chance its session ends that soon,
+        given how long it has run (an expectation: many sessions, so it
+        holds on the whole). Per node: the requests of the sessions *likely*
+        (p >= 1/2) to end that soon, since a queued request needs its room on
+        one node, where a few sessions decide. Once per cycle and span."""
         known = t.outflow.get(span)
         if known is not None:
             return known
@@ -414,7 +403,7 @@ class ElasticStrategy:
                 n_cpu = n_ram = l_cpu = l_ram = 0.0
                 for srv in node.servers:
                     age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
-                    p = _ending_within(round(age), span, mean, sd)
+                    p = ending_within(round(age), span, mean, sd)
                     if p:
                         req = srv.requests
                         n_cpu += p * req.cpu
