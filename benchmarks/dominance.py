@@ -10,6 +10,11 @@ elastic is worse, with both values. Uses every core (one process per
 workload).
 
     python benchmarks/dominance.py [--seeds 1-10] [--thetas 60,70,80,90,95] [--option theta_in=5 ...]
+    python benchmarks/dominance.py --ablation-plot docs/_static/strategies-dominance.png
+
+`--ablation-plot` runs the whole table once per variant of the issue-12
+rules (`ABLATION`) and draws, per theta_out, the cells where `elastic` is
+worse and its node-hours and max wait relative to `paper`.
 """
 
 from __future__ import annotations
@@ -46,7 +51,75 @@ def _one(job):
     return cells
 
 
+def run_cells(workloads, seeds, thetas, options) -> tuple[list[dict], float]:
+    jobs = []
+    for name in workloads:
+        for seed in (seeds if name == "paper" else [1]):
+            jobs.append((name, seed, thetas, options))
+    t0 = time.perf_counter()
+    with multiprocessing.Pool() as pool:
+        cells = [c for chunk in pool.map(_one, jobs) for c in chunk]
+    return cells, time.perf_counter() - t0
+
+
+def table(cells: list[dict], thetas: list[float]) -> str:
+    """Cells where elastic is worse on some axis, per theta_out and mode."""
+    lines = [f"{'theta_out':>9} " + " ".join(f"{m:>13}" for m in MODES) + f" {'of':>4}"]
+    for theta in thetas:
+        row = [c for c in cells if c["theta"] == theta]
+        counts = [sum(1 for c in row if c["mode"] == m and c["worse"]) for m in MODES]
+        lines.append(f"{theta:9g} " + " ".join(f"{n:13d}" for n in counts) + f" {len(row):4d}")
+    return "\n".join(lines)
+
+
+# (label, elastic options): the rules of issue 12 taken away one by one
+ABLATION = (
+    ("thrift 0: the rules before issue 12", {"thrift": 0.0}),
+    ("thrift 1, no patience: departures only", {"thrift": 1.0, "queue_patience_s": 0.0}),
+    ("default: thrift 0 up to 80 %, 1 from 90 %", {}),
+    ("thrift 1 at every theta_out", {"thrift": 1.0}),
+)
+
+
+def ablation_plot(path: str, workloads, seeds, thetas) -> None:
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    width = 0.8 / len(ABLATION)
+    for k, (label, options) in enumerate(ABLATION):
+        cells, wall = run_cells(workloads, seeds, thetas, options)
+        print(f"{label}: {sum(1 for c in cells if c['worse'])} cells worse ({wall:.0f} s)")
+        print(table(cells, thetas))
+        xs = [i + (k - (len(ABLATION) - 1) / 2) * width for i in range(len(thetas))]
+        worse = [sum(1 for c in cells if c["theta"] == t and c["worse"]) for t in thetas]
+        axes[0].bar(xs, worse, width, label=label)
+        for ax, axis in ((axes[1], 0), (axes[2], 2)):
+            ratios = [statistics.median(c["elastic"][axis] / c["paper"][axis] for c in cells
+                                        if c["theta"] == t and c["paper"][axis] > 0) for t in thetas]
+            ax.plot(range(len(thetas)), ratios, marker="o", label=label)
+    titles = ("cells where elastic is worse than paper (of 24)", "elastic / paper cloud node-hours (median)",
+              "elastic / paper max wait (median)")
+    for ax, title in zip(axes, titles):
+        ax.set_xticks(range(len(thetas)), [f"{t:g}" for t in thetas])
+        ax.set_xlabel("theta_out (%)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in axes[1:]:
+        ax.axhline(1.0, color="black", lw=0.8)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
+
+
 def _value(text: str):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
     try:
         return float(text)
     except ValueError:
@@ -61,19 +134,17 @@ def main() -> int:
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                     help="an elastic strategy option to try (a number, or a word)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ablation-plot", metavar="PNG", help="run every variant of ABLATION and draw them")
     a = ap.parse_args()
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi or lo) + 1))
     thetas = [float(t) for t in a.thetas.split(",")]
+    workloads = a.workloads.split(",")
+    if a.ablation_plot:
+        ablation_plot(a.ablation_plot, workloads, seeds, thetas)
+        return 0
     options = {k: _value(v) for k, v in (o.split("=", 1) for o in a.option)}
-    jobs = []
-    for name in a.workloads.split(","):
-        for seed in (seeds if name == "paper" else [1]):
-            jobs.append((name, seed, thetas, options))
-    t0 = time.perf_counter()
-    with multiprocessing.Pool() as pool:
-        cells = [c for chunk in pool.map(_one, jobs) for c in chunk]
-    wall = time.perf_counter() - t0
+    cells, wall = run_cells(workloads, seeds, thetas, options)
     bad = [c for c in cells if c["worse"]]
     if a.json:
         print(json.dumps({"cells": cells, "worse": len(bad), "wall_s": round(wall, 1)}, indent=2))
@@ -82,6 +153,7 @@ def main() -> int:
         detail = ", ".join(f"{label} {e:g} vs {p:g}" for label, e, p in c["worse"])
         print(f"WORSE  {c['workload']:15} {c['mode']:12} theta {c['theta']:4g}: {detail}"
               f"   (elastic {c['elastic']}, paper {c['paper']})")
+    print(table(cells, thetas))
     dominated = sum(1 for c in cells if not c["worse"] and c["better"])
     equal = sum(1 for c in cells if not c["worse"] and not c["better"])
     print(f"{len(cells)} cells: elastic dominates in {dominated}, equal in {equal}, worse on some axis in "

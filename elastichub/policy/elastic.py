@@ -44,24 +44,21 @@ effects in docs/strategies.md):
   (default: one boot time, what the replacement headroom would cost).
   Among nodes worth draining, the one with the fewest servers goes first
   (fewest users disturbed), then the one that saves most.
-- **Departures look-ahead** (`lookahead_departures`): under the same
-  lifetime model, a session of age `a` ends within the next `s` seconds with
-  probability P(L <= a + s | L > a). What is expected to end within one boot
-  + tmon frees room no later than a node started now would, so scale-in
-  plans the arrivals reserve against the demand that stays (demand minus
-  those expected departures): nodes go as soon as a burst starts to end,
-  and no node is drained only to be started again a cycle later.
 - **Thrift at high thresholds** (`thrift`, default from theta_out: none at
-  80 and below, all of it from 90, linear between). With thrift, scale-out
-  also counts the sessions expected to end within one boot + tmon (scaled
-  by the thrift share), and a new request may wait up to `queue_patience_s`
-  (default one boot times the thrift share) for room that sessions ending
-  within one boot + the patience free, before a node is started for it.
-  Past its patience, and for a moved server at once, a queued request counts
-  only on room that exists, boots, or sessions on its node *likely* (p >=
-  1/2) to end within one boot free. At 90-95 % the paper's policy makes
-  users wait 10-20 minutes; this spends part of that slack, and no more
-  than about one boot, to buy fewer node-hours.
+  80 and below, all of it from 90, linear between). Under the lifetime model a session of age `a` ends
+  within `s` seconds with probability P(L <= a + s | L > a). What ends within
+  one boot + tmon (times the thrift share) frees room no later than a node
+  started now would, so scale-out *and* scale-in plan the arrivals reserve
+  against the demand that stays (demand minus those expected departures):
+  nodes go as soon as a burst starts to end. Both sides count the same
+  departures, or a node drained now is started again a cycle later. And a
+  new request may wait up to `queue_patience_s` (default one boot times the
+  thrift share) for room that sessions ending within one boot + the patience
+  free, before a node is started for it; past its patience, and for a moved
+  server at once, a queued request counts only on room that exists, boots,
+  or that sessions on its node *likely* (p >= 1/2) to end within one boot
+  free. At 90-95 % the paper's policy makes users wait 10-20 minutes; this
+  spends part of that slack, about one boot, to buy fewer node-hours.
 
 Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
 """
@@ -197,7 +194,6 @@ class ElasticStrategy:
     # share of thrift (0..1): how far scale-out counts on ending sessions and
     # lets new requests wait for them; None: derived from theta_out (thrift_share)
     thrift: float | None = None
-    lookahead_departures: bool = True  # count the sessions expected to end soon (see _outflow)
     # how long a new request may wait for room that ending sessions free
     # before a node is started for it; None: boot_s times the thrift share
     queue_patience_s: float | None = None
@@ -259,20 +255,21 @@ class ElasticStrategy:
 
     @property
     def thrift_share(self) -> float:
-        """How far scale-out trades waiting for node-hours: none at
-        theta_out 80 and below (a queue is answered by nodes alone), all of
-        it from 90 up, linear between. An admin who sets theta_out high asks
-        for a full cluster; the paper's policy then makes users wait far
-        longer than this (docs/strategies.md)."""
+        """How far the policy counts on ending sessions and lets new
+        requests wait for them: none at theta_out 80 and below (the pre-issue
+        12 rules: a queue is answered by nodes alone), all of it from 90 up,
+        linear between. An admin who sets theta_out high asks for a full
+        cluster; the paper's policy then makes users wait far longer than
+        this (docs/strategies.md)."""
         if self.thrift is not None:
             return self.thrift
         return min(max((self.config.theta_out - THRIFT_FROM) / THRIFT_SPAN, 0.0), 1.0)
 
     @property
     def soon_s(self) -> float:
-        """Departures within this span count for scale-out as room that
-        comes no later than a node started now (one boot + tmon), scaled by
-        the thrift share."""
+        """Departures within this span count (scale-out and scale-in) as
+        room that comes no later than a node started now would: one boot +
+        tmon, scaled by the thrift share."""
         return self.thrift_share * (self.boot_s + self.config.tmon)
 
     @property
@@ -449,12 +446,11 @@ class ElasticStrategy:
                 min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
                 min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
             )
-            if self.lookahead_departures:
+            if horizon > 0:
                 # what ends within the horizon frees room no later than a
-                # node started now would (scale-in) or than the queue may
-                # wait (scale-out): the demand to plan for is what stays
-                if horizon > 0:
-                    reserve = reserve - self._outflow(t, horizon)[0]
+                # node started now would (or the queue may wait): the
+                # demand to plan for is what stays
+                reserve = reserve - self._outflow(t, horizon)[0]
         return _fits_with_reserve(demand, capacity, reserve)
 
     def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
@@ -479,11 +475,11 @@ class ElasticStrategy:
             nodes = t.active + t.booting
             free = [n.free for n in nodes]
             urgent, patient = self._split_queue(snapshot.pending, now)
-            soon = self._outflow(t, self.soon_s)[1] if self.lookahead_departures and self.soon_s > 0 else {}
+            soon = self._outflow(t, self.soon_s)[1] if self.soon_s > 0 else {}
             free = [f + soon[n.name] if n.name in soon else f for f, n in zip(free, nodes)]
             left = _first_fit(_by_size(urgent), free) if urgent else []
             if patient:
-                if self.lookahead_departures and horizon > self.soon_s:
+                if horizon > self.soon_s:
                     later = self._outflow(t, horizon)[1]
                     free = [f + (later[n.name] - soon.get(n.name, _NONE)) if n.name in later else f
                             for f, n in zip(free, nodes)]
@@ -543,8 +539,10 @@ class ElasticStrategy:
 
         tried = 0
         for candidate in self._candidates(t.active, now):
+            # the same departures as scale-out counts (soon_s): counted on
+            # one side only, a node drained now is started again next cycle
             if not self._room_left(t.demand, t.active_capacity - candidate.allocatable, keep, t,
-                                   self.boot_s + self.config.tmon):
+                                   self.soon_s):
                 continue  # too little headroom would be left behind
             if candidate.servers and not self.config.migration:
                 continue

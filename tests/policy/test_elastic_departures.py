@@ -45,8 +45,8 @@ def test_scale_in_counts_the_sessions_about_to_end():
     old = _scale_in_case(NOW - 3700)  # past the mean lifetime: ~1/3 end within a boot
     action, _ = s.decide(old, ControllerState(), NOW)
     assert isinstance(action, ScaleIn) and action.node == "cloud0"
-    # without the look-ahead, or with young sessions, the headroom is missing
-    assert ElasticStrategy(PolicyConfig(theta_out=90), lookahead_departures=False).decide(
+    # without thrift (the rules before issue 12), or with young sessions, the headroom is missing
+    assert ElasticStrategy(PolicyConfig(theta_out=90), thrift=0).decide(
         old, ControllerState(), NOW)[0] is None
     assert s.decide(_scale_in_case(NOW - 600), ControllerState(), NOW)[0] is None
 
