@@ -14,7 +14,9 @@ workload).
 
 `--ablation-plot` runs the whole table once per variant of the issue-12
 rules (`ABLATION`) and draws, per theta_out, the cells where `elastic` is
-worse and its node-hours and max wait relative to `paper`.
+worse and its node-hours and max wait relative to `paper`. `--timeline-plot`
+draws cloud nodes and queue over day 2's class bursts, paper seed 1 at
+theta_out 90 with migration, for `paper` and `elastic` with thrift 0 and 1.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def table(cells: list[dict], thetas: list[float]) -> str:
 
 # (label, elastic options): the rules of issue 12 taken away one by one
 ABLATION = (
-    ("thrift 0: the rules before issue 12", {"thrift": 0.0}),
+    ("thrift 0: no departures, no patience", {"thrift": 0.0}),
     ("thrift 1, no patience: departures only", {"thrift": 1.0, "queue_patience_s": 0.0}),
     ("default: thrift 0 up to 80 %, 1 from 90 %", {}),
     ("thrift 1 at every theta_out", {"thrift": 1.0}),
@@ -117,6 +119,38 @@ def ablation_plot(path: str, workloads, seeds, thetas) -> None:
     print("wrote", path)
 
 
+def timeline_plot(path: str, seed: int = 1, mode: str = "migration", theta: float = 90.0) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from elastichub.simulator.runner import RunSpec, execute
+
+    workload, params = make_workload("paper", seed=seed), ClusterParams()
+    runs = (("paper", "paper", {}), ("elastic, thrift 0 (no departures, no patience)", "elastic", {"thrift": 0.0}),
+            ("elastic (default: thrift 1 at 90 %)", "elastic", {}))
+    lo, hi = 36.5 * 3600, 41.5 * 3600
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    for label, policy, options in runs:
+        result = execute(RunSpec(policy, mode, theta, options=options), workload, params, seed)
+        s = summary(result)
+        rows = [r for r in result.series if lo <= r[0] <= hi]
+        hours = [r[0] / 3600 - 24 for r in rows]
+        text = f"{label}: {s['cloud_node_hours']:.1f} node-h, p95 {s['wait_p95_s']:.0f} s, max {s['wait_max_s']} s"
+        top.step(hours, [r[3] + r[4] for r in rows], where="post", label=text)
+        bottom.step(hours, [r[1] for r in rows], where="post", label=label)
+    top.set_ylabel("cloud nodes (up + booting)")
+    bottom.set_ylabel("new requests queued")
+    bottom.set_xlabel(f"hour of day 2 (paper scenario, seed {seed}, {mode}, theta_out {theta:g} %)")
+    top.legend(fontsize=8, loc="center")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
+
+
 def _value(text: str):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
@@ -135,13 +169,17 @@ def main() -> int:
                     help="an elastic strategy option to try (a number, or a word)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablation-plot", metavar="PNG", help="run every variant of ABLATION and draw them")
+    ap.add_argument("--timeline-plot", metavar="PNG", help="draw day 2's bursts for paper and elastic")
     a = ap.parse_args()
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi or lo) + 1))
     thetas = [float(t) for t in a.thetas.split(",")]
     workloads = a.workloads.split(",")
-    if a.ablation_plot:
-        ablation_plot(a.ablation_plot, workloads, seeds, thetas)
+    if a.ablation_plot or a.timeline_plot:
+        if a.ablation_plot:
+            ablation_plot(a.ablation_plot, workloads, seeds, thetas)
+        if a.timeline_plot:
+            timeline_plot(a.timeline_plot)
         return 0
     options = {k: _value(v) for k, v in (o.split("=", 1) for o in a.option)}
     cells, wall = run_cells(workloads, seeds, thetas, options)
