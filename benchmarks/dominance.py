@@ -16,7 +16,9 @@ workload).
 rules (`ABLATION`) and draws, per theta_out, the cells where `elastic` is
 worse and its node-hours and max wait relative to `paper`. `--timeline-plot`
 draws cloud nodes and queue over day 2's class bursts, paper seed 1 at
-theta_out 90 with migration, for `paper` and `elastic` with thrift 0 and 1.
+theta_out 90 with migration, for `paper` and `elastic` with thrift 0 and 1;
+`--standing-plot` `paper` and `elastic` with and without the standing
+reserve against theta_out (seed 1, migration).
 """
 
 from __future__ import annotations
@@ -151,6 +153,35 @@ def timeline_plot(path: str, seed: int = 1, mode: str = "migration", theta: floa
     print("wrote", path)
 
 
+def standing_plot(path: str, seed: int = 1, mode: str = "migration") -> None:
+    """`paper` and `elastic` with and without the standing reserve against
+    theta_out: cloud node-hours, p95 and max wait (paper scenario)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from elastichub.simulator.runner import RunSpec, execute
+
+    workload, params = make_workload("paper", seed=seed), ClusterParams()
+    thetas = [60.0, 65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0]
+    runs = (("paper", "paper", {}), ("elastic, no standing reserve", "elastic", {"standing_reserve": 0.0}),
+            ("elastic (default)", "elastic", {}))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for label, policy, options in runs:
+        rows = [summary(execute(RunSpec(policy, mode, t, options=options), workload, params, seed)) for t in thetas]
+        for ax, key in zip(axes, ("cloud_node_hours", "wait_p95_s", "wait_max_s")):
+            ax.plot(thetas, [r[key] for r in rows], marker="o", label=label)
+    for ax, title in zip(axes, ("cloud node-hours", "p95 wait (s)", "max wait (s)")):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(f"theta_out (%), paper scenario seed {seed}, {mode}")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("wrote", path)
+
+
 def _value(text: str):
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
@@ -170,12 +201,15 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablation-plot", metavar="PNG", help="run every variant of ABLATION and draw them")
     ap.add_argument("--timeline-plot", metavar="PNG", help="draw day 2's bursts for paper and elastic")
+    ap.add_argument("--standing-plot", metavar="PNG", help="elastic with and without the standing reserve")
     a = ap.parse_args()
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi or lo) + 1))
     thetas = [float(t) for t in a.thetas.split(",")]
     workloads = a.workloads.split(",")
-    if a.ablation_plot or a.timeline_plot:
+    if a.standing_plot:
+        standing_plot(a.standing_plot)
+    if a.ablation_plot or a.timeline_plot or a.standing_plot:
         if a.ablation_plot:
             ablation_plot(a.ablation_plot, workloads, seeds, thetas)
         if a.timeline_plot:

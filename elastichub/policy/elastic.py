@@ -595,6 +595,8 @@ def _calendar(config: PolicyConfig, **options) -> ElasticStrategy:
             "policy 'calendar' needs a schedule of classes "
             "(a calendar file, or a workload that carries one)"
         )
+    # the timetable's promise is that classes wait nothing: no thrift unless asked for
+    options.setdefault("thrift", 0.0)
     return ElasticStrategy(config, name="calendar", **options)
 
 

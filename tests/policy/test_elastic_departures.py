@@ -107,3 +107,11 @@ def test_departures_are_computed_once_per_cycle_and_span():
     assert set(per_node) == {f"op{i}" for i in range(8)} and all(r.ram == 50 * GiB for r in per_node.values())
     assert s._outflow(t, 305)[1] == {}  # p ~ 0.34 < 1/2: nothing is likely to end within a boot
     assert math.isclose(s._outflow(t, 305)[0].ram, 400 * GiB * ending_within(4000, 305, 3600, 900))
+
+
+def test_calendar_keeps_no_thrift_unless_asked():
+    from elastichub.policy import ScheduledClass
+
+    cls = (ScheduledClass(NOW, 10, Resources(0.5, GiB)),)
+    assert make_strategy("calendar", PolicyConfig(theta_out=95), schedule=cls).thrift_share == 0.0
+    assert make_strategy("calendar", PolicyConfig(theta_out=95), schedule=cls, thrift=1.0).patience_s == 290.0
