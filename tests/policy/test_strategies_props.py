@@ -59,6 +59,8 @@ def strategies(draw):
         unneeded_s=draw(st.sampled_from([0.0, 30.0])),
         lifetime_aware=draw(st.booleans()),
         min_saving_s=draw(st.sampled_from([0.0, 600.0])),
+        thrift=draw(st.none() | st.floats(0, 1)),
+        queue_patience_s=draw(st.none() | st.sampled_from([0.0, 60.0, 600.0])),
     )
     if name == "calendar" or draw(st.booleans()):
         options["schedule"] = tuple(

@@ -109,7 +109,7 @@ def test_a_moved_server_waiting_for_room_is_shown_with_its_own_request_time():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 900), st.integers(60, 1800), st.sampled_from((1, 2, 4))),
                 min_size=5, max_size=50),
-       st.sampled_from(["paper", "elastic"]), st.sampled_from([0.0, 50.0, 80.0]))
+       st.sampled_from(["paper", "elastic"]), st.sampled_from([0.0, 50.0, 80.0, 95.0]))
 def test_a_moved_server_is_never_counted_as_an_arrival(rows, policy, theta):
     params = ClusterParams(onprem_nodes=1, onprem_node_ru=8, cloud_nodes=2, cloud_node_ru=8,
                            cloud_boot_s=60, tcool_s=60)

@@ -30,10 +30,10 @@ modes = st.sampled_from(["onprem-only", "no-migration", "migration"])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(traces, clusters, modes, st.sampled_from([0, 50, 80]))
-def test_random_traces_keep_every_invariant(rows, params, mode, theta):
+@given(traces, clusters, modes, st.sampled_from([0, 50, 80, 95]), st.sampled_from(["paper", "elastic"]))
+def test_random_traces_keep_every_invariant(rows, params, mode, theta, policy):
     wl = workload([request(a, d, g) for a, d, g in rows], horizon=4000)
-    sim, result = run_checked(wl, params, mode=mode, theta=theta)  # checks every step
+    sim, result = run_checked(wl, params, mode=mode, theta=theta, policy=policy)  # checks every step
 
     assert result.servers == len(rows)
     assert len(result.waits) == len(rows)
