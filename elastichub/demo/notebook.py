@@ -12,7 +12,7 @@ import uuid
 from urllib.parse import quote, urlparse
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-from tornado.websocket import websocket_connect
+from tornado.websocket import WebSocketClosedError, websocket_connect
 
 
 class NotebookError(Exception):
@@ -73,12 +73,18 @@ class Notebook:
     def submit(self, code: str) -> str:
         """Send an execute_request; its msg_id (collect the outcome with `collect`)."""
         msg_id = uuid.uuid4().hex
-        self.ws.write_message(json.dumps({
+        if self.ws is None:
+            raise NotebookError(f"{self.user}'s kernel websocket is not connected")
+        message = json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": self.user,
                        "session": self.session_id, "version": "5.3", "date": ""},
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
+                        "allow_stdin": False, "stop_on_error": True}})
+        try:
+            self.ws.write_message(message)
+        except WebSocketClosedError:
+            raise NotebookError(f"{self.user}'s kernel websocket closed") from None
         return msg_id
 
     async def collect(self, msg_id: str, timeout: float = 300) -> dict:

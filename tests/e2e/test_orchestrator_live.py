@@ -139,6 +139,7 @@ async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hu
         assert {"precopy_s", "freeze_s", "apply_s", "switch_s", "pause_s"} <= set(m.phases), m.phases
     # The tab never stopped: every cell it sent either ran once or was told it did not run.
     assert probe.other == [], probe.other
+    await tab.connect()  # the probe may have stopped between the source's close and its reconnect
     out = await tab.run("print(n)")
     assert out["stdout"].strip() == str(probe.ok), (out, probe.ok, probe.not_run)
     assert probe.ok > 0
