@@ -71,7 +71,8 @@ def test_kernels_import_this_copy(tmp_path, start_elastic_kernel, run_cell):
 def test_a_cell_runs_while_the_precopy_is_written(tmp_path, start_elastic_kernel, run_cell, control_request):
     _, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
     # 256 MB: 8 chunks of 32 MiB.
-    assert run_cell(kc, "import numpy as np\narrays = [np.full(8_000_000, float(i)) for i in range(4)]")["error"] is None
+    setup = "import numpy as np\narrays = [np.full(8_000_000, float(i)) for i in range(4)]"
+    assert run_cell(kc, setup)["error"] is None
     assert run_cell(kc, SLOW_HOOK)["error"] is None
 
     request = kc.session.msg("elastichub_live_request", {"phase": "precopy"})
