@@ -7,6 +7,10 @@ Pre-copy, start the destination (it restores the pre-copy), change one
 small variable, then time freeze (delta write) and apply, as the kernels
 report them ("seconds") and as the caller waits for them (round trip).
 Then the same for a hello-world state (one int).
+
+"cell during precopy": trivial cells (``pass``) sent one after another
+from the moment the pre-copy request is sent until it answers; the longest
+wait for a reply is how long the user's kernel did not answer.
 """
 
 from __future__ import annotations
@@ -51,12 +55,39 @@ def live(kc, phase, **content):
             return body
 
 
+def precopy_with_cells(kc):
+    """Pre-copy while trivial cells run back to back: (reply, cell waits)."""
+    msg = kc.session.msg("elastichub_live_request", {"phase": "precopy"})
+    started = time.perf_counter()
+    kc.control_channel.send(msg)
+    waits, reply = [], None
+    while reply is None:
+        sent = time.perf_counter()
+        cell_id = kc.execute("pass", silent=True)
+        while True:
+            got = kc.shell_channel.get_msg(timeout=600)
+            if got["parent_header"].get("msg_id") == cell_id:
+                break
+        waits.append(time.perf_counter() - sent)
+        try:
+            while True:
+                answer = kc.control_channel.get_msg(timeout=0)
+                if answer["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+                    reply = answer["content"]
+                    break
+        except Exception:  # queue.Empty: still writing
+            pass
+    reply["round_trip"] = round(time.perf_counter() - started, 4)
+    assert reply["ok"], reply
+    return reply, waits
+
+
 def run(kernels_dir, root, setup, change, label):
     src_km, src = start(kernels_dir, root)
     dst_km = None
     try:
         cell(src, setup)
-        pre = live(src, "precopy")
+        pre, waits = precopy_with_cells(src)
         dst_km, dst = start(kernels_dir, root, {"ELASTICHUB_LIVE_DESTINATION": "1"})
         cell(src, change)
         frozen = live(src, "freeze", wait_s=5, lease_s=60)
@@ -64,7 +95,9 @@ def run(kernels_dir, root, setup, change, label):
         retired = live(src, "retire")
         print(json.dumps({
             "state": label,
-            "precopy": {"seconds": pre["seconds"], "bytes": pre["bytes"]},
+            "precopy": {"seconds": pre["seconds"], "round_trip": pre["round_trip"], "bytes": pre["bytes"]},
+            "cell during precopy": {"cells": len(waits), "max_wait_s": round(max(waits), 4),
+                                    "median_wait_s": round(sorted(waits)[len(waits) // 2], 4)},
             "freeze": {k: frozen[k] for k in ("seconds", "round_trip", "bytes", "changed_buffers", "reused_buffers")},
             "apply": {k: applied[k] for k in ("seconds", "round_trip", "bytes_read")},
             "retire": {k: retired[k] for k in ("seconds", "round_trip")},

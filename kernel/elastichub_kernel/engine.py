@@ -29,8 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
 from .recorder import HistoryRecorder
-from .storage import (CHECKPOINT_NAME, DELTA_NAME, CheckpointRejected, read_checkpoint, read_index, set_aside,
-                      write_checkpoint)
+from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
+                      set_aside, write_checkpoint)
 from .typeprobe import is_module, type_name, unrestorable_reason
 
 _PURE_PREFIX = "\x00pure:"
@@ -159,6 +159,58 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
         "path": path,
         "base_id": base_id,
         "error": None,
+    }
+
+
+LIVE_BASE_KIND = "live-base"
+
+
+def precopy_dump(ns, names, recorder: HistoryRecorder, speed) -> dict:
+    """The live pre-copy's first half, run under the state lock: pickle the
+    state. Milliseconds even for GBs: array buffers stay out of band, as
+    views of the user's memory (not copied). A bytearray's buffer is copied
+    (a cell resizing it while a view is held would fail)."""
+    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
+    buffers = [bytes(b) if isinstance(b.obj, bytearray) else b for b in dumped.buffers]
+    return {"dumped": dumped, "fields": fields, "recomputed": recomputed, "not_restorable": not_restorable,
+            "buffers": buffers}
+
+
+def precopy_write(directory, prepared: dict, session: str, between_chunks=None) -> dict:
+    """The second half, run WITHOUT the state lock while cells run: write
+    ``live-base.ehk`` (never checkpoint.ehk: a cell may change an array
+    while it is written, so a buffer in this file may be torn). Each
+    buffer's fingerprint is of exactly the bytes written (storage's bounce
+    buffer): a torn buffer differs from the state at freeze and is re-sent
+    in the delta. The reply carries them as ``fingerprints``."""
+    started = time.perf_counter()
+    dumped = prepared["dumped"]
+    base_id = secrets.token_hex(16)
+    index = {
+        "kind": LIVE_BASE_KIND,
+        "created": time.time(),
+        "python": list(sys.version_info[:3]),
+        "kernel_version": __version__,
+        "session": session,
+        "base_id": base_id,
+        **prepared["fields"],
+    }
+    fingerprints: list = []
+    path, nbytes = write_checkpoint(directory, [dumped.stream, *prepared["buffers"]], index, keep_spare=False,
+                                    name=LIVE_BASE_NAME, fingerprints=fingerprints, between_chunks=between_chunks)
+    return {
+        "status": "ok",
+        "ok": True,
+        "bytes": nbytes,
+        "seconds": round(time.perf_counter() - started, 6),
+        "migrated": migrated_names(dumped),
+        "recomputed": prepared["recomputed"],
+        "not_restorable": prepared["not_restorable"],
+        "path": path,
+        "base_id": base_id,
+        "error": None,
+        "unchanged": False,
+        "fingerprints": fingerprints[1:],  # blob 0 is the in-band stream
     }
 
 
@@ -315,8 +367,43 @@ def _recompute_pure(name, spec, ns) -> str | None:
     return None
 
 
+def _index_fields(path: str) -> dict | None:
+    try:
+        return read_index(path) if os.path.lexists(path) else None
+    except (CheckpointRejected, OSError):
+        return None
+
+
+def _base_path(directory: str, with_delta: bool, live_destination: bool) -> str:
+    """checkpoint.ehk, or live-base.ehk when it is the base of a live move
+    (see restore_or_reject)."""
+    checkpoint_path = os.path.join(directory, CHECKPOINT_NAME)
+    live_path = os.path.join(directory, LIVE_BASE_NAME)
+    if not os.path.lexists(live_path):
+        return checkpoint_path
+    live = _index_fields(live_path)
+    if live is None or live.get("kind") != LIVE_BASE_KIND or not live.get("base_id"):
+        return checkpoint_path  # unreadable or foreign: never used (removed by the next full checkpoint)
+    if live_destination:
+        return live_path
+    delta = _index_fields(os.path.join(directory, DELTA_NAME)) if with_delta else None
+    if delta is None or delta.get("base_id") != live["base_id"]:
+        return checkpoint_path
+    full = _index_fields(checkpoint_path)
+    if full is not None and _created(full) > _created(delta):
+        return checkpoint_path  # a full checkpoint written after the move supersedes the pair
+    return live_path
+
+
+def _created(index: dict) -> float:
+    try:
+        return float(index.get("created"))
+    except (TypeError, ValueError):
+        return 0.0
+
+
 def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_delta: bool = True,
-                      set_aside_files: bool = True):
+                      set_aside_files: bool = True, live_destination: bool = False, _live_base: bool = True):
     """(report, rejection) for the session's checkpoint; both None if absent.
 
     A rejected file is set aside (renamed, kept) so it is never overwritten;
@@ -327,8 +414,15 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
 
     ``with_delta``: a live-migration delta (live-delta.ehk) completing this
     checkpoint is applied on top (the state a live move handed over).
-    ``keep``: receives the base's id and buffers (see restore)."""
-    path = os.path.join(directory, CHECKPOINT_NAME)
+    ``keep``: receives the base's id and buffers (see restore).
+
+    ``live-base.ehk`` (a live move's pre-copy, possibly torn: see
+    precopy_write) is restored instead of checkpoint.ehk only as the base of
+    a live move: by a destination (``live_destination``), or when the delta
+    on disk was made against it (base_id) and is not older than
+    checkpoint.ehk. Never alone otherwise."""
+    path = (_base_path(directory, with_delta, live_destination) if _live_base
+            else os.path.join(directory, CHECKPOINT_NAME))
     base = {} if keep is None else keep
     delta = with_delta and os.path.lexists(os.path.join(directory, DELTA_NAME))
     aside = set_aside if set_aside_files else (lambda p, why: None)
@@ -343,6 +437,16 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
         report = restore(path, ns, keep=base)
     except CheckpointRejected as bad:
         kept = aside(path, "rejected")
+        if os.path.basename(path) == LIVE_BASE_NAME:
+            # Only the base of a live move: the last full checkpoint is restored instead.
+            base.clear()
+            report, rejected = restore_or_reject(directory, ns, keep, with_delta, set_aside_files,
+                                                 live_destination, _live_base=False)
+            note = (f"WARNING: the live-migration pre-copy {path} was NOT restored ({bad.reason}); "
+                    + (f"it was set aside as {kept}. " if kept else "") + "The last full checkpoint was used.")
+            if report is not None:
+                report = dict(report, notes=[*report.get("notes", []), note])
+            return report, rejected
         return None, {"path": path, "reason": bad.reason, "kept_as": kept}
     except Exception as exc:  # never crash the kernel on a checkpoint
         kept = aside(path, "rejected")

@@ -26,7 +26,7 @@ from traitlets import Bool, Float, Unicode, default
 
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
-from .storage import (CHECKPOINT_NAME, DELTA_NAME, RESTART_MARKER, check_private_dir, default_root,
+from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
                       ensure_private_dir, session_key)
 
 
@@ -176,7 +176,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
                         "Run %elastic_restore to bring back the last checkpoint."
                     )
                 return
-        if not any(os.path.lexists(os.path.join(self.session_dir, name)) for name in (CHECKPOINT_NAME, DELTA_NAME)):
+        if not any(os.path.lexists(os.path.join(self.session_dir, name))
+                   for name in (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME)):
             return  # the common case: nothing more to load, no module to import
         self.restore_checkpoint(at_start=True)
 
@@ -199,7 +200,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
                 # back with the older pre-copy state.
                 base: dict = {}
                 report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns, keep=base,
-                                                     set_aside_files=not self._live_pending)
+                                                     set_aside_files=not self._live_pending,
+                                                     live_destination=self._live_pending)
                 note = None
                 self._live_base = {"base_id": base.get("base_id"),
                                    "buffers": base.get("buffers") if self._live_pending else None}
@@ -255,6 +257,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             )
             duration = time.perf_counter() - started
             self._dirty = True
+            self._live_generation += 1
             self.recorder.record(number, transformed, info, prepared, ns, duration,
                                  reply.get("status") == "ok")
             return reply
@@ -295,6 +298,12 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
                 # A live delta completes an older generation: superseded now.
                 # (Frozen: the delta is the one a destination is applying.)
                 _unlink_quietly(os.path.join(self.session_dir, DELTA_NAME))
+                # So is a live pre-copy (live-base.ehk), unless this kernel is
+                # the source of a move under way (pre-copied, not thawed since).
+                held = self._live_precopy
+                if not (held and held.get("base_id") and not held.get("thawed")):
+                    _unlink_quietly(os.path.join(self.session_dir, LIVE_BASE_NAME))
+                    self._live_precopy = None
             st = os.stat(reply["path"])
             reply["unchanged"] = False
             self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,

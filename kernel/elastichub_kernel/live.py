@@ -32,8 +32,8 @@ import xxhash
 
 from . import __version__
 from .engine import build_namespace, checked_imports, checked_records, dump_state, import_modules, migrated_names
-from .storage import (CHECKPOINT_NAME, DELTA_NAME, CheckpointRejected, read_checkpoint, read_index, set_aside,
-                      write_checkpoint)
+from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
+                      set_aside, write_checkpoint)
 
 DELTA_KIND = "live-delta"
 
@@ -102,6 +102,26 @@ def delta_file_id(directory) -> str | None:
         return None
 
 
+def live_base_id(directory) -> str | None:
+    """The base_id of the session's live pre-copy file, or None (absent, unreadable)."""
+    try:
+        return read_index(os.path.join(directory, LIVE_BASE_NAME)).get("base_id")
+    except (CheckpointRejected, OSError):
+        return None
+
+
+def remove_live_base(directory, base_id: str | None = None) -> bool:
+    """Remove live-base.ehk (only the one named ``base_id`` when given)."""
+    path = os.path.join(directory, LIVE_BASE_NAME)
+    if not os.path.lexists(path) or (base_id is not None and live_base_id(directory) != base_id):
+        return False
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
 def remove_delta(directory, delta_id: str | None = None) -> bool:
     """Remove the delta file (only the one named ``delta_id`` when given)."""
     path = os.path.join(directory, DELTA_NAME)
@@ -136,10 +156,17 @@ def _checked_map(path, index, ndelta: int) -> list:
 
 def _base_buffers(directory, base: dict | None, base_id) -> list:
     """The base's buffers: kept in memory since the start restore, else read
-    (and checksum-verified) from checkpoint.ehk if it is still that base."""
+    (and checksum-verified) from the file that is still that base: the live
+    pre-copy (live-base.ehk) or checkpoint.ehk."""
     if base and base.get("buffers") is not None and base.get("base_id") == base_id:
         return base["buffers"]
     path = os.path.join(directory, CHECKPOINT_NAME)
+    live_path = os.path.join(directory, LIVE_BASE_NAME)
+    try:
+        if os.path.lexists(live_path) and read_index(live_path).get("base_id") == base_id:
+            path = live_path
+    except (CheckpointRejected, OSError):
+        pass
     if not os.path.lexists(path):
         raise LiveError(f"the delta needs base {base_id}, and {path} is gone")
     loaded = read_checkpoint(path)

@@ -54,6 +54,8 @@ class LiveMigrationMixin:
         self._live_pending = self._live_destination
         self._live_base = {"base_id": None, "buffers": None}  # what the start restore loaded
         self._live_names: set = set()       # names bound by the last restore/apply
+        self._live_precopy_hook = None      # tests: called (blob, offset) between pre-copy chunks
+        self._live_generation = 0           # cells and comm messages run so far (pre-copy reuse)
 
     # -- gate for cells and comm messages -----------------------------------
     def _live_enter(self) -> str:
@@ -113,6 +115,7 @@ class LiveMigrationMixin:
                 with self._state_lock:
                     if self._live_phase == "running":
                         self._dirty = True
+                        self._live_generation += 1
                         return handler(*args, **kwargs)
                 self._live_enter()
             return wait_then_handle(args, kwargs)
@@ -154,6 +157,10 @@ class LiveMigrationMixin:
         self.session.send(stream, LIVE_REPLY, reply, parent, ident=ident)
 
     def _phase_precopy(self, content) -> dict:
+        """Pickle the state under the state lock (milliseconds: array buffers
+        stay out of band), then write live-base.ehk WITHOUT it while cells
+        run (engine.precopy_write: a torn buffer's fingerprint differs at
+        freeze, so the delta re-sends it). checkpoint.ehk is not touched."""
         if self._live_phase != "running":
             return _fail(f"the kernel is {self._live_phase}; precopy needs a running kernel (thaw it first)")
         if self._live_pending:
@@ -162,15 +169,48 @@ class LiveMigrationMixin:
             self._live_precopy = {"base_id": None, "fingerprints": []}
             return dict(self._nothing_to_save_reply(), base_id=None)
         held = self._live_precopy
-        fingerprints: list = []
-        reply = self.checkpoint_now(force=held is None, fingerprints=fingerprints)
-        if reply["ok"] and reply.get("unchanged"):
-            if held and held["base_id"] and _file_base_id(reply["path"]) == held["base_id"]:
-                return dict(reply, base_id=held["base_id"])
-            reply = self.checkpoint_now(force=True, fingerprints=fingerprints)
-        if not reply["ok"]:
-            return reply
-        self._live_precopy = {"base_id": reply["base_id"], "fingerprints": fingerprints}
+        if not self._state_lock.acquire(timeout=self.busy_timeout):
+            return _fail(f"a cell is still running after {self.busy_timeout:g} s; pre-copy not written", busy=True)
+        try:
+            if self._live_phase != "running":
+                return _fail(f"the kernel is {self._live_phase}; precopy needs a running kernel (thaw it first)")
+            from .engine import precopy_dump, precopy_write, user_variable_names
+            from .live import live_base_id
+
+            generation = self._live_generation
+            if (held and held.get("base_id") and not held.get("thawed") and held.get("generation") == generation
+                    and live_base_id(self.session_dir) == held["base_id"]):
+                # Nothing ran since the last pre-copy, and its file is still
+                # there: the same base (a destination restored it already).
+                return dict(held["reply"], unchanged=True, seconds=0.0)
+
+            ns = self.shell.user_ns
+            ensure_private_dir(self.checkpoint_root, tighten=False)
+            prepared = precopy_dump(ns, user_variable_names(ns, self.shell.user_ns_hidden), self.recorder,
+                                    self.disk_speed)
+            locked_s = time.perf_counter()
+        except Exception as exc:
+            self.log.exception("ElasticHub live pre-copy failed")
+            return _fail(f"the pre-copy could not be made ({type(exc).__name__}: {exc})")
+        finally:
+            self._state_lock.release()
+        # A new pre-copy replaces any earlier one: the earlier base is no
+        # longer offered (a freeze checks the file is still its base).
+        self._live_precopy = None
+        try:
+            reply = precopy_write(self.session_dir, prepared, self.session_name,
+                                  between_chunks=self._live_precopy_hook)
+        except Exception as exc:
+            self.log.exception("ElasticHub live pre-copy write failed")
+            return _fail(f"the pre-copy could not be written ({type(exc).__name__}: {exc}); "
+                         "the checkpoint is unchanged")
+        finally:
+            del prepared  # the user's buffers are no longer held
+        fingerprints = reply.pop("fingerprints")
+        self._live_precopy = {"base_id": reply["base_id"], "fingerprints": fingerprints,
+                              "generation": generation, "reply": dict(reply)}
+        self.log.info("ElasticHub live pre-copy: state lock held for the pickling only; %s bytes written "
+                      "in %.3f s while cells ran", reply["bytes"], time.perf_counter() - locked_s)
         return reply
 
     def _phase_freeze(self, content) -> dict:
@@ -195,7 +235,12 @@ class LiveMigrationMixin:
             held = self._live_precopy or {"base_id": None, "fingerprints": []}
             try:
                 from .engine import user_variable_names
-                from .live import write_delta
+                from .live import live_base_id, write_delta
+
+                if held["base_id"] and live_base_id(self.session_dir) != held["base_id"]:
+                    # The pre-copy file is gone (a full checkpoint after a
+                    # thaw removed it): a delta carrying everything.
+                    held = {"base_id": None, "fingerprints": []}
 
                 ns = self.shell.user_ns
                 ensure_private_dir(self.checkpoint_root, tighten=False)
@@ -226,7 +271,7 @@ class LiveMigrationMixin:
             if self._live_phase != "frozen" or self._live_timer is not threading.current_thread():
                 return
         self.log.warning("ElasticHub: live-migration lease ran out; thawing")
-        self._phase_thaw({})
+        self._phase_thaw({}, lease_ran_out=True)
 
     def _phase_retire(self, content) -> dict:
         with self._live_lock:
@@ -245,17 +290,29 @@ class LiveMigrationMixin:
             self._cancel_lease()
         return {"ok": True, "retired": True, "delta_id": self._live_delta_id, "activity": activity}
 
-    def _phase_thaw(self, content) -> dict:
+    def _phase_thaw(self, content, lease_ran_out: bool = False) -> dict:
         with self._live_lock:
             was = self._live_phase
             self._live_phase = "running"
             self._cancel_lease()
             delta_id, self._live_delta_id = self._live_delta_id, None
+            if self._live_precopy:
+                # The move failed or is being retried (a cell arrived): a
+                # retry's freeze still builds on this pre-copy, so its file
+                # stays; this kernel's next full checkpoint removes it.
+                self._live_precopy = dict(self._live_precopy, thawed=True)
         removed = False
         if delta_id:
             from .live import remove_delta
 
             removed = remove_delta(self.session_dir, delta_id)
+        held = self._live_precopy
+        if lease_ran_out and held and held.get("base_id"):
+            # Nobody finished the move: its pre-copy file goes too.
+            from .live import remove_live_base
+
+            remove_live_base(self.session_dir, held["base_id"])
+            self._live_precopy = None
         return {"ok": True, "was": was, "delta_removed": removed}
 
     def _cancel_lease(self) -> None:
@@ -349,11 +406,3 @@ def _number(content: dict, key: str, default: float, low: float, high: float):
         return f"'{key}' must be between {low:g} and {high:g} s, not {value:g}"
     return float(value)
 
-
-def _file_base_id(path: str):
-    from .storage import CheckpointRejected, read_index
-
-    try:
-        return read_index(path).get("base_id")
-    except (CheckpointRejected, OSError):
-        return None

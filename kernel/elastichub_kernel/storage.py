@@ -40,6 +40,9 @@ FORMAT_VERSION = 1
 CHECKPOINT_NAME = "checkpoint.ehk"
 # Live migration: what changed since the pre-copy checkpoint (same format).
 DELTA_NAME = "live-delta.ehk"
+# Live migration: the pre-copy (the base of a live move's delta), written
+# while cells run; never restored on its own outside a live move.
+LIVE_BASE_NAME = "live-base.ehk"
 RESTART_MARKER = "restart-requested"
 SPARE_NAME = f".{CHECKPOINT_NAME}.spare"
 _HEADER = struct.Struct(">8sII")
@@ -130,7 +133,8 @@ def ensure_private_dir(path: str, tighten: bool = True) -> None:
 
 
 def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool = True,
-                     name: str = CHECKPOINT_NAME) -> tuple[str, int]:
+                     name: str = CHECKPOINT_NAME, fingerprints: list | None = None,
+                     between_chunks=None) -> tuple[str, int]:
     """Write blobs + index atomically as ``directory/name`` (checkpoint.ehk).
 
     ``blobs`` are bytes-like (memoryviews of array buffers are written without
@@ -142,6 +146,14 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     blocks is about twice as fast as filling a new file here (ext4), at the
     price of a second copy on disk. Without it, the replaced generation is
     deleted in the background (freeing GBs of blocks is slow too).
+
+    ``fingerprints`` (the live pre-copy, written while cells may change the
+    arrays): every chunk is first copied into a private bounce buffer, and
+    its checksum, the blob's xxh3_128 fingerprint (appended to the list, one
+    per blob) and the bytes written all come from that copy: a fingerprint
+    is exactly of the bytes in the file, even if the memory changed between
+    chunks or during the copy. ``between_chunks(blob, offset)``: called
+    after each chunk is written (a test hook).
     """
     ensure_private_dir(directory)
     final = os.path.join(directory, name)
@@ -155,13 +167,26 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
         pos = _HEADER.size
         write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         table = []
-        for blob in blobs:
+        if fingerprints is not None:
+            import xxhash
+
+            bounce = memoryview(bytearray(_CHUNK))
+        for number, blob in enumerate(blobs):
             view = memoryview(blob).cast("B")
             crcs = []
+            digest = xxhash.xxh3_128() if fingerprints is not None else None
             for start in range(0, len(view), _CHUNK):
                 chunk = view[start:start + _CHUNK]
+                if digest is not None:
+                    chunk = bounce[:len(chunk)]
+                    chunk[:] = view[start:start + len(chunk)]  # from here on, only the copy is used
+                    digest.update(chunk)
                 crcs.append(crc32(chunk))
                 write_all(fd, chunk)
+                if between_chunks is not None:
+                    between_chunks(number, start)
+            if digest is not None:
+                fingerprints.append(digest.hexdigest())
             table.append({"offset": pos, "length": len(view), "crc32": crcs})
             pos += len(view)
         index = dict(index, format=FORMAT_VERSION, chunk=_CHUNK, blobs=table)

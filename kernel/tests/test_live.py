@@ -112,16 +112,19 @@ def test_precopy_change_freeze_apply_retire(tmp_path, start_elastic_kernel, run_
     assert "ElasticHub moved this server to another node as this cell was sent: it did not run. " \
            "Run it again." in late["stderr"]
     # Its shutdown writes no checkpoint: the destination owns the state.
+    # (The pre-copy never wrote checkpoint.ehk: it is live-base.ehk.)
     ckpt = os.path.join(directory, "checkpoint.ehk")
-    mtime = os.stat(ckpt).st_mtime_ns
+    assert not os.path.exists(ckpt)
+    base = os.path.join(directory, "live-base.ehk")
+    mtime = os.stat(base).st_mtime_ns
     refused = control_request(src, "elastichub_checkpoint_request")["content"]
     assert refused["ok"] is False and "retired" in refused["error"]
 
     # The destination dies without writing a checkpoint: a restart still
-    # comes back with the delta (checkpoint.ehk + live-delta.ehk), even
+    # comes back with the delta (live-base.ehk + live-delta.ehk), even
     # as a destination again (its pod restarted with the same env).
     dkm.shutdown_kernel(now=True)
-    assert os.stat(ckpt).st_mtime_ns == mtime
+    assert os.stat(base).st_mtime_ns == mtime and not os.path.exists(ckpt)
     _, third = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
     again, out = digest(run_cell, third)
     assert again == before  # the source's frozen state (the change on the killed one was never saved)
@@ -130,7 +133,8 @@ def test_precopy_change_freeze_apply_retire(tmp_path, start_elastic_kernel, run_
     assert control_request(third, "elastichub_status_request")["content"]["live"]["awaiting_apply"] is False
     run_cell(third, "x_new = 1")
     assert control_request(third, "elastichub_checkpoint_request")["content"]["ok"] is True
-    assert not os.path.exists(os.path.join(directory, "live-delta.ehk"))
+    assert not os.path.exists(os.path.join(directory, "live-delta.ehk")) and not os.path.exists(base)
+    assert os.path.isfile(ckpt)
 
 
 def test_freeze_waits_for_a_running_cell_then_reports_busy(tmp_path, start_elastic_kernel, run_cell,
@@ -250,11 +254,12 @@ def test_a_destination_awaiting_apply_never_writes_the_sources_checkpoint(tmp_pa
     pre = live(control_request, src, "precopy")
     dkm, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
     ckpt = os.path.join(session_dir(control_request, src), "checkpoint.ehk")
-    mtime = os.stat(ckpt).st_mtime_ns
+    base = os.path.join(session_dir(control_request, src), "live-base.ehk")
+    mtime = os.stat(base).st_mtime_ns
     reply = control_request(dst, "elastichub_checkpoint_request", {"force": True})["content"]
     assert reply["ok"] is False and "awaiting apply" in reply["error"]
     stop_elastic_kernel(dkm, dst)  # graceful: its shutdown writes nothing either
-    assert os.stat(ckpt).st_mtime_ns == mtime
+    assert os.stat(base).st_mtime_ns == mtime and not os.path.exists(ckpt)
     assert live(control_request, src, "precopy")["base_id"] == pre["base_id"]  # nothing changed: reused
 
 
