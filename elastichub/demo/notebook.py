@@ -90,12 +90,16 @@ class Notebook:
     async def collect(self, msg_id: str, timeout: float = 300) -> dict:
         """{"status", "stdout", "stderr", "results" (text/plain of each result or
         display), "error" ("ename: evalue")} of the cell `msg_id`, once the kernel
-        is idle after it."""
+        is idle after it (or its reply came and the socket closed)."""
         out = {"status": None, "stdout": "", "stderr": "", "results": [], "error": None}
         idle = False
         while out["status"] is None or not idle:
             raw = await asyncio.wait_for(self.ws.read_message(), timeout)
             if raw is None:
+                if out["status"] is not None:
+                    # Answered; only the trailing "idle" was cut off (a live move closed the
+                    # socket): the cell is done, as JupyterLab would show it.
+                    return out
                 raise NotebookError(f"{self.user}'s kernel websocket closed")
             msg = json.loads(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
