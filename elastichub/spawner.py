@@ -359,6 +359,9 @@ class ElasticSpawner(KubeSpawner):
         problem = podspec.route_request_problem(pod, self.user.name, self.name or "")
         if not problem and (self.server is None or self.pending):
             problem = f"the server is {self.pending or 'not running'} in the hub"
+        if not problem and (self.services_enabled or self.internal_ssl):
+            # A Service and a certificate are made per pod name at the start: the new pod has neither.
+            problem = "live moves do not support services_enabled or internal_ssl (use move_method 'restart')"
         if not problem and not self.is_pod_running(pod):
             problem = f"pod {name} is not running and ready"
         if not problem and self.pod_name != name:

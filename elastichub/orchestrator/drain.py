@@ -220,6 +220,10 @@ class Drain:
             report.outcome, report.error = "failed", str(e)
             self.on_move(report)
             raise MoveAborted(f"live move of {pod.server}: {e}") from None
+        except HubError as e:  # the undo itself failed: the record stays, the next cycle's resume finishes it
+            report.outcome, report.error, report.phases = "failed", f"undoing the move: {e}", move.phases
+            self.on_move(report)
+            raise
         report.phases = move.phases
         report.downtime_s = move.phases.get("pause_s")
         report.outcome = "moved"
