@@ -60,9 +60,10 @@ class Probe:
     def __init__(self, nb):
         self.nb, self.ok, self.not_run, self.other = nb, 0, 0, []
         self.task = None
+        self.stopping = False
 
     async def _loop(self) -> None:
-        while True:
+        while not self.stopping:
             try:
                 out = await self.nb.run("n += 1", timeout=60)
             except (NotebookError, asyncio.TimeoutError):
@@ -84,8 +85,9 @@ class Probe:
         self.task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        """After the cell in flight is answered: a cell cancelled mid-way may have run uncounted."""
+        self.stopping = True
+        await asyncio.wait_for(self.task, 90)
 
 
 async def _controller(cluster, hub, wire, hub_adapter=None):
