@@ -32,6 +32,9 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 # -- live moves (make-before-break; set on the destination pod) ----------------
 # The source pod's name: a second pod of a server while it moves.
 MOVE_OF_ANNOTATION = PREFIX + "move-of"
+# When the server's first pod started (RFC 3339): a moved server keeps its age
+# (the policy estimates how long a server still runs from it).
+STARTED_ANNOTATION = PREFIX + "started"
 # The route handshake: the orchestrator writes "requested" once the destination
 # holds the state; the hub's ElasticSpawner switches the server to the pod and
 # answers "switched", or "refused: <why>"; an unanswered request is "withdrawn".

@@ -77,6 +77,10 @@ def destination_manifest(source: dict, name: str, sessions: list) -> dict:
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                    if k not in (podmeta.ROUTE_ANNOTATION, podmeta.MOVE_OF_ANNOTATION)}
     annotations[podmeta.MOVE_OF_ANNOTATION] = meta.get("name", "")
+    started = (meta.get("annotations") or {}).get(podmeta.STARTED_ANNOTATION) or (
+        source.get("status") or {}).get("startTime")
+    if started:
+        annotations[podmeta.STARTED_ANNOTATION] = started
     containers = spec.get("containers") or []
     target = next((c for c in containers if c.get("name") == NOTEBOOK_CONTAINER), containers[0] if containers else None)
     if target is None:

@@ -55,6 +55,11 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     cloud_managed = vms is not None
 
     # Requests on each node, and each node's single-user servers (one pass: 20,000 pods in a cycle).
+    pods = pods if isinstance(pods, list) else list(pods)
+    # A live move's destination while its source still runs: the same server, not a second one.
+    moving = {p.move_of for p in pods if p.move_of}
+    if moving:
+        moving &= {p.key for p in pods if p.key in moving and p.holds_resources}
     used: dict[str, list[float]] = {}
     servers: dict[str, list[Server]] = {}
     pending: list[Server] = []
@@ -72,8 +77,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                 u[0] += pod.cpu
                 u[1] += pod.ram
         server = pod.as_server
-        if server is None:
-            continue
+        if server is None or (pod.move_of and pod.move_of in moving):
+            continue  # its node's requests count; the server is counted at its source until the switch
         if node is not None:
             here = servers.get(node)
             if here is None:

@@ -53,6 +53,7 @@ class PodRecord:
     server: str = ""  # "user" or "user/name": the hub's key of the server this pod runs
     holds_resources: bool = True  # counts towards its node's O_i: not finished
     as_server: Server | None = None  # the policy's view of it (managed pods), built once per event
+    move_of: str = ""  # a live move's destination: the source pod's key (namespace/name)
 
 
 def parse_time(text: str | None) -> float | None:
@@ -137,7 +138,9 @@ def pod_record(obj: dict) -> PodRecord:
     node = spec.get("nodeName") or None
     phase = str(status.get("phase") or "Pending")
     created = parse_time(meta.get("creationTimestamp"))
-    started = parse_time(status.get("startTime"))
+    # A live move's destination carries the server's first start: the server keeps its age.
+    started = parse_time(annotations.get(podmeta.STARTED_ANNOTATION)) or parse_time(status.get("startTime"))
+    move_of = annotations.get(podmeta.MOVE_OF_ANNOTATION)
     # Anything but an explicit "false" is movable: the spawner's default.
     migratable = labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE
     key = podmeta.server_key(user, server_name)
@@ -149,6 +152,7 @@ def pod_record(obj: dict) -> PodRecord:
         # A terminating pod still holds its requests until it is gone, as on Kubernetes.
         holds_resources=phase not in ("Succeeded", "Failed"),
         as_server=Server(key, Resources(cpu, ram), node, started, created, migratable) if managed else None,
+        move_of=f"{meta.get('namespace', '')}/{move_of}" if managed and move_of else "",
     )
 
 

@@ -40,6 +40,13 @@ def test_the_destination_is_the_source_spec_unbound_renamed_and_told_its_session
     assert [e["name"] for e in env] == ["JUPYTERHUB_API_TOKEN", podmeta.ADOPT_SESSIONS_ENV]
     assert json.loads(env[1]["value"]) == sessions
     assert source["spec"]["nodeName"] == "cloud-1", "the source manifest must not be changed"
+    # The server keeps its first start across moves: the source's own, or the one it carried.
+    source["status"]["startTime"] = "2026-12-01T07:00:05Z"
+    assert destination_manifest(source, "d", [])["metadata"]["annotations"][podmeta.STARTED_ANNOTATION] == \
+        "2026-12-01T07:00:05Z"
+    source["metadata"]["annotations"][podmeta.STARTED_ANNOTATION] = "2026-11-30T09:00:00Z"
+    assert destination_manifest(source, "d", [])["metadata"]["annotations"][podmeta.STARTED_ANNOTATION] == \
+        "2026-11-30T09:00:00Z"
     with pytest.raises(LiveMoveFailed, match="no container"):
         destination_manifest({"metadata": {"name": "p"}, "spec": {}}, "q", [])
 

@@ -27,8 +27,8 @@ def node(name, tier="on-prem", ready=True, unschedulable=False, cpu="4", memory=
 
 
 def pod(name, node=None, user=None, memory="1Gi", cpu="500m", phase="Running", managed=True, migratable=None,
-        created="2027-01-15T08:00:00Z"):
-    labels, annotations = {}, {}
+        created="2027-01-15T08:00:00Z", annotations=None, started=None):
+    labels, annotations = {}, dict(annotations or {})
     if managed:
         labels[podmeta.MANAGED_LABEL] = "true"
         annotations[podmeta.USER_ANNOTATION] = user or name
@@ -39,7 +39,7 @@ def pod(name, node=None, user=None, memory="1Gi", cpu="500m", phase="Running", m
                                     "creationTimestamp": created},
                        "spec": {"nodeName": node, "containers": [{"name": "notebook", "resources": {
                            "requests": {"cpu": cpu, "memory": memory}}}]},
-                       "status": {"phase": phase}})
+                       "status": {"phase": phase, **({"startTime": started} if started else {})}})
 
 
 CONFIG = ObserveConfig(default_allocatable=Resources(2, 4 * GiB))
@@ -128,3 +128,23 @@ def test_drain_records_that_are_not_ours_are_refused_by_name():
         load_drain("{oops")
     with pytest.raises(ValueError, match="not a drain record"):
         load_drain('["a"]')
+
+
+def test_a_live_moves_destination_is_not_a_second_server_while_its_source_runs():
+    """Its requests count on its node, but the server is one: never queued as a
+    new arrival (which would start a cloud VM mid-move), never moved twice."""
+    nodes = [node("onprem-1"), node("cloud-1", tier="cloud")]
+    source = pod("jupyter-alice", "cloud-1", user="alice", started="2027-01-15T07:00:00Z")
+    moving = {podmeta.MOVE_OF_ANNOTATION: "jupyter-alice", podmeta.STARTED_ANNOTATION: "2027-01-15T07:00:00Z"}
+    unscheduled = pod("jupyter-alice-m000001", None, user="alice", phase="Pending", annotations=moving)
+    snap = observe(nodes, [source, unscheduled], None, CONFIG, NOW).snapshot
+    assert not snap.pending
+    placed = pod("jupyter-alice-m000001", "onprem-1", user="alice", annotations=moving,
+                 started="2027-01-15T09:00:00Z")
+    snap = observe(nodes, [source, placed], None, CONFIG, NOW).snapshot
+    assert [s.name for s in snap.node("cloud-1").servers] == ["alice"]
+    assert snap.node("onprem-1").servers == () and snap.node("onprem-1").used.ram == 1 * GiB
+    # Once the source is gone the destination is the server, with the server's first start (its age).
+    snap = observe(nodes, [placed], None, CONFIG, NOW).snapshot
+    [alice] = snap.node("onprem-1").servers
+    assert alice.name == "alice" and alice.started_at == pod("x", started="2027-01-15T07:00:00Z").started
