@@ -156,27 +156,14 @@ class KubeNodes:
                 return node
             patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"].get("resourceVersion")
             try:
-                resp = await self.core.patch_node(name, patch, _preload_content=False)
-                try:
-                    return json.loads(await resp.read())
-                finally:
-                    resp.release()
+                return await _raw_json(await self.core.patch_node(name, patch, _preload_content=False))
             except ApiException as e:
                 if e.status != 409 or attempt == self.retries - 1:
                     raise
         return None
 
     async def get(self, name: str) -> dict | None:
-        try:
-            resp = await self.core.read_node(name, _preload_content=False)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        try:
-            return json.loads(await resp.read())
-        finally:
-            resp.release()
+        return await _read_or_none(self.core.read_node, name)
 
     async def mark_drain(self, name: str, record: dict) -> dict | None:
         """Cordon, taint and record the drain, in one write."""
@@ -218,6 +205,26 @@ class KubeNodes:
         return await self._update(name, lambda node: ({"spec": spec} if (spec := _uncordon_spec(node)) else None))
 
 
+async def _raw_json(resp) -> dict:
+    """The body of a response asked for with _preload_content=False: the
+    object as the API server sent it, not decoded into models."""
+    try:
+        return json.loads(await resp.read())
+    finally:
+        resp.release()
+
+
+async def _read_or_none(read: Callable, *args) -> dict | None:
+    """A read as raw JSON; None when the object does not exist."""
+    try:
+        resp = await read(*args, _preload_content=False)
+    except ApiException as e:
+        if e.status == 404:
+            return None
+        raise
+    return await _raw_json(resp)
+
+
 def _without_our_taint(node: dict) -> list[dict]:
     return [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != podmeta.DRAIN_TAINT]
 
@@ -241,16 +248,7 @@ class KubePods:
         self.core = core_api
 
     async def get(self, namespace: str, name: str) -> dict | None:
-        try:
-            resp = await self.core.read_namespaced_pod(name, namespace, _preload_content=False)
-        except ApiException as e:
-            if e.status == 404:
-                return None
-            raise
-        try:
-            return json.loads(await resp.read())
-        finally:
-            resp.release()
+        return await _read_or_none(self.core.read_namespaced_pod, name, namespace)
 
     async def create(self, namespace: str, manifest: dict) -> None:
         await self.core.create_namespaced_pod(namespace, manifest)

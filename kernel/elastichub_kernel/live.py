@@ -112,20 +112,18 @@ def live_base_id(directory) -> str | None:
 
 def remove_live_base(directory, base_id: str | None = None) -> bool:
     """Remove live-base.ehk (only the one named ``base_id`` when given)."""
-    path = os.path.join(directory, LIVE_BASE_NAME)
-    if not os.path.lexists(path) or (base_id is not None and live_base_id(directory) != base_id):
-        return False
-    try:
-        os.unlink(path)
-    except OSError:
-        return False
-    return True
+    return _remove(os.path.join(directory, LIVE_BASE_NAME), base_id, live_base_id)
 
 
 def remove_delta(directory, delta_id: str | None = None) -> bool:
     """Remove the delta file (only the one named ``delta_id`` when given)."""
-    path = os.path.join(directory, DELTA_NAME)
-    if not os.path.lexists(path) or (delta_id is not None and delta_file_id(directory) != delta_id):
+    return _remove(os.path.join(directory, DELTA_NAME), delta_id, delta_file_id)
+
+
+def _remove(path: str, wanted_id: str | None, file_id) -> bool:
+    """Unlink `path` if it exists and, when `wanted_id` is given, its index
+    names that id (`file_id(directory)` reads it); whether it was removed."""
+    if not os.path.lexists(path) or (wanted_id is not None and file_id(os.path.dirname(path)) != wanted_id):
         return False
     try:
         os.unlink(path)

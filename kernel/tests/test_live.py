@@ -58,6 +58,19 @@ def live(control_request, kc, phase, **content):
     return body
 
 
+def stream_text(kc, msg_id) -> str:
+    """What the cell `msg_id` printed (stdout and stderr), read up to its idle status."""
+    text = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text.append(msg["content"]["text"])
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(text)
+
+
 def digest(run_cell, kc):
     out = run_cell(kc, DIGEST)
     assert out["error"] is None, out
@@ -174,15 +187,7 @@ def test_a_cell_sent_while_frozen_waits_blocks_retire_and_runs_after_thaw(tmp_pa
     assert live(control_request, kc, "thaw")["ok"] is True
     reply = kc.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
-    outputs = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=10)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            outputs.append(msg["content"]["text"])
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
-                and msg["content"]["execution_state"] == "idle":
-            break
-    assert "".join(outputs).strip() == "ran 2"
+    assert stream_text(kc, msg_id).strip() == "ran 2"
 
 
 def test_the_lease_thaws_a_frozen_kernel_by_itself(tmp_path, start_elastic_kernel, run_cell, control_request):
@@ -347,14 +352,6 @@ def test_a_forced_retire_answers_the_waiting_cell_without_running_it(tmp_path, s
     assert forced["ok"] is True and forced["activity"] is True, forced
     reply = kc.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "error"
-    stderr = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=10)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
-            stderr.append(msg["content"]["text"])
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
-                and msg["content"]["execution_state"] == "idle":
-            break
-    assert "it did not run. Run it again." in "".join(stderr)
+    assert "it did not run. Run it again." in stream_text(kc, msg_id)
     assert live(control_request, kc, "thaw")["ok"] is True  # an undone move: the source serves again
     assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # the refused cell never ran
