@@ -126,6 +126,20 @@ def migrated_names(dumped) -> list:
     return [r.name for r in dumped.records if not r.name.startswith(_PURE_PREFIX)]
 
 
+def file_index(session: str, base_id: str, fields: dict, **extra) -> dict:
+    """The index of a state file (checkpoint, live base, live delta): who
+    wrote it, for which notebook, its generation id, then its own fields."""
+    return {**extra, "created": time.time(), "python": list(sys.version_info[:3]),
+            "kernel_version": __version__, "session": session, "base_id": base_id, **fields}
+
+
+def saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id) -> dict:
+    """The control reply of a written state file."""
+    return {"status": "ok", "ok": True, "bytes": nbytes, "seconds": round(time.perf_counter() - started, 6),
+            "migrated": migrated_names(dumped), "recomputed": recomputed, "not_restorable": not_restorable,
+            "path": path, "base_id": base_id, "error": None}
+
+
 def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: str,
                keep_spare: bool = True, fingerprints: list | None = None) -> dict:
     """Write the checkpoint; returns the control reply content (see kernel).
@@ -135,31 +149,13 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
     dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
     # Names this file generation: a live delta says which base it completes.
     base_id = secrets.token_hex(16)
-    index = {
-        "created": time.time(),
-        "python": list(sys.version_info[:3]),
-        "kernel_version": __version__,
-        "session": session,
-        "base_id": base_id,
-        **fields,
-    }
+    index = file_index(session, base_id, fields)
     if fingerprints is not None:
         from .live import buffer_fingerprint
 
         fingerprints[:] = [buffer_fingerprint(b) for b in dumped.buffers]
     path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare)
-    return {
-        "status": "ok",
-        "ok": True,
-        "bytes": nbytes,
-        "seconds": round(time.perf_counter() - started, 6),
-        "migrated": migrated_names(dumped),
-        "recomputed": recomputed,
-        "not_restorable": not_restorable,
-        "path": path,
-        "base_id": base_id,
-        "error": None,
-    }
+    return saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id)
 
 
 LIVE_BASE_KIND = "live-base"
@@ -186,32 +182,13 @@ def precopy_write(directory, prepared: dict, session: str, between_chunks=None) 
     started = time.perf_counter()
     dumped = prepared["dumped"]
     base_id = secrets.token_hex(16)
-    index = {
-        "kind": LIVE_BASE_KIND,
-        "created": time.time(),
-        "python": list(sys.version_info[:3]),
-        "kernel_version": __version__,
-        "session": session,
-        "base_id": base_id,
-        **prepared["fields"],
-    }
+    index = file_index(session, base_id, prepared["fields"], kind=LIVE_BASE_KIND)
     fingerprints: list = []
     path, nbytes = write_checkpoint(directory, [dumped.stream, *prepared["buffers"]], index, keep_spare=False,
                                     name=LIVE_BASE_NAME, fingerprints=fingerprints, between_chunks=between_chunks)
-    return {
-        "status": "ok",
-        "ok": True,
-        "bytes": nbytes,
-        "seconds": round(time.perf_counter() - started, 6),
-        "migrated": migrated_names(dumped),
-        "recomputed": prepared["recomputed"],
-        "not_restorable": prepared["not_restorable"],
-        "path": path,
-        "base_id": base_id,
-        "error": None,
-        "unchanged": False,
-        "fingerprints": fingerprints[1:],  # blob 0 is the in-band stream
-    }
+    return dict(saved_reply(dumped, prepared["recomputed"], prepared["not_restorable"], path, nbytes, started,
+                            base_id),
+                unchanged=False, fingerprints=fingerprints[1:])  # blob 0 is the in-band stream
 
 
 def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):

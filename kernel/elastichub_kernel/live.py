@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 import time
 
 import xxhash
 
-from . import __version__
-from .engine import build_namespace, checked_imports, checked_records, dump_state, import_modules, migrated_names
+from .engine import (build_namespace, checked_imports, checked_records, dump_state, file_index, import_modules,
+                     migrated_names)
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 
@@ -64,18 +63,8 @@ def write_delta(directory, ns, names, recorder, speed, session, base_id, base_fi
             buffer_map.append(["delta", len(changed), nbytes, fp])
             changed.append(buf)
     delta_id = secrets.token_hex(16)
-    index = {
-        "kind": DELTA_KIND,
-        "created": time.time(),
-        "python": list(sys.version_info[:3]),
-        "kernel_version": __version__,
-        "session": session,
-        "base_id": base_id,
-        "delta_id": delta_id,
-        "execution_count": execution_count,
-        "buffer_map": buffer_map,
-        **fields,
-    }
+    index = file_index(session, base_id, {"delta_id": delta_id, "execution_count": execution_count,
+                                          "buffer_map": buffer_map, **fields}, kind=DELTA_KIND)
     path, nbytes = write_checkpoint(directory, [dumped.stream, *changed], index, keep_spare=False, name=DELTA_NAME)
     return {
         "status": "ok",

@@ -71,6 +71,17 @@ def stream_text(kc, msg_id) -> str:
             return "".join(text)
 
 
+def frozen_with_a_waiting_cell(tmp_path, start_elastic_kernel, run_cell, control_request):
+    """A kernel frozen after its pre-copy, and the msg_id of a cell (`n += 1`, n was 1) sent since."""
+    _, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    run_cell(kc, "n = 1")
+    live(control_request, kc, "precopy")
+    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
+    msg_id = kc.execute("n += 1\nprint('ran', n)")
+    time.sleep(0.5)
+    return kc, msg_id
+
+
 def digest(run_cell, kc):
     out = run_cell(kc, DIGEST)
     assert out["error"] is None, out
@@ -173,12 +184,7 @@ def test_freeze_waits_for_a_running_cell_then_reports_busy(tmp_path, start_elast
 
 def test_a_cell_sent_while_frozen_waits_blocks_retire_and_runs_after_thaw(tmp_path, start_elastic_kernel,
                                                                             run_cell, control_request):
-    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
-    run_cell(kc, "n = 1")
-    live(control_request, kc, "precopy")
-    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
-    msg_id = kc.execute("n += 1\nprint('ran', n)")
-    time.sleep(0.5)
+    kc, msg_id = frozen_with_a_waiting_cell(tmp_path, start_elastic_kernel, run_cell, control_request)
     with pytest.raises(Empty):
         kc.get_shell_msg(timeout=0.5)  # not run while frozen
     refused = live(control_request, kc, "retire")
@@ -341,12 +347,7 @@ def test_a_forced_retire_answers_the_waiting_cell_without_running_it(tmp_path, s
                                                                      control_request):
     """The orchestrator's last try for a kernel that is never quiet: the cell
     that arrived during the pause is answered, said not run, and did not run."""
-    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
-    run_cell(kc, "n = 1")
-    live(control_request, kc, "precopy")
-    assert live(control_request, kc, "freeze", wait_s=5, lease_s=60)["ok"] is True
-    msg_id = kc.execute("n += 1\nprint('ran', n)")
-    time.sleep(0.5)
+    kc, msg_id = frozen_with_a_waiting_cell(tmp_path, start_elastic_kernel, run_cell, control_request)
     assert live(control_request, kc, "retire")["activity"] is True  # refused without force
     forced = live(control_request, kc, "retire", force=True)
     assert forced["ok"] is True and forced["activity"] is True, forced
