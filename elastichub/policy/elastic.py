@@ -59,6 +59,14 @@ effects in docs/strategies.md):
   or that sessions on its node *likely* (p >= 1/2) to end within one boot
   free. At 90-95 % the paper's policy makes users wait 10-20 minutes; this
   spends part of that slack, about one boot, to buy fewer node-hours.
+- **Small remainders wait, without migration** (`min_fill`, default a
+  quarter of the thrift share without migration, 0 with it). Without
+  migration a cloud node stops only once its last session ends, so a node
+  started for a few queued servers costs about a session lifetime, as a
+  full one does, and catches every later arrival that on-prem cannot take.
+  While what the queue still needs (after the rules above) is under that
+  share of the node it would start, on every resource, it waits for
+  departures instead, until someone queued has waited 1.5 patiences.
 
 Pure: no I/O, no clock; `now` is whatever clock the caller's snapshot uses.
 """
@@ -83,6 +91,7 @@ MAX_CANDIDATES_TRIED = 8
 RESERVE_BASES = ("arrivals", "onprem", "all")
 STANDING_UP_TO, STANDING_SPAN = 85.0, 25.0  # standing reserve: none from theta_out 85, all of the cap at 60 and below
 THRIFT_FROM, THRIFT_SPAN = 80.0, 10.0  # thrift: none up to theta_out 80, all of it from 90
+MIN_FILL = 0.25  # no migration: a queue remainder under a quarter of a node waits (x thrift share)
 
 _USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
 _CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
@@ -197,6 +206,10 @@ class ElasticStrategy:
     # how long a new request may wait for room that ending sessions free
     # before a node is started for it; None: boot_s times the thrift share
     queue_patience_s: float | None = None
+    # share of a node (0..1) the queue's remainder must fill before a node is
+    # started for it, until it has waited 1.5 patiences; None: a quarter of
+    # the thrift share without migration, 0 with it (see fill_share)
+    min_fill: float | None = None
     name: str = "elastic"
 
     def __post_init__(self) -> None:
@@ -211,10 +224,12 @@ class ElasticStrategy:
             _check_number("standing_reserve", self.standing_reserve)
             if self.standing_reserve > 1:
                 raise ValueError(f"standing_reserve is a share of the reserve cap, 0..1, got {self.standing_reserve!r}")
-        if self.thrift is not None:
-            _check_number("thrift", self.thrift)
-            if self.thrift > 1:
-                raise ValueError(f"thrift is a share, 0..1, got {self.thrift!r}")
+        for option in ("thrift", "min_fill"):
+            value = getattr(self, option)
+            if value is not None:
+                _check_number(option, value)
+                if value > 1:
+                    raise ValueError(f"{option} is a share, 0..1, got {value!r}")
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
         object.__setattr__(self, "schedule", tuple(self.schedule))
@@ -264,6 +279,15 @@ class ElasticStrategy:
         if self.thrift is not None:
             return self.thrift
         return min(max((self.config.theta_out - THRIFT_FROM) / THRIFT_SPAN, 0.0), 1.0)
+
+    @property
+    def fill_share(self) -> float:
+        """Share of a node a queue remainder must fill to have a node started
+        for it at once: a quarter of the thrift share without migration (a
+        node stops only once its last session ends), 0 with it."""
+        if self.min_fill is not None:
+            return self.min_fill
+        return 0.0 if self.config.migration else MIN_FILL * self.thrift_share
 
     @property
     def soon_s(self) -> float:
@@ -485,6 +509,8 @@ class ElasticStrategy:
                             for f, n in zip(free, nodes)]
                 left += _first_fit(_by_size(patient), free)
                 left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
+            if left and self._small_remainder(left, snapshot.pending, t.stopped, now):
+                left = []
             pool = []
             for node in t.stopped:
                 if left and any(req.fits_in(node.allocatable) for req, _ in left):
@@ -503,6 +529,22 @@ class ElasticStrategy:
             capacity = capacity + pool[i].allocatable
             i += 1
         return start
+
+    def _small_remainder(self, left: list[list], pending, stopped: list[Node], now: float) -> bool:
+        """Should the queue's `left` requests wait for departures rather than
+        a node (`fill_share`)? Yes while they fill less than that share of
+        the node they would start, on every resource, and nobody queued has
+        waited 1.5 patiences (a moved server never waits on purpose)."""
+        fill, hold = self.fill_share, 1.5 * self.patience_s
+        if fill <= 0 or any(srv.started_at is not None or srv.created_at is None
+                            or now - srv.created_at >= hold for srv in pending):
+            return False
+        target = next((n for n in stopped if any(req.fits_in(n.allocatable) for req, _ in left)), None)
+        if target is None:
+            return False
+        cpu = fsum(req.cpu * count for req, count in left)
+        ram = fsum(req.ram * count for req, count in left)
+        return cpu < fill * target.allocatable.cpu and ram < fill * target.allocatable.ram
 
     def _split_queue(self, pending, now: float) -> tuple[list[Resources], list[Resources]]:
         """Requests of the queue that must not wait longer (a moved server,

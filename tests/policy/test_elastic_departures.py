@@ -115,3 +115,25 @@ def test_calendar_keeps_no_thrift_unless_asked():
     cls = (ScheduledClass(NOW, 10, Resources(0.5, GiB)),)
     assert make_strategy("calendar", PolicyConfig(theta_out=95), schedule=cls).thrift_share == 0.0
     assert make_strategy("calendar", PolicyConfig(theta_out=95), schedule=cls, thrift=1.0).patience_s == 290.0
+
+
+def test_without_migration_a_small_remainder_waits_for_departures():
+    # 10 x 1 GiB past their patience (290 s) find no room likely within a
+    # boot: with migration a node is started for them; without, a node would
+    # live as long as its last session, and 10 GiB fill less than a quarter
+    # of it, so they wait until someone has waited 1.5 patiences (435 s)
+    mig, nomig = (ElasticStrategy(PolicyConfig(theta_out=95, migration=m)) for m in (True, False))
+    assert mig.fill_share == 0.0 and nomig.fill_share == 0.25
+    assert ElasticStrategy(PolicyConfig(theta_out=80, migration=False)).fill_share == 0.0
+    small = _full_onprem_and_queue(_new(10, 300))
+    assert isinstance(mig.decide(small, ControllerState(), NOW)[0], ScaleOut)
+    assert nomig.decide(small, ControllerState(), NOW)[0] is None
+    # a quarter of a node or more, or a request that has waited 1.5 patiences: a node at once
+    for queue in (_new(13, 300), _new(10, 440)):
+        action, _ = nomig.decide(_full_onprem_and_queue(queue), ControllerState(), NOW)
+        assert action == ScaleOut(("cloud0",), reason=action.reason)
+    # the option overrides the default either way
+    assert ElasticStrategy(PolicyConfig(theta_out=95, migration=False), min_fill=0).decide(
+        small, ControllerState(), NOW)[0] is not None
+    with pytest.raises(ValueError, match="min_fill"):
+        make_strategy("elastic", min_fill=2)

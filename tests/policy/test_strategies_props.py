@@ -61,6 +61,7 @@ def strategies(draw):
         min_saving_s=draw(st.sampled_from([0.0, 600.0])),
         thrift=draw(st.none() | st.floats(0, 1)),
         queue_patience_s=draw(st.none() | st.sampled_from([0.0, 60.0, 600.0])),
+        min_fill=draw(st.none() | st.sampled_from([0.0, 0.25, 1.0])),
     )
     if name == "calendar" or draw(st.booleans()):
         options["schedule"] = tuple(
