@@ -24,7 +24,7 @@ effects in docs/strategies.md):
 - **A standing reserve at low thresholds** (`standing_reserve`): with
   "arrivals", a share of the cap stands whatever the arrivals (a burst has
   no trend to foretell it): all of it at theta_out 60 and below, none from
-  85 up, linear between, so lowering theta_out buys headroom as it does
+  90 up, linear between, so lowering theta_out buys headroom as it does
   with the paper's policy.
 - **Scale-in hysteresis:** a node goes only if the reserve left behind is
   the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
@@ -89,7 +89,7 @@ from .placement import MigrationPlan, candidate_order, plan_migration
 MAX_CANDIDATES_TRIED = 8
 
 RESERVE_BASES = ("arrivals", "onprem", "all")
-STANDING_UP_TO, STANDING_SPAN = 85.0, 25.0  # standing reserve: none from theta_out 85, all of the cap at 60 and below
+STANDING_UP_TO, STANDING_SPAN = 90.0, 30.0  # standing reserve: none from theta_out 90, all of the cap at 60 and below
 THRIFT_FROM, THRIFT_SPAN = 80.0, 10.0  # thrift: none up to theta_out 80, all of it from 90
 MIN_FILL = 0.25  # no migration: a queue remainder under a quarter of a node waits (x thrift share)
 
@@ -253,7 +253,7 @@ class ElasticStrategy:
         """Share of the reserve cap kept whatever the arrivals: an admin who
         sets theta_out low asks for headroom against bursts, which recent
         arrivals do not foretell. Default: all of it at theta_out 60 or
-        below, none from 85 up, linear between (docs/strategies.md has the
+        below, none from 90 up, linear between (docs/strategies.md has the
         measurements behind these numbers)."""
         if self.standing_reserve is not None:
             return self.standing_reserve

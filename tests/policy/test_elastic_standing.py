@@ -24,19 +24,19 @@ def quiet_cluster(used_ru_each: int) -> ClusterSnapshot:
     return ClusterSnapshot(tuple(nodes))
 
 
-@pytest.mark.parametrize("theta, share", [(55, 1.0), (60, 1.0), (65, 0.8), (70, 0.6), (80, 0.2), (85, 0.0), (95, 0.0)])
+@pytest.mark.parametrize("theta, share", [(55, 1.0), (60, 1.0), (65, 5 / 6), (70, 2 / 3), (80, 1 / 3), (85, 1 / 6), (90, 0.0), (95, 0.0)])
 def test_the_standing_share_falls_from_all_of_the_cap_to_none(theta, share):
     assert ElasticStrategy(PolicyConfig(theta_out=theta)).standing_share == pytest.approx(share)
 
 
 def test_a_low_theta_keeps_headroom_without_recent_arrivals():
     # 65 % of on-prem used, nobody arrived lately: at theta 60 the whole
-    # 40 % cap stands (a node starts); at 85 the arrivals reserve (none) rules.
+    # 40 % cap stands (a node starts); at 90 the arrivals reserve (none) rules.
     snap = quiet_cluster(used_ru_each=33)  # 264 of 400 RU
     state = ControllerState()
     action, _ = ElasticStrategy(PolicyConfig(theta_out=60)).decide(snap, state, NOW)
     assert isinstance(action, ScaleOut) and len(action.nodes) == 1  # 264 + 160 RU reserve > 400: one node more
-    assert ElasticStrategy(PolicyConfig(theta_out=85)).decide(snap, state, NOW)[0] is None
+    assert ElasticStrategy(PolicyConfig(theta_out=90)).decide(snap, state, NOW)[0] is None
     off = ElasticStrategy(PolicyConfig(theta_out=60), standing_reserve=0.0)
     assert off.decide(snap, state, NOW)[0] is None
 
