@@ -230,6 +230,11 @@ def main() -> int:
     equal = sum(1 for c in cells if not c["worse"] and not c["better"])
     print(f"{len(cells)} cells: elastic dominates in {dominated}, equal in {equal}, worse on some axis in "
           f"{len(bad)} ({wall:.0f} s)")
+    if bad:
+        by_axis = ", ".join(f"{label} {sum(1 for c in bad if any(w[0] == label for w in c['worse']))}"
+                            for _, label in AXES)
+        both = sum(1 for c in bad if len(c["better"]) == len(AXES) - 1)
+        print(f"worse cells by axis: {by_axis}; better on both other axes in {both} of them")
     return 0 if not bad else 1
 
 
