@@ -10,6 +10,7 @@ elastic is worse, with both values. Uses every core (one process per
 workload).
 
     python benchmarks/dominance.py [--seeds 1-10] [--thetas 60,70,80,90,95] [--option theta_in=5 ...]
+                                   [--move-method restart|live]
     python benchmarks/dominance.py --ablation-plot docs/_static/strategies-dominance.png
 
 `--ablation-plot` runs the whole table once per variant of the issue-12
@@ -36,9 +37,9 @@ MODES = ["no-migration", "migration"]
 
 
 def _one(job):
-    name, seed, thetas, options = job
+    name, seed, thetas, options, move_method = job
     workload = make_workload(name, seed=seed)
-    params = ClusterParams()
+    params = ClusterParams(move_method=move_method)
     if options:
         base = STRATEGY_OPTIONS["elastic"]
         STRATEGY_OPTIONS["elastic"] = lambda w, p: {**base(w, p), **options}
@@ -55,11 +56,11 @@ def _one(job):
     return cells
 
 
-def run_cells(workloads, seeds, thetas, options) -> tuple[list[dict], float]:
+def run_cells(workloads, seeds, thetas, options, move_method="restart") -> tuple[list[dict], float]:
     jobs = []
     for name in workloads:
         for seed in (seeds if name == "paper" else [1]):
-            jobs.append((name, seed, thetas, options))
+            jobs.append((name, seed, thetas, options, move_method))
     t0 = time.perf_counter()
     with multiprocessing.Pool() as pool:
         cells = [c for chunk in pool.map(_one, jobs) for c in chunk]
@@ -198,6 +199,8 @@ def main() -> int:
     ap.add_argument("--workloads", default="paper,teaching-day,weekend")
     ap.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                     help="an elastic strategy option to try (a number, or a word)")
+    ap.add_argument("--move-method", default="restart", choices=("restart", "live"),
+                    help="how moved servers move (both strategies alike; default the paper's restart)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablation-plot", metavar="PNG", help="run every variant of ABLATION and draw them")
     ap.add_argument("--timeline-plot", metavar="PNG", help="draw day 2's bursts for paper and elastic")
@@ -216,7 +219,7 @@ def main() -> int:
             timeline_plot(a.timeline_plot)
         return 0
     options = {k: _value(v) for k, v in (o.split("=", 1) for o in a.option)}
-    cells, wall = run_cells(workloads, seeds, thetas, options)
+    cells, wall = run_cells(workloads, seeds, thetas, options, a.move_method)
     bad = [c for c in cells if c["worse"]]
     if a.json:
         print(json.dumps({"cells": cells, "worse": len(bad), "wall_s": round(wall, 1)}, indent=2))

@@ -32,6 +32,10 @@ MODEL_OPTIONS = {
     "--migration-max-s": ("migration_max_s", float, "22.2"),
     "--tmon-s": ("tmon_s", float, "15 (monitoring period)"),
     "--tcool-s": ("tcool_s", float, "580 (cooldown after a scaling action)"),
+    "--move-method": ("move_method", str, "restart (the paper's; 'live' models the orchestrator's default, "
+                                          "make-before-break moves)"),
+    "--live-prepare-s": ("live_prepare_s", float, "10 (live: destination start + pre-copy, both pods up)"),
+    "--live-pause-s": ("live_pause_s", float, "0.5 (live: what the user sees of a move)"),
 }
 LIFETIME_OPTIONS = {
     "--lifetime-mean-min": ("mean_s", "60"),
@@ -105,7 +109,7 @@ def _parse(args: argparse.Namespace):
     for option, (field_name, kind, _) in MODEL_OPTIONS.items():
         text = getattr(args, option[2:].replace("-", "_"))
         if text is not None:
-            values[field_name] = _number(option, text, kind)
+            values[field_name] = text.strip() if kind is str else _number(option, text, kind)
     try:
         params = ClusterParams(**values)
     except ValueError as e:

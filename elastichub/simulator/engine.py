@@ -55,7 +55,7 @@ from .params import ClusterParams, ru
 from .workload import Workload
 
 # Event kinds, in the order they are handled within one second.
-_DEPART, _READY, _MIGRATE = 0, 1, 2
+_DEPART, _READY, _MIGRATE, _SWITCH = 0, 1, 2, 3
 
 READY = NodeStatus.READY
 _VIEW = attrgetter("view")
@@ -67,7 +67,8 @@ class SimulationError(RuntimeError):
 
 class _Server:
     __slots__ = ("name", "requests", "cpu", "ram", "created_at", "queued_since", "started_at",
-                 "duration", "node", "view", "kind", "bound_once", "gone", "qseq", "move_downtime")
+                 "duration", "node", "view", "kind", "bound_once", "gone", "qseq", "move_downtime",
+                 "move_of", "mover", "source")
 
     def __init__(self, name: str, requests: Resources, created_at: int, duration: int, kind: str):
         self.name = name
@@ -85,6 +86,11 @@ class _Server:
         self.gone = False
         self.qseq: int | None = None  # position in the FIFO while queued (see Simulation._enqueue)
         self.move_downtime = 0  # restart time of the move in progress (a moved server's own delay)
+        # a live move: the destination pod (`mover`) of a server that runs on
+        # at its `source` node until the switch; `move_of` links back
+        self.move_of: _Server | None = None
+        self.mover: _Server | None = None
+        self.source: _Node | None = None
 
 
 class _Node:
@@ -180,6 +186,8 @@ class Simulation:
         # Whole seconds, as the paper's 1 s steps.
         self.boot_s = round(params.cloud_boot_s)
         self.start_s = round(params.server_start_s)
+        self.live = params.move_method == "live"
+        self.live_prepare_s = round(params.live_prepare_s)
         self.tmon_s = max(1, round(params.tmon_s))
         self.nodes = make_nodes(params)
         for rank, n in enumerate(self.nodes):
@@ -212,7 +220,7 @@ class Simulation:
         self.node_seconds = 0.0
         self.waits: list[tuple[int, int, str]] = []
         self.migration_waits: list[int] = []
-        self.downtimes: list[tuple[int, int]] = []
+        self.downtimes: list[tuple[int, float]] = []
         self.migrations = self.scale_outs = self.scale_ins = self.decisions = 0
         self.series: list[tuple] = []
         self._last_row: tuple | None = None
@@ -242,9 +250,11 @@ class Simulation:
             while heap and heap[0][0] == t:
                 _, kind, _, obj = heapq.heappop(heap)
                 if kind == _DEPART:
-                    self._depart(obj)
+                    self._depart(obj, t)
                 elif kind == _READY:
                     self._node_ready(obj, t)
+                elif kind == _SWITCH:
+                    self._switch(obj, t)
                 else:
                     self._drain_step(obj, t)
             while i < n_req and requests[i].arrival_s == t:
@@ -265,15 +275,25 @@ class Simulation:
         self._finish(horizon)
         return self._result(horizon, i, time.perf_counter() - wall0)
 
-    def _depart(self, s: _Server) -> None:
+    def _depart(self, s: _Server, t: float) -> None:
         s.gone = True
         if s.node is not None:
             self._unbind(s)
             self.need_scan = True
         elif s.name in self.queue:  # a moved server still waiting for room
-            del self.queue[s.name]
-            s.qseq = None
-            self.version += 1
+            self._dequeue(s)
+        mover = s.mover
+        if mover is not None and mover.name in self.queue:
+            # its live move had not found room yet: call it off, drain on
+            # (a bound destination is let go at its switch instead)
+            s.mover = None
+            self._dequeue(mover)
+            self._drain_step(mover.source, t)
+
+    def _dequeue(self, s: _Server) -> None:
+        del self.queue[s.name]
+        s.qseq = None
+        self.version += 1
 
     def _node_ready(self, node: _Node, t: float) -> None:
         self.cloud_booting -= 1
@@ -348,15 +368,20 @@ class Simulation:
             if seq is not None:
                 heapq.heappush(heads, (seq, size))
 
-    def _bind(self, s: _Server, node: _Node, t: float) -> None:
+    def _bind(self, s: _Server, node: _Node, t: float, record: bool = True) -> None:
         wait = int(t - s.queued_since)
-        if not s.bound_once:
+        if not record:
+            pass
+        elif not s.bound_once:
             s.bound_once = True
             self.waits.append((s.created_at, wait, s.kind))
             s.started_at = int(t + self.start_s)
             end = s.started_at + s.duration
             if end < self.workload.horizon_s:
                 self._push(end, _DEPART, s)
+        elif s.move_of is not None:  # a live move's destination: the source runs on while it starts
+            self.migration_waits.append(wait)
+            self._push(t + self.live_prepare_s, _SWITCH, s)
         else:
             self.migration_waits.append(wait)
             self.downtimes.append((int(s.queued_since), wait + s.move_downtime))
@@ -415,10 +440,14 @@ class Simulation:
     def _drain_step(self, node: _Node, t: float) -> None:
         """Restart the next server of a cordoned node, or stop its VM."""
         while node.drain_index < len(node.drain):
-            s = self.servers[node.drain[node.drain_index]]
+            s = self.servers.get(node.drain[node.drain_index])
             node.drain_index += 1
-            if s.node is not node:
-                continue  # ended before its turn
+            if s is None or s.node is not node:
+                continue  # ended before its turn (or a live move's destination: it moves on by itself)
+            self.migrations += 1
+            if self.live:
+                self._start_live_move(s, node, t)
+                return
             self._unbind(s)
             s.queued_since = t
             # The same server, not a new arrival: it keeps its name, its
@@ -427,12 +456,45 @@ class Simulation:
             downtime = max(1, round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s)))
             s.move_downtime = downtime
             self._enqueue(s)
-            self.migrations += 1
             self._push(t + downtime, _MIGRATE, node)
             return
         if node.servers:
-            raise SimulationError(f"node {node.name} still hosts servers after its drain")
+            if not self.live:
+                raise SimulationError(f"node {node.name} still hosts servers after its drain")
+            # a live move switched onto this node after its drain was planned:
+            # move what is here now, or wait for a destination still starting
+            late = tuple(name for name in node.servers if name in self.servers)
+            if late:
+                node.drain, node.drain_index = late, 0
+                self._drain_step(node, t)
+            else:
+                self._push(t + 1, _MIGRATE, node)
+            return
         self._stop(node, t)
+
+    def _start_live_move(self, s: _Server, node: _Node, t: float) -> None:
+        """Make before break: the destination pod asks for room while `s`
+        runs on; the drain goes on once it has switched (`_switch`)."""
+        mover = _Server(f"{s.name}~move", s.requests, s.created_at, 0, s.kind)
+        mover.bound_once = True  # the same server, not a new request
+        mover.started_at = s.started_at
+        mover.queued_since = t
+        mover.view = Server(mover.name, s.requests, None, s.started_at, s.created_at)
+        mover.move_of, mover.source, s.mover = s, node, mover
+        self._enqueue(mover)
+
+    def _switch(self, mover: _Server, t: float) -> None:
+        """The destination has started and taken the pre-copy: the user's
+        server is now the one on it, after a pause of live_pause_s."""
+        s, dest = mover.move_of, mover.node
+        self._unbind(mover)
+        if not s.gone:
+            s.mover = None
+            self._unbind(s)
+            self._bind(s, dest, t, record=False)
+            self.downtimes.append((int(mover.queued_since), self.p.live_pause_s))
+        self.need_scan = True
+        self._drain_step(mover.source, t)
 
     def _stop(self, node: _Node, t: float) -> None:
         self.node_seconds += t - node.vm_started_at
@@ -524,7 +586,7 @@ class Simulation:
         for s in self.queue.values():  # censored: still waiting when the simulation ends
             if not s.bound_once:
                 self.waits.append((s.created_at, int(horizon - s.created_at), s.kind))
-            else:
+            elif s.move_of is None:  # (a live move's user is still running on the source)
                 self.downtimes.append((int(s.queued_since), int(horizon - s.queued_since) + s.move_downtime))
 
     def _result(self, horizon: int, servers: int, wall: float) -> RunResult:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, fields
 
 from ..policy import GiB, Resources
 
+MOVE_METHODS = ("restart", "live")
+
 # A resource unit (paper): 0.5 vCPU and 1 GiB of RAM.
 RU_CPU = 0.5
 RU_RAM = 1 * GiB
@@ -35,9 +37,21 @@ class ClusterParams:
     migration_max_s: float = 22.2
     tmon_s: float = 15.0
     tcool_s: float = 580.0
+    # "restart": break-before-make, the paper's (stop, start elsewhere, restore:
+    # migration_min_s..max_s of downtime, plus any wait for room). "live": the
+    # orchestrator's default, make-before-break: the source runs on while the
+    # destination starts and takes a pre-copy (live_prepare_s, the node holds
+    # both pods), then the user sees a pause of live_pause_s.
+    move_method: str = "restart"
+    live_prepare_s: float = 10.0
+    live_pause_s: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.move_method not in MOVE_METHODS:
+            raise ValueError(f"--move-method must be one of {', '.join(MOVE_METHODS)}, got {self.move_method!r}")
         for f in fields(self):
+            if f.name == "move_method":
+                continue
             value = getattr(self, f.name)
             option = OPTION_NAMES[f.name]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
@@ -84,4 +98,7 @@ OPTION_NAMES = {
     "migration_max_s": "--migration-max-s",
     "tmon_s": "--tmon-s",
     "tcool_s": "--tcool-s",
+    "move_method": "--move-method",
+    "live_prepare_s": "--live-prepare-s",
+    "live_pause_s": "--live-pause-s",
 }

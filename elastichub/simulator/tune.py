@@ -131,6 +131,8 @@ def config_lines(spec: RunSpec, params: ClusterParams) -> list[str]:
         f"{c}.tcool = {params.tcool_s!r}",
         f"{c}.migration = {spec.mode == 'migration'!r}",
     ]
+    if spec.mode == "migration":  # the waits and costs were simulated with this kind of move
+        lines.append(f"{c}.move_method = {params.move_method!r}")
     if spec.options:
         lines.append(f"{c}.policy_options = {dict(spec.options)!r}")
     return lines

@@ -4,6 +4,7 @@ config lines and plot; clear errors when none does or the options clash."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -40,6 +41,8 @@ def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
     assert lines[0] == "c.ElasticOrchestrator.policy = 'elastic'"
     assert f"c.ElasticOrchestrator.theta_out = {result.spec.theta_out!r}" in lines
     assert any(line.startswith("c.ElasticOrchestrator.policy_options = {'standing_reserve': ") for line in lines)
+    assert "c.ElasticOrchestrator.move_method = 'restart'" in lines  # what SMALL simulated
+    assert "c.ElasticOrchestrator.move_method = 'live'" in config_lines(result.spec, replace(SMALL, move_method="live"))
 
 
 def test_no_setting_meeting_the_slo_names_the_closest(burst_workload):
