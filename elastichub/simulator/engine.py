@@ -369,9 +369,10 @@ class Simulation:
                 heapq.heappush(heads, (seq, size))
 
     def _bind(self, s: _Server, node: _Node, t: float, record: bool = True) -> None:
+        """Put `s` on `node`; `record`: count its wait (or its move's)."""
         wait = int(t - s.queued_since)
         if not record:
-            pass
+            pass  # a live move's switch: its wait was the destination's
         elif not s.bound_once:
             s.bound_once = True
             self.waits.append((s.created_at, wait, s.kind))
