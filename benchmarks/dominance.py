@@ -10,7 +10,8 @@ elastic is worse, with both values. Uses every core (one process per
 workload).
 
     python benchmarks/dominance.py [--seeds 1-10] [--thetas 60,70,80,90,95] [--option theta_in=5 ...]
-                                   [--move-method restart|live]
+                                   [--move-method restart|live] [--hub cloud_node_ru=100 ...]
+                                   [--lifetime-mean-min 30 --lifetime-sd-min 7.5]
     python benchmarks/dominance.py --ablation-plot docs/_static/strategies-dominance.png
 
 `--ablation-plot` runs the whole table once per variant of the issue-12
@@ -30,6 +31,7 @@ import multiprocessing
 import time
 
 from elastichub.simulator import ClusterParams, make_workload
+from elastichub.simulator.workload import LifetimeModel
 from elastichub.simulator.runner import STRATEGY_OPTIONS, plan_runs, run_all, summary
 
 AXES = (("cloud_node_hours", "node-h"), ("wait_p95_s", "p95"), ("wait_max_s", "max"))
@@ -37,9 +39,9 @@ MODES = ["no-migration", "migration"]
 
 
 def _one(job):
-    name, seed, thetas, options, move_method = job
-    workload = make_workload(name, seed=seed)
-    params = ClusterParams(move_method=move_method)
+    name, seed, thetas, options, hub, lifetime = job
+    workload = make_workload(name, seed=seed, lifetime=LifetimeModel(**lifetime))
+    params = ClusterParams(**hub)
     if options:
         base = STRATEGY_OPTIONS["elastic"]
         STRATEGY_OPTIONS["elastic"] = lambda w, p: {**base(w, p), **options}
@@ -56,11 +58,13 @@ def _one(job):
     return cells
 
 
-def run_cells(workloads, seeds, thetas, options, move_method="restart") -> tuple[list[dict], float]:
+def run_cells(workloads, seeds, thetas, options, hub=None, lifetime=None) -> tuple[list[dict], float]:
+    """Every cell; `hub`: ClusterParams fields to change, `lifetime`:
+    LifetimeModel fields (seconds) of the generated workloads."""
     jobs = []
     for name in workloads:
         for seed in (seeds if name == "paper" else [1]):
-            jobs.append((name, seed, thetas, options, move_method))
+            jobs.append((name, seed, thetas, options, hub or {}, lifetime or {}))
     t0 = time.perf_counter()
     with multiprocessing.Pool() as pool:
         cells = [c for chunk in pool.map(_one, jobs) for c in chunk]
@@ -74,6 +78,22 @@ def table(cells: list[dict], thetas: list[float]) -> str:
         row = [c for c in cells if c["theta"] == theta]
         counts = [sum(1 for c in row if c["mode"] == m and c["worse"]) for m in MODES]
         lines.append(f"{theta:9g} " + " ".join(f"{n:13d}" for n in counts) + f" {len(row):4d}")
+    return "\n".join(lines)
+
+
+def mean_table(cells: list[dict], thetas: list[float]) -> str:
+    """Per theta_out and mode, each axis averaged over the workloads, paper
+    -> elastic, and whether elastic is no worse on all three (the question
+    asked of one hub over many days, rather than of every day)."""
+    lines = [f"{'theta_out':>9} {'mode':13} {'node-h':>17} {'p95 wait s':>17} {'max wait s':>17}  elastic"]
+    for theta in thetas:
+        for mode in MODES:
+            row = [c for c in cells if c["theta"] == theta and c["mode"] == mode]
+            p = [sum(c["paper"][i] for c in row) / len(row) for i in range(len(AXES))]
+            e = [sum(c["elastic"][i] for c in row) / len(row) for i in range(len(AXES))]
+            verdict = "no worse" if all(b <= a + 1e-9 for a, b in zip(p, e)) else "worse"
+            lines.append(f"{theta:9g} {mode:13} " + " ".join(f"{a:7.2f} -> {b:7.2f}" for a, b in zip(p, e))
+                         + f"  {verdict}")
     return "\n".join(lines)
 
 
@@ -201,6 +221,10 @@ def main() -> int:
                     help="an elastic strategy option to try (a number, or a word)")
     ap.add_argument("--move-method", default="restart", choices=("restart", "live"),
                     help="how moved servers move (both strategies alike; default the paper's restart)")
+    ap.add_argument("--hub", action="append", default=[], metavar="NAME=VALUE",
+                    help="another hub: a ClusterParams field, e.g. cloud_node_ru=100 or cloud_boot_s=600")
+    ap.add_argument("--lifetime-mean-min", type=float, help="session lifetime of the workloads (default 60)")
+    ap.add_argument("--lifetime-sd-min", type=float, help="its standard deviation (default 15)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ablation-plot", metavar="PNG", help="run every variant of ABLATION and draw them")
     ap.add_argument("--timeline-plot", metavar="PNG", help="draw day 2's bursts for paper and elastic")
@@ -219,7 +243,10 @@ def main() -> int:
             timeline_plot(a.timeline_plot)
         return 0
     options = {k: _value(v) for k, v in (o.split("=", 1) for o in a.option)}
-    cells, wall = run_cells(workloads, seeds, thetas, options, a.move_method)
+    hub = {"move_method": a.move_method, **{k: _value(v) for k, v in (h.split("=", 1) for h in a.hub)}}
+    lifetime = {k: 60.0 * v for k, v in (("mean_s", a.lifetime_mean_min), ("sd_s", a.lifetime_sd_min))
+                if v is not None}
+    cells, wall = run_cells(workloads, seeds, thetas, options, hub, lifetime)
     bad = [c for c in cells if c["worse"]]
     if a.json:
         print(json.dumps({"cells": cells, "worse": len(bad), "wall_s": round(wall, 1)}, indent=2))
@@ -229,6 +256,8 @@ def main() -> int:
         print(f"WORSE  {c['workload']:15} {c['mode']:12} theta {c['theta']:4g}: {detail}"
               f"   (elastic {c['elastic']}, paper {c['paper']})")
     print(table(cells, thetas))
+    print("means over the workloads, paper -> elastic:")
+    print(mean_table(cells, thetas))
     dominated = sum(1 for c in cells if not c["worse"] and c["better"])
     equal = sum(1 for c in cells if not c["worse"] and not c["better"])
     print(f"{len(cells)} cells: elastic dominates in {dominated}, equal in {equal}, worse on some axis in "

@@ -53,11 +53,14 @@ effects in docs/strategies.md):
   nodes go as soon as a burst starts to end. Both sides count the same
   departures, or a node drained now is started again a cycle later. And a
   new request may wait up to `queue_patience_s` (default one boot times the
-  thrift share) for room that sessions ending within one boot + the patience
-  free, before a node is started for it; past its patience, and for a moved
-  server at once, a queued request counts only on room that exists, boots,
-  or that sessions on its node *likely* (p >= 1/2) to end within one boot
-  free. At 90-95 % the paper's policy makes users wait 10-20 minutes; this
+  thrift share) for room that sessions *likely* (p >= 1/2) to end within
+  one boot + the patience free on its node, each session's room on its own
+  (the scheduler hands room that frees to whatever fits, so a big request
+  is not helped by many small departures), before a node is started for
+  it; past its patience, and for a moved server at once, a queued request
+  counts only on room that exists or boots. So nobody waits on purpose
+  longer than the patience (1.5 patiences under `min_fill`) plus a boot.
+  At 90-95 % the paper's policy makes users wait 10-20 minutes; this
   spends part of that slack, about one boot, to buy fewer node-hours.
 - **Small remainders wait, without migration** (`min_fill`, default a
   quarter of the thrift share without migration, 0 with it). Without
@@ -96,7 +99,6 @@ MIN_FILL = 0.25  # no migration: a queue remainder under a quarter of a node wai
 _USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
 _CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
 _STATUSES = tuple(NodeStatus)
-_NONE = Resources()
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,23 @@ def _first_fit(groups: list[list], free: list[Resources]) -> list[list]:
         if count:
             left.append([req, count])
     return left
+
+
+def _departure_slots(free: list[Resources], nodes: list[Node],
+                     departures: dict[str, list[Resources]]) -> list[Resources]:
+    """`free` (one slot per node of `nodes`) plus the room of sessions likely
+    to end (`_outflow`). The scheduler binds whatever fits as soon as room
+    frees, so a departure helps a big request only on its own, with the room
+    already free on its node, never summed with other departures that
+    smaller requests take one by one: each node's biggest departure joins
+    its slot, the others are slots of their own."""
+    extra: list[Resources] = []
+    for i, node in enumerate(nodes):
+        chunks = departures.get(node.name)
+        if chunks:
+            free[i] = free[i] + chunks[0]
+            extra += chunks[1:]
+    return free + extra
 
 
 @dataclass(frozen=True)
@@ -404,24 +423,26 @@ class ElasticStrategy:
                 ram += req.ram
         return Resources(cpu, ram)
 
-    def _outflow(self, t: _Tally, span: float) -> tuple[Resources, dict[str, Resources]]:
+    def _outflow(self, t: _Tally, span: float) -> tuple[Resources, dict[str, list[Resources]]]:
         """What the servers now running will free within `span` seconds.
         In all: each request times the chance its session ends that soon,
         given how long it has run (an expectation: many sessions, so it
-        holds on the whole). Per node: the requests of the sessions *likely*
-        (p >= 1/2) to end that soon, since a queued request needs its room on
-        one node, where a few sessions decide. Once per cycle and span."""
+        holds on the whole). Per node: the request of each session *likely*
+        (p >= 1/2) to end that soon, one by one, since a queued request
+        needs its room on one node, where a few sessions decide, and room
+        comes back a session at a time. Once per cycle and span."""
         known = t.outflow.get(span)
         if known is not None:
             return known
-        per_node: dict[str, Resources] = {}
+        per_node: dict[str, list[Resources]] = {}
         cpu = ram = 0.0
         mean, sd, now = self.lifetime_mean_s, self.lifetime_sd_s, t.now
         cordoned, cloud = NodeStatus.CORDONED, Tier.CLOUD
         for node in t.snapshot.nodes:
             # the servers `demand` counts: on active nodes and on cloud nodes being drained
             if node.status is NodeStatus.READY or (node.status is cordoned and node.tier is cloud):
-                n_cpu = n_ram = l_cpu = l_ram = 0.0
+                n_cpu = n_ram = 0.0
+                likely = []
                 for srv in node.servers:
                     age = 0.0 if srv.started_at is None else max(now - srv.started_at, 0.0)
                     p = ending_within(round(age), span, mean, sd)
@@ -430,10 +451,10 @@ class ElasticStrategy:
                         n_cpu += p * req.cpu
                         n_ram += p * req.ram
                         if p >= 0.5:
-                            l_cpu += req.cpu
-                            l_ram += req.ram
-                if l_ram or l_cpu:
-                    per_node[node.name] = Resources(l_cpu, l_ram)
+                            likely.append(req)
+                if likely:
+                    likely.sort(key=lambda r: (-r.ram, -r.cpu))
+                    per_node[node.name] = likely
                 cpu += n_cpu
                 ram += n_ram
         t.outflow[span] = known = (Resources(cpu, ram), per_node)
@@ -490,23 +511,20 @@ class ElasticStrategy:
         start: list[Node] = []
         pool = t.stopped
 
-        # 1. queued servers must find a slot, on nodes up or coming up, or in
-        # room that sessions ending within one boot free (a node started now
-        # would come no sooner). One that may still wait (patience) may also
-        # count on the sessions ending within the scale-out horizon.
+        # 1. queued servers must find a slot on nodes up or coming up. One
+        # that may still wait (patience) may also count on the sessions
+        # likely to end within the scale-out horizon; past it, only on room
+        # that exists or boots, or a session that outlives its odds would
+        # keep it waiting with no bound.
         horizon = self.scale_out_horizon_s
         if snapshot.pending:
             nodes = t.active + t.booting
-            free = [n.free for n in nodes]
             urgent, patient = self._split_queue(snapshot.pending, now)
-            soon = self._outflow(t, self.soon_s)[1] if self.soon_s > 0 else {}
-            free = [f + soon[n.name] if n.name in soon else f for f, n in zip(free, nodes)]
+            free = [n.free for n in nodes]
             left = _first_fit(_by_size(urgent), free) if urgent else []
             if patient:
-                if horizon > self.soon_s:
-                    later = self._outflow(t, horizon)[1]
-                    free = [f + (later[n.name] - soon.get(n.name, _NONE)) if n.name in later else f
-                            for f, n in zip(free, nodes)]
+                if horizon > 0:
+                    free = _departure_slots(free, nodes, self._outflow(t, horizon)[1])
                 left += _first_fit(_by_size(patient), free)
                 left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
             if left and self._small_remainder(left, snapshot.pending, t.stopped, now):

@@ -284,7 +284,7 @@ def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, m
     except ValueError as e:  # a strategy refusing its configuration
         raise UsageError(str(e)) from None
     took = time.perf_counter() - started
-    lines = config_lines(result.spec, params)
+    lines = config_lines(result.spec, params, workload)
     out = Path(args.out or "tune")
     try:
         picture = plot(result, out, slo_p95, slo_max)

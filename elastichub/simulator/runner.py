@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 from ..policy import PolicyConfig, ScheduledClass, Strategy, make_strategy
 from .engine import RunResult, percentile, simulate
 from .params import ClusterParams
-from .workload import DAY_S, Workload
+from .workload import DAY_S, Workload, session_lifetime
 
 # mode -> PolicyConfig switches
 MODES: dict[str, dict[str, bool]] = {
@@ -33,13 +33,22 @@ def schedule_of(workload: Workload) -> tuple[ScheduledClass, ...]:
     )
 
 
+def modelled_options(workload: Workload, params: ClusterParams) -> dict[str, Any]:
+    """What the elastic strategies must be told about the hub they run on,
+    as an admin sets it in `ElasticOrchestrator.policy_options`: the cloud
+    boot time (how early nodes must start) and the session lifetime model
+    (which sessions end soon)."""
+    mean, sd = session_lifetime(workload)
+    return {"boot_s": params.cloud_boot_s, "lifetime_mean_s": mean, "lifetime_sd_s": sd}
+
+
 # Extra keyword arguments a strategy's factory needs from the scenario:
 # policy name -> f(workload, params) -> kwargs. The elastic strategies learn
-# the modelled boot time (how early nodes must start); `calendar` also the
-# workload's classes, its timetable.
+# the modelled hub (`modelled_options`); `calendar` also the workload's
+# classes, its timetable.
 STRATEGY_OPTIONS: dict[str, Callable[[Workload, ClusterParams], dict[str, Any]]] = {
-    "elastic": lambda workload, params: {"boot_s": params.cloud_boot_s},
-    "calendar": lambda workload, params: {"schedule": schedule_of(workload), "boot_s": params.cloud_boot_s},
+    "elastic": modelled_options,
+    "calendar": lambda workload, params: {"schedule": schedule_of(workload), **modelled_options(workload, params)},
 }
 
 
@@ -80,9 +89,15 @@ def policy_config(spec: RunSpec, params: ClusterParams) -> PolicyConfig:
     return PolicyConfig(**values)
 
 
-def build_strategy(spec: RunSpec, workload: Workload, params: ClusterParams) -> Strategy:
+def strategy_options(spec: RunSpec, workload: Workload, params: ClusterParams) -> dict[str, Any]:
+    """The options `spec`'s strategy runs with: what the scenario tells it
+    (`STRATEGY_OPTIONS`), then the run's own."""
     options = STRATEGY_OPTIONS.get(spec.policy, lambda w, p: {})(workload, params)
-    return make_strategy(spec.policy, policy_config(spec, params), **{**options, **spec.options})
+    return {**options, **spec.options}
+
+
+def build_strategy(spec: RunSpec, workload: Workload, params: ClusterParams) -> Strategy:
+    return make_strategy(spec.policy, policy_config(spec, params), **strategy_options(spec, workload, params))
 
 
 def execute(spec: RunSpec, workload: Workload, params: ClusterParams, seed: int) -> RunResult:

@@ -58,7 +58,7 @@ def teaching_day(*, days: float | None, seed: int, lifetime: LifetimeModel) -> W
         for session in sessions:
             requests += class_arrivals(rng, session, lifetime)
     return build_workload("teaching-day", "teaching days: background at 85 % and five class bursts a day",
-                          requests, classes, horizon)
+                          requests, classes, horizon, lifetime)
 
 
 def weekend(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Workload:
@@ -67,7 +67,7 @@ def weekend(*, days: float | None, seed: int, lifetime: LifetimeModel) -> Worklo
     requests: list[Request] = []
     for day in range(n_days):
         requests += background(rng, day, 0.3, lifetime)
-    return build_workload("weekend", "a quiet weekend: background at 30 %, no class", requests, [], horizon)
+    return build_workload("weekend", "a quiet weekend: background at 30 %, no class", requests, [], horizon, lifetime)
 
 
 register_workload("teaching-day", teaching_day)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from .engine import RunResult
 from .params import ClusterParams
-from .runner import RunSpec, execute, summary
+from .runner import RunSpec, execute, strategy_options, summary
 from .workload import Workload
 
 # policy -> {option: values}; theta_out is PolicyConfig's, the rest the strategy's.
@@ -120,9 +120,11 @@ def describe(spec: RunSpec) -> str:
     return ", ".join(parts)
 
 
-def config_lines(spec: RunSpec, params: ClusterParams) -> list[str]:
+def config_lines(spec: RunSpec, params: ClusterParams, workload: Workload) -> list[str]:
     """The orchestrator configuration that runs `spec` live (same names as
-    `PolicyConfig` and the strategy's options)."""
+    `PolicyConfig` and the strategy's options), with what the simulated
+    strategy was told about the hub (boot time, session lifetimes): run
+    live without them, it would not be the setting that was simulated."""
     c = f"c.{ORCHESTRATOR_CLASS}"
     lines = [
         f"{c}.policy = {spec.policy!r}",
@@ -133,8 +135,10 @@ def config_lines(spec: RunSpec, params: ClusterParams) -> list[str]:
     ]
     if spec.mode == "migration":  # the waits and costs were simulated with this kind of move
         lines.append(f"{c}.move_method = {params.move_method!r}")
-    if spec.options:
-        lines.append(f"{c}.policy_options = {dict(spec.options)!r}")
+    options = strategy_options(spec, workload, params)
+    options.pop("schedule", None)  # a timetable is no config value
+    if options:
+        lines.append(f"{c}.policy_options = {options!r}")
     return lines
 
 

@@ -58,6 +58,9 @@ class Workload:
     description: str = ""
     classes: tuple[ClassSession, ...] = ()  # calendar of known bursts, if any
     meta: dict = field(default_factory=dict, compare=False)  # free-form facts for reports
+    # (mean, sd) seconds of the lifetime model the sessions were drawn from;
+    # None for a replayed trace (see session_lifetime)
+    lifetime: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         arrivals = [r.arrival_s for r in self.requests]
@@ -213,12 +216,28 @@ def horizon_days(days: float | None, default: float) -> tuple[int, int]:
 
 
 def build_workload(name: str, description: str, requests: list[Request], classes: list[ClassSession],
-                   horizon: int) -> Workload:
+                   horizon: int, lifetime: LifetimeModel) -> Workload:
     """Requests before the horizon, by arrival (stable: equal arrivals keep
     generation order), and the classes that start before it."""
     requests = sorted((r for r in requests if r.arrival_s < horizon), key=lambda r: r.arrival_s)
     return Workload(name, tuple(requests), horizon, description,
-                    tuple(c for c in classes if c.start_s < horizon))
+                    tuple(c for c in classes if c.start_s < horizon),
+                    lifetime=(lifetime.mean_s, lifetime.sd_s))
+
+
+def session_lifetime(workload: Workload) -> tuple[float, float]:
+    """(mean, sd) seconds of the workload's session lifetimes, as an admin
+    configures a lifetime-aware strategy: the model the sessions were drawn
+    from, or for a replayed trace the mean and SD of its durations (what
+    the hub's history shows), to the second."""
+    if workload.lifetime is not None:
+        return workload.lifetime
+    durations = [r.duration_s for r in workload.requests]
+    if not durations:
+        return LifetimeModel().mean_s, LifetimeModel().sd_s
+    mean = math.fsum(durations) / len(durations)
+    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in durations) / len(durations))
+    return float(round(mean)), float(round(sd))
 
 
 def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel, scale: float = 1.0) -> Workload:
@@ -240,7 +259,7 @@ def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel, sc
     return build_workload(
         name, "day 1 ordinary weekday, day 2 teaching day with three class bursts (days alternate)"
         + ("" if scale == 1.0 else f", {scale:g}x the users"),
-        requests, classes, horizon)
+        requests, classes, horizon, lifetime)
 
 
 register_workload("paper", paper_workload)

@@ -79,9 +79,40 @@ def _new(n, waited_s):
 def test_a_new_request_waits_its_patience_for_sessions_about_to_end():
     s = ElasticStrategy(PolicyConfig(theta_out=95))
     assert s.decide(_full_onprem_and_queue(_new(10, 60)), ControllerState(), NOW)[0] is None
-    # past its patience it counts only on what is likely to end within a boot
+    # past its patience it counts only on room that exists or boots
     action, _ = s.decide(_full_onprem_and_queue(_new(10, 400)), ControllerState(), NOW)
     assert action == ScaleOut(("cloud0",), reason=action.reason)
+
+
+def test_past_its_patience_a_request_counts_on_no_departure():
+    # sessions 5400 s old are likely to end within one boot, but one that
+    # outlives its odds stays "likely" every cycle: a request counting on
+    # them past its patience could wait without bound (measured: 703 s on
+    # a 30-minute hub where the paper's policy made nobody wait 82 s)
+    assert ending_within(5400, 305, 3600, 900) >= 0.5
+    s = ElasticStrategy(PolicyConfig(theta_out=95))
+    snap = ClusterSnapshot(tuple(onprem(ram_each=50, started_at=NOW - 5400) + pool(8)), tuple(_new(1, 300)))
+    action, _ = s.decide(snap, ControllerState(), NOW)
+    assert action == ScaleOut(("cloud0",), reason=action.reason)
+    within = ClusterSnapshot(snap.nodes, tuple(_new(1, 200)))  # still patient: it may wait
+    assert s.decide(within, ControllerState(), NOW)[0] is None
+
+
+def test_a_big_request_counts_on_one_departure_not_on_many_small_ones():
+    # every on-prem session (1 GiB, 4000 s old) is likely to end within the
+    # horizon, 50 GiB a node; but the scheduler hands each GiB that frees to
+    # whatever fits, so a queued 4 GiB request is helped only by a departure
+    # of 4 GiB or more (with the room free beside it)
+    s = ElasticStrategy(PolicyConfig(theta_out=95))
+    big = [Server("big", Resources(2, 4 * GiB), None, created_at=NOW - 60)]
+    small_only = ClusterSnapshot(tuple(onprem(ram_each=50, started_at=NOW - 4000) + pool(8)), tuple(big))
+    action, _ = s.decide(small_only, ControllerState(), NOW)
+    assert action == ScaleOut(("cloud0",), reason=action.reason)
+    # one 4 GiB session among them: the request may wait for it
+    op0 = node("op0", servers=servers_of("op0", 46, started_at=NOW - 4000)
+               + servers_of("op0", 1, ram_gib=4, cpu=2, started_at=NOW - 4000, prefix="op0-big"))
+    one_big = ClusterSnapshot((op0,) + small_only.nodes[1:], tuple(big))
+    assert s.decide(one_big, ControllerState(), NOW)[0] is None
 
 
 def test_no_patience_at_theta_80_and_none_for_a_moved_server():
@@ -104,7 +135,9 @@ def test_departures_are_computed_once_per_cycle_and_span():
     total, per_node = s._outflow(t, 595)
     assert s._outflow(t, 595) is t.outflow[595]
     assert total.ram == pytest.approx(400 * GiB * ending_within(4000, 595, 3600, 900))
-    assert set(per_node) == {f"op{i}" for i in range(8)} and all(r.ram == 50 * GiB for r in per_node.values())
+    # per node, each likely session's request on its own
+    assert set(per_node) == {f"op{i}" for i in range(8)}
+    assert all(len(reqs) == 50 and all(r.ram == GiB for r in reqs) for reqs in per_node.values())
     assert s._outflow(t, 305)[1] == {}  # p ~ 0.34 < 1/2: nothing is likely to end within a boot
     assert math.isclose(s._outflow(t, 305)[0].ram, 400 * GiB * ending_within(4000, 305, 3600, 900))
 

@@ -3,6 +3,7 @@ config lines and plot; clear errors when none does or the options clash."""
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import replace
 
@@ -37,12 +38,17 @@ def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
     # the pool gives the same runs as one process
     alone = run_grid(specs, burst_workload, SMALL, 1, processes=1)
     assert [fields(s) for s in alone] == [fields(s) for s in result.summaries]
-    lines = config_lines(result.spec, SMALL)
+    lines = config_lines(result.spec, SMALL, burst_workload)
     assert lines[0] == "c.ElasticOrchestrator.policy = 'elastic'"
     assert f"c.ElasticOrchestrator.theta_out = {result.spec.theta_out!r}" in lines
-    assert any(line.startswith("c.ElasticOrchestrator.policy_options = {'standing_reserve': ") for line in lines)
+    options = next(ast.literal_eval(line.split(" = ", 1)[1]) for line in lines
+                   if line.startswith("c.ElasticOrchestrator.policy_options = "))
+    # the tuned threshold, and what the simulated strategy was told about the hub
+    assert options == {"standing_reserve": result.spec.options["standing_reserve"], "boot_s": SMALL.cloud_boot_s,
+                       "lifetime_mean_s": 3600.0, "lifetime_sd_s": 900.0}
     assert "c.ElasticOrchestrator.move_method = 'restart'" in lines  # what SMALL simulated
-    assert "c.ElasticOrchestrator.move_method = 'live'" in config_lines(result.spec, replace(SMALL, move_method="live"))
+    assert "c.ElasticOrchestrator.move_method = 'live'" in config_lines(result.spec, replace(SMALL, move_method="live"),
+                                                                     burst_workload)
 
 
 def test_no_setting_meeting_the_slo_names_the_closest(burst_workload):

@@ -11,7 +11,8 @@ from elastichub.policy import GiB
 from elastichub.simulator.params import ClusterParams
 from elastichub.simulator.trace import TraceError, load_trace
 from elastichub.simulator.workload import (
-    DAY_S, WORKLOADS, LifetimeModel, Workload, make_workload, register_workload, workload_names,
+    DAY_S, WORKLOADS, LifetimeModel, Workload, make_workload, register_workload, session_lifetime,
+    workload_names,
 )
 
 from sim_helpers import write_csv
@@ -96,6 +97,28 @@ def test_trace_roundtrip(tmp_path):
     assert wl.requests[1].requests.cpu == 1
     assert wl.horizon_s == 3600  # end of the last server, rounded up to the hour
     assert load_trace(path, LARGEST, horizon_s=100).horizon_s == 100
+
+
+def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
+    """A lifetime-aware strategy reasons with the hub's session lifetimes:
+    the model a workload was drawn from, the durations of a replayed trace.
+    With the defaults, a 30-minute hub would be planned as a 60-minute one."""
+    from elastichub.simulator.runner import RunSpec, build_strategy
+
+    short = make_workload("paper", days=0.5, seed=1, lifetime=LifetimeModel(mean_s=1800, sd_s=450))
+    assert session_lifetime(short) == (1800, 450)
+    strategy = build_strategy(RunSpec("elastic", "migration", 80.0), short, ClusterParams(cloud_boot_s=120))
+    assert (strategy.lifetime_mean_s, strategy.lifetime_sd_s, strategy.boot_s) == (1800, 450, 120)
+    # an option the run sets wins over the model
+    told = build_strategy(RunSpec("elastic", "migration", 80.0, options={"lifetime_mean_s": 999.0}), short,
+                          ClusterParams())
+    assert told.lifetime_mean_s == 999.0
+
+    path = write_csv(tmp_path / "t.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n10,1800,1,2\n20,3000,1,2\n")
+    trace = load_trace(path, LARGEST)
+    assert trace.lifetime is None
+    assert session_lifetime(trace) == (1800, 980)  # mean 1800, population SD 979.8 s, to the second
+    assert build_strategy(RunSpec("elastic", "migration", 80.0), trace, ClusterParams()).lifetime_mean_s == 1800
 
 
 @pytest.mark.parametrize("text, message", [
