@@ -11,7 +11,9 @@ import pytest
 
 from elastichub.cli import main
 from elastichub.simulator import ClusterParams, make_workload
+from elastichub.simulator.scenarios import write_trace
 from elastichub.simulator.tune import NoSettingMeetsSLO, config_lines, grid, meets, run_grid, tune
+from elastichub.simulator.workload import LifetimeModel
 
 SMALL = ClusterParams()
 
@@ -70,6 +72,23 @@ def test_cli_tune_prints_the_setting_row_plot_and_config(tmp_path, capsys):
                                                     if r["wait_p95_s"] <= 120)
     assert (out / "tune-pareto.png").stat().st_size > 10_000
     assert any(line.startswith("c.ElasticOrchestrator.theta_out = ") for line in doc["config"])
+
+
+def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
+    # a hub of 30-minute sessions and 2-minute boots: the printed config must
+    # carry both, or the live orchestrator would plan for 60 minutes and 290 s
+    workload = make_workload("paper", days=1.5, seed=3, lifetime=LifetimeModel(mean_s=1800, sd_s=450))
+    trace = write_trace(workload, tmp_path / "hub.csv")
+    code = main(["simulate", "--trace", str(trace), "--cloud-boot-s", "120", "--tune", "--slo-p95-wait", "600",
+                 "--theta-out", "90", "--out", str(tmp_path / "tuned"), "--json"])
+    assert code == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    options = next(ast.literal_eval(line.split(" = ", 1)[1]) for line in config
+                   if line.startswith("c.ElasticOrchestrator.policy_options = "))
+    durations = [r.duration_s for r in workload.requests]
+    assert options["boot_s"] == 120.0
+    assert options["lifetime_mean_s"] == round(sum(durations) / len(durations))
+    assert abs(options["lifetime_mean_s"] - 1800) < 60 and abs(options["lifetime_sd_s"] - 450) < 60
 
 
 @pytest.mark.parametrize("argv, message", [
