@@ -216,13 +216,15 @@ def horizon_days(days: float | None, default: float) -> tuple[int, int]:
 
 
 def build_workload(name: str, description: str, requests: list[Request], classes: list[ClassSession],
-                   horizon: int, lifetime: LifetimeModel) -> Workload:
+                   horizon: int, lifetime: LifetimeModel | None = None) -> Workload:
     """Requests before the horizon, by arrival (stable: equal arrivals keep
-    generation order), and the classes that start before it."""
+    generation order), and the classes that start before it; `lifetime`:
+    the model the durations were drawn from (None: `session_lifetime`
+    estimates it from them)."""
     requests = sorted((r for r in requests if r.arrival_s < horizon), key=lambda r: r.arrival_s)
     return Workload(name, tuple(requests), horizon, description,
                     tuple(c for c in classes if c.start_s < horizon),
-                    lifetime=(lifetime.mean_s, lifetime.sd_s))
+                    lifetime=None if lifetime is None else (lifetime.mean_s, lifetime.sd_s))
 
 
 def session_lifetime(workload: Workload) -> tuple[float, float]:
