@@ -16,11 +16,14 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
+import csv
 import logging
 import os
 import secrets
 import signal
 import sys
+import time
+import zoneinfo
 from urllib.parse import urlparse
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode, default, validate
@@ -32,6 +35,7 @@ from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
 from .observe import ObserveConfig
+from .timetable import TimetabledStrategy, classes_around, parse_timetable
 
 
 class StartupError(Exception):
@@ -64,8 +68,15 @@ class ElasticOrchestrator(Application):
     }
 
     # -- the policy (the same names and meaning as `elastichub simulate`) ---------------------
-    policy = Unicode("elastic", config=True, help="""Scaling strategy: 'elastic' (default) or 'paper' (the
-        published policy), as `elastichub simulate --policy` names them: tune on the simulator, run the same here.""")
+    policy = Unicode("elastic", config=True, help="""Scaling strategy: 'elastic' (default), 'calendar' ('elastic'
+        plus a class timetable, calendar_file: nodes are Ready when a class starts) or 'paper' (the published
+        policy), as `elastichub simulate --policy` names them: tune on the simulator, run the same here.""")
+    calendar_file = Unicode("", config=True, help="""Weekly class timetable, for policy 'calendar' (or 'elastic'):
+        a CSV with the columns day (Mon..Sun, or a date YYYY-MM-DD for a one-off class), time (HH:MM, in
+        calendar_timezone), users, cpu and ram_gib (each student's request), and optionally spread_s (how long
+        the students take to arrive, default 600) and name. Read at start-up.""")
+    calendar_timezone = Unicode("UTC", config=True, help="""IANA time zone of calendar_file's times (e.g.
+        'Europe/Berlin'): a class keeps its local time across daylight saving.""")
     theta_out = Float(80.0, config=True, help="""Scale-out threshold, percent of the RAM requests over the
         allocatable RAM of the active nodes (the paper's theta_out, eq. 2).""")
     tmon = Float(15.0, config=True, help="Seconds between two observations (the paper's Tmon).")
@@ -178,13 +189,55 @@ class ElasticOrchestrator(Application):
 
     # -- wiring -----------------------------------------------------------------------------
 
-    def build_strategy(self):
+    def build_strategy(self, now: float | None = None):
+        """The strategy, with the timetable of calendar_file if one is set
+        (`now`: the clock it starts at, for the first day's classes)."""
+        timetable = self.load_timetable()
+        if self.policy == "calendar" and timetable is None:
+            raise StartupError("ElasticOrchestrator.policy 'calendar' needs ElasticOrchestrator.calendar_file, "
+                               "the weekly class timetable (or use policy 'elastic')")
         try:
             config = PolicyConfig(theta_out=self.theta_out, tmon=self.tmon, tcool=self.tcool,
                                   scale_out=self.scale_out, migration=self.migration)
-            return make_strategy(self.policy, config, **self.policy_options)
+            if timetable is None:
+                return make_strategy(self.policy, config, **self.policy_options)
+            entries, zone = timetable
+            # what is still to come, so a timetable of past one-off dates only is named at start-up
+            ahead = classes_around(entries, time.time() if now is None else now, zone, days_ahead=400,
+                                   days_back=0)
+            if not ahead:
+                raise StartupError(f"ElasticOrchestrator.calendar_file {self.calendar_file}: no class "
+                                   "today or later")
+            try:
+                strategy = make_strategy(self.policy, config, **{**self.policy_options, "schedule": ahead})
+            except TypeError as e:
+                if "schedule" not in str(e):
+                    raise
+                raise StartupError(f"ElasticOrchestrator.calendar_file: policy {self.policy!r} takes no "
+                                   "timetable (use 'calendar' or 'elastic')") from None
+            return TimetabledStrategy(strategy, entries, zone)
         except (ValueError, TypeError) as e:
-            raise StartupError(f"ElasticOrchestrator.policy / policy_options: {e}") from None
+            what = "policy / policy_options" + (" / calendar_file" if timetable is not None else "")
+            raise StartupError(f"ElasticOrchestrator.{what}: {e}") from None
+
+    def load_timetable(self):
+        """(entries, zone) of calendar_file, or None without one."""
+        if not self.calendar_file:
+            return None
+        try:
+            zone = zoneinfo.ZoneInfo(self.calendar_timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise StartupError(f"ElasticOrchestrator.calendar_timezone: unknown time zone "
+                               f"{self.calendar_timezone!r} (an IANA name, e.g. 'Europe/Berlin')") from None
+        try:
+            with open(self.calendar_file, newline="", encoding="utf-8") as f:
+                entries = parse_timetable(csv.DictReader(f), source=f"calendar file {self.calendar_file}")
+        except OSError as e:
+            raise StartupError(f"ElasticOrchestrator.calendar_file: cannot read {self.calendar_file} "
+                               f"({e.strerror or e})") from None
+        except ValueError as e:
+            raise StartupError(f"ElasticOrchestrator.calendar_file: {e}") from None
+        return entries, zone
 
     def settings(self) -> Settings:
         try:

@@ -400,5 +400,15 @@ class Controller:
             "timeline": list(self.timeline),
             "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
                         if b.until > self.clock()},
+            "classes": self._classes_ahead(),
         }
+
+    def _classes_ahead(self) -> list[dict]:
+        """A timetable's classes still arriving or starting within a day."""
+        schedule_at = getattr(self.strategy, "schedule_at", None)
+        if schedule_at is None:
+            return []
+        now = self.clock()
+        return [{"name": c.name, "start": c.start_s, "users": c.users}
+                for c in schedule_at(now) if c.start_s + c.spread_s >= now and c.start_s <= now + 86_400]
 

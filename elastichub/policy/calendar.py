@@ -124,6 +124,20 @@ def _number(row: Mapping[str, object], column: str, where: str, default: float |
 CALENDAR_COLUMNS = ("start", "users", "cpu", "ram_gib")  # required; spread_s, name optional
 
 
+def parse_class_row(row: Mapping[str, object], where: str) -> tuple[int, Resources, float, str]:
+    """(users, per-user request, spread_s, name) of a calendar or timetable
+    row: columns users, cpu, ram_gib, and optionally spread_s (default 600)
+    and name. Errors name `where` (source and row) and the column."""
+    users = _number(row, "users", where)
+    if users != int(users):
+        raise ValueError(f"{where}: column 'users' must be a whole number, got {row['users']!r}")
+    ram = _number(row, "ram_gib", where)
+    if ram <= 0:
+        raise ValueError(f"{where}: column 'ram_gib' must be > 0, got {row['ram_gib']!r}")
+    return (int(users), Resources(_number(row, "cpu", where), ram * GiB),
+            _number(row, "spread_s", where, default=600.0), str(row.get("name") or "").strip())
+
+
 def parse_schedule(rows: Iterable[Mapping[str, object]], source: str = "calendar") -> tuple[ScheduledClass, ...]:
     """Classes from rows of strings (a CSV's DictReader, a TOML table list).
     Errors name the source, the row (1 = first data row) and the column."""
@@ -139,19 +153,6 @@ def parse_schedule(rows: Iterable[Mapping[str, object]], source: str = "calendar
             start = parse_start(row["start"])
         except ValueError as e:
             raise ValueError(f"{where}: column 'start': {e}") from None
-        users = _number(row, "users", where)
-        if users != int(users):
-            raise ValueError(f"{where}: column 'users' must be a whole number, got {row['users']!r}")
-        ram = _number(row, "ram_gib", where)
-        if ram <= 0:
-            raise ValueError(f"{where}: column 'ram_gib' must be > 0, got {row['ram_gib']!r}")
-        classes.append(
-            ScheduledClass(
-                start_s=start,
-                users=int(users),
-                request=Resources(_number(row, "cpu", where), ram * GiB),
-                spread_s=_number(row, "spread_s", where, default=600.0),
-                name=str(row.get("name") or "").strip(),
-            )
-        )
+        users, request, spread_s, name = parse_class_row(row, where)
+        classes.append(ScheduledClass(start_s=start, users=users, request=request, spread_s=spread_s, name=name))
     return tuple(sorted(classes, key=lambda c: (c.start_s, c.name)))

@@ -170,9 +170,10 @@ def _parse_tune(args: argparse.Namespace, policies: list[str], modes: list[str])
     if len(policies) != 1:
         raise UsageError(f"--tune tunes one policy, got --policy {','.join(policies)}")
     if policies[0] == "calendar":
-        raise UsageError("--tune prints the orchestrator's configuration, and the orchestrator reads no class "
-                         "timetable, so it cannot run 'calendar': tune 'elastic' (the default), and see what a "
-                         "timetable would buy with a plain run, --policy elastic,calendar")
+        raise UsageError("--tune prints the orchestrator's configuration, and 'calendar' runs live on the hub's "
+                         "weekly timetable (ElasticOrchestrator.calendar_file), not on a simulated calendar: tune "
+                         "'elastic' (the default), and see what a timetable buys with a plain run, "
+                         "--policy elastic,calendar")
     if args.mode == DEFAULT_MODES:
         modes = ["migration"]
     if len(modes) != 1 or modes[0] == "onprem-only":

@@ -35,9 +35,49 @@ def one_error_line(result) -> str:
     (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
     (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
     (["--ElasticOrchestrator.policy_options={'no_such_option': 1}"], "no_such_option"),
+    (["--policy=calendar"], "policy 'calendar' needs ElasticOrchestrator.calendar_file"),
+    (["--ElasticOrchestrator.calendar_file=absent.csv"], "calendar_file: cannot read absent.csv"),
+    (["--ElasticOrchestrator.calendar_file=t.csv", "--ElasticOrchestrator.calendar_timezone=Mars/Olympus"],
+     "calendar_timezone: unknown time zone 'Mars/Olympus'"),
+    (["--ElasticOrchestrator.calendar_file=bad.csv"], "calendar file bad.csv row 2: column 'day' must be a weekday"),
+    (["--ElasticOrchestrator.calendar_file=past.csv"], "calendar_file past.csv: no class today or later"),
+    (["--policy=paper", "--ElasticOrchestrator.calendar_file=t.csv"], "policy 'paper' takes no timetable"),
 ])
 def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
+    (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\n")
+    (tmp_path / "bad.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\nTuesdays,10:00,1,1,2\n")
+    (tmp_path / "past.csv").write_text("day,time,users,cpu,ram_gib\n2020-01-14,10:00,40,1,2\n")
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
+
+
+def test_a_timetable_gives_the_calendar_strategy_its_classes(tmp_path):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from elastichub.orchestrator.app import ElasticOrchestrator
+
+    (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib,name\nTue,10:00,100,1,2,stats\n")
+    app = ElasticOrchestrator(policy="calendar", calendar_file=str(tmp_path / "t.csv"),
+                              calendar_timezone="Europe/Berlin", policy_options={"boot_s": 120})
+    monday = datetime(2027, 1, 11, 12, 0, tzinfo=ZoneInfo("Europe/Berlin")).timestamp()
+    strategy = app.build_strategy(now=monday)
+    assert strategy.name == "calendar" and strategy.config.theta_out == app.theta_out
+    names = [c.name for c in strategy.schedule_at(monday)]
+    assert names == ["stats 2027-01-12 10:00"] and strategy.schedule_at(monday)[0].users == 100
+    # the status API lists the classes of the coming day
+    from elastichub.orchestrator.controller import Controller
+
+    def classes(now):
+        return Controller(strategy, None, None, None, None, None, clock=lambda: now)._classes_ahead()
+
+    tuesday_10 = monday + 22 * 3600
+    assert classes(monday) == [{"name": "stats 2027-01-12 10:00", "start": tuesday_10, "users": 100}]
+    assert classes(monday - 3 * 3600) == []  # more than a day ahead
+    assert len(classes(tuesday_10 + 300)) == 1 and classes(tuesday_10 + 601) == []  # while students arrive
+    # a workshop next month only: nothing to boot for today, and no reason to refuse to start
+    (tmp_path / "later.csv").write_text("day,time,users,cpu,ram_gib\n2027-02-20,09:00,40,1,2\n")
+    app.calendar_file = str(tmp_path / "later.csv")
+    assert app.build_strategy(now=monday).schedule_at(monday) == ()
 
 
 def test_an_unreachable_kubernetes_api_is_named(tmp_path):

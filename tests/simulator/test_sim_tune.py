@@ -97,7 +97,7 @@ def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
     (["--tune", "--slo-p95-wait", "soon"], "--slo-p95-wait: expected a number, got 'soon'"),
     (["--tune", "--slo-p95-wait", "-1"], "--slo-p95-wait: must not be negative"),
     (["--tune", "--slo-p95-wait", "60", "--policy", "paper,elastic"], "--tune tunes one policy"),
-    (["--tune", "--slo-p95-wait", "60", "--policy", "calendar"], "cannot run 'calendar'"),
+    (["--tune", "--slo-p95-wait", "60", "--policy", "calendar"], "'calendar' runs live on the hub's weekly timetable"),
     (["--tune", "--slo-p95-wait", "60", "--mode", "onprem-only"], "--tune needs one mode that uses the cloud"),
     (["--tune", "--slo-p95-wait", "0", "--slo-max-wait", "0", "--days", "1.5", "--onprem-nodes", "1",
       "--cloud-nodes", "1", "--theta-out", "95", "--policy", "paper"], "no setting of 1 tried meets"),

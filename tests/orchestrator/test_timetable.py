@@ -1,0 +1,105 @@
+"""The live hub's weekly class timetable (elastichub/orchestrator/timetable.py):
+rows parsed with errors naming row and column, classes placed at their local
+time across daylight saving, and a strategy that boots for them each day."""
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from elastichub.orchestrator.timetable import TimetabledStrategy, classes_around, parse_timetable
+from elastichub.policy import (
+    ClusterSnapshot, ControllerState, GiB, Node, NodeStatus, PolicyConfig, Resources, ScaleOut, Server, Tier,
+    make_strategy,
+)
+
+BERLIN = ZoneInfo("Europe/Berlin")
+ROWS = [
+    {"day": "Tue", "time": "10:00", "users": "100", "cpu": "1", "ram_gib": "2", "name": "stats"},
+    {"day": "2027-01-14", "time": "13:30", "users": "40", "cpu": "0.5", "ram_gib": "1", "spread_s": "300"},
+]
+
+
+NODE = Resources(25, 50 * GiB)
+
+
+def onprem(ram_each: int) -> list[Node]:
+    """8 on-prem nodes with `ram_each` 1-GiB servers each."""
+    nodes = []
+    for i in range(8):
+        servers = tuple(Server(f"op{i}-{j}", Resources(0.5, GiB), f"op{i}", started_at=0.0, created_at=0.0)
+                        for j in range(ram_each))
+        nodes.append(Node(f"op{i}", Tier.ONPREM, NODE, Resources.total(s.requests for s in servers), servers,
+                          NodeStatus.READY))
+    return nodes
+
+
+def pool(n: int) -> list[Node]:
+    return [Node(f"cloud{i}", Tier.CLOUD, NODE, Resources(), (), NodeStatus.STOPPED) for i in range(n)]
+
+
+def at(text: str, zone=BERLIN) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=zone).timestamp()
+
+
+def test_rows_become_weekly_and_one_off_entries():
+    stats, workshop = parse_timetable(ROWS)
+    assert (stats.weekday, stats.on, stats.at.hour, stats.users, stats.request.ram) == (1, None, 10, 100, 2 * GiB)
+    assert stats.spread_s == 600.0 and stats.name == "stats"
+    assert workshop.weekday is None and workshop.on.isoformat() == "2027-01-14" and workshop.spread_s == 300.0
+    assert parse_timetable([{**ROWS[0], "day": "tuesday"}])[0].weekday == 1
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"day": "Tuesdays"}, "row 1: column 'day' must be a weekday (Mon..Sun) or a date YYYY-MM-DD, got 'Tuesdays'"),
+    ({"time": "10h"}, "row 1: column 'time' must be HH:MM (24 h), got '10h'"),
+    ({"time": "24:00"}, "column 'time' must be HH:MM"),
+    ({"users": "12.5"}, "column 'users' must be a whole number"),
+    ({"ram_gib": "0"}, "column 'ram_gib' must be > 0"),
+    ({"cpu": ""}, "row 1: missing column 'cpu'"),
+])
+def test_bad_rows_name_the_row_and_the_column(change, message):
+    with pytest.raises(ValueError) as e:
+        parse_timetable([{**ROWS[0], **change}], source="calendar file t.csv")
+    assert message in str(e.value) and str(e.value).startswith("calendar file t.csv row 1")
+    with pytest.raises(ValueError, match="no classes"):
+        parse_timetable([], source="calendar file t.csv")
+
+
+def test_a_class_keeps_its_local_time_across_daylight_saving():
+    entries = parse_timetable(ROWS[:1])
+    winter = classes_around(entries, at("2027-01-12T08:00"), BERLIN, days_ahead=0, days_back=0)
+    summer = classes_around(entries, at("2027-07-13T08:00"), BERLIN, days_ahead=0, days_back=0)
+    assert [datetime.fromtimestamp(c.start_s, timezone.utc).hour for c in winter + summer] == [9, 8]
+    assert winter[0].name == "stats 2027-01-12 10:00" and winter[0].users == 100
+    # one class a week: a week ahead from a Wednesday finds next Tuesday's only
+    week = classes_around(entries, at("2027-01-13T12:00"), BERLIN, days_ahead=7, days_back=0)
+    assert [c.name for c in week] == ["stats 2027-01-19 10:00"]
+    # the one-off workshop on its date only
+    both = parse_timetable(ROWS)
+    assert [c.name for c in classes_around(both, at("2027-01-14T09:00"), BERLIN, days_ahead=0, days_back=0)] == [
+        "class 2027-01-14 13:30"]
+    # by default it looks back far enough for the longest arrival window (Tuesday's, from Thursday)
+    assert len(classes_around(both, at("2027-01-14T09:00"), BERLIN)) == 2
+
+
+def test_the_strategy_boots_for_each_days_class_and_only_then():
+    entries = parse_timetable(ROWS[:1])  # 100 students x 2 GiB at 10:00 on Tuesdays
+    base = make_strategy("calendar", PolicyConfig(theta_out=80), schedule=classes_around(
+        entries, at("2027-01-12T07:00"), BERLIN, days_ahead=7), boot_s=290)
+    strategy = TimetabledStrategy(base, entries, BERLIN)
+    assert strategy.name == "calendar" and strategy.config.theta_out == 80
+    # on-prem at 320 of 400 GiB: room for the background, not for 200 GiB of students
+    snap = ClusterSnapshot(tuple(onprem(ram_each=40) + pool(8)))
+    lead = 290 + 15 + 60  # boot + tmon + margin: nodes must be asked for this long before
+    tuesday = at("2027-01-12T10:00")
+    assert strategy.decide(snap, ControllerState(), tuesday - lead - 60)[0] is None
+    action, _ = strategy.decide(snap, ControllerState(), tuesday - lead + 15)
+    assert isinstance(action, ScaleOut) and len(action.nodes) >= 3
+    # next day: its own (empty) schedule, nothing to boot for
+    wednesday = at("2027-01-13T10:00")
+    assert strategy.schedule_at(wednesday - lead + 15)[-1].start_s < wednesday - 86_400 + 3600
+    assert strategy.decide(snap, ControllerState(), wednesday - lead + 15)[0] is None
+    # a week later, the class again, at the same local time
+    next_week = at("2027-01-19T10:00")
+    assert isinstance(strategy.decide(snap, ControllerState(), next_week - lead + 15)[0], ScaleOut)
