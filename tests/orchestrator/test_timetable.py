@@ -103,3 +103,28 @@ def test_the_strategy_boots_for_each_days_class_and_only_then():
     # a week later, the class again, at the same local time
     next_week = at("2027-01-19T10:00")
     assert isinstance(strategy.decide(snap, ControllerState(), next_week - lead + 15)[0], ScaleOut)
+
+
+@pytest.mark.timeout(60)
+async def test_live_the_nodes_are_ready_before_the_class_arrives(cluster_factory, wire):
+    """The orchestrator's real loop against the local cluster: no user has
+    asked for anything yet, and a class of 10 x 2 GiB (more than the 16 GiB
+    on-prem) is due; the controller, its clock one lead before the start,
+    boots cloud nodes, which are Ready with nobody waiting."""
+    from podtools import cluster_config, until
+
+    cluster = await cluster_factory(cluster_config())
+    entries = parse_timetable([{"day": "Tue", "time": "10:00", "users": "10", "cpu": "0.1", "ram_gib": "2"}])
+    tuesday = at("2027-01-12T10:00")
+    base = make_strategy("calendar", PolicyConfig(theta_out=80, tmon=0.2), boot_s=5, lead_margin_s=0,
+                         schedule=classes_around(entries, tuesday, BERLIN))
+    strategy = TimetabledStrategy(base, entries, BERLIN)
+    ctl = await wire(cluster, strategy)
+    ctl.clock = lambda: tuesday - 60  # before the lead (5 s boot + 0.2 s tmon)
+    assert (await ctl.cycle())["action"] == "none"
+    ctl.clock = lambda: tuesday - 4
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-out" and set(decision["nodes"]) <= {"cloud-1", "cloud-2"}, decision
+    await until(lambda: all(ctl.nodes.records[n].ready for n in decision["nodes"]), what="cloud nodes Ready")
+    assert decision["pending"] == 0 and not ctl.pods.records  # nobody has asked for a server yet
+    assert ctl.status()["classes"][0]["users"] == 10
