@@ -230,7 +230,7 @@ class ElasticOrchestrator(Application):
             raise StartupError(f"ElasticOrchestrator.calendar_timezone: unknown time zone "
                                f"{self.calendar_timezone!r} (an IANA name, e.g. 'Europe/Berlin')") from None
         try:
-            with open(self.calendar_file, newline="", encoding="utf-8") as f:
+            with open(self.calendar_file, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
                 entries = parse_timetable(csv.DictReader(f), source=f"calendar file {self.calendar_file}")
         except OSError as e:
             raise StartupError(f"ElasticOrchestrator.calendar_file: cannot read {self.calendar_file} "
