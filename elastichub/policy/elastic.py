@@ -522,9 +522,8 @@ class ElasticStrategy:
             urgent, patient = self._split_queue(snapshot.pending, now)
             free = [n.free for n in nodes]
             left = _first_fit(_by_size(urgent), free) if urgent else []
-            if patient:
-                if horizon > 0:
-                    free = _departure_slots(free, nodes, self._outflow(t, horizon)[1])
+            if patient:  # a patience > 0, so a horizon > 0
+                free = _departure_slots(free, nodes, self._outflow(t, horizon)[1])
                 left += _first_fit(_by_size(patient), free)
                 left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
             if left and self._small_remainder(left, snapshot.pending, t.stopped, now):

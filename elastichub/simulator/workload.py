@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import math
 import random
+import statistics
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -237,9 +238,7 @@ def session_lifetime(workload: Workload) -> tuple[float, float]:
     durations = [r.duration_s for r in workload.requests]
     if not durations:
         return LifetimeModel().mean_s, LifetimeModel().sd_s
-    mean = math.fsum(durations) / len(durations)
-    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in durations) / len(durations))
-    return float(round(mean)), float(round(sd))
+    return float(round(statistics.fmean(durations))), float(round(statistics.pstdev(durations)))
 
 
 def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel, scale: float = 1.0) -> Workload:
