@@ -30,6 +30,10 @@ SUBCOMMANDS = {
         "elastichub.localcluster.cli",
         "run a local Kubernetes cluster (API emulator, scheduler, kubelet, cloud pool) in the foreground",
     ),
+    "rbac": (
+        "elastichub.orchestrator.rbac",
+        "print the Kubernetes roles ElasticHub needs beyond KubeSpawner's, for kubectl apply -f -",
+    ),
 }
 # name -> (module with main(argv) -> int, one-line help): traitlets Applications
 APPLICATIONS = {

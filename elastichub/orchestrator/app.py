@@ -16,7 +16,6 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
-import csv
 import logging
 import os
 import secrets
@@ -35,7 +34,7 @@ from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
 from .observe import ObserveConfig
-from .timetable import TimetabledStrategy, classes_around, parse_timetable
+from .timetable import TimetabledStrategy, TimetableFile, classes_around
 
 
 class StartupError(Exception):
@@ -67,6 +66,8 @@ class ElasticOrchestrator(Application):
         "generate-config": ({"ElasticOrchestrator": {"generate_config": True}}, generate_config.help),
     }
 
+    timetable_file: TimetableFile | None = None  # calendar_file, once read (not a setting)
+
     # -- the policy (the same names and meaning as `elastichub simulate`) ---------------------
     policy = Unicode("elastic", config=True, help="""Scaling strategy: 'elastic' (default), 'calendar' ('elastic'
         plus a class timetable, calendar_file: nodes are Ready when a class starts) or 'paper' (the published
@@ -74,7 +75,9 @@ class ElasticOrchestrator(Application):
     calendar_file = Unicode("", config=True, help="""Weekly class timetable, for policy 'calendar' (or 'elastic'):
         a CSV with the columns day (Mon..Sun, or a date YYYY-MM-DD for a one-off class), time (HH:MM, in
         calendar_timezone), users, cpu and ram_gib (each student's request), and optionally spread_s (how long
-        the students take to arrive, default 600) and name. Read at start-up.""")
+        the students take to arrive, default 600) and name. Read at start-up, and again each Tmon after it
+        changes: an edit takes effect without a restart, and an edit that does not parse is refused (an event
+        names the row and column) while the timetable in force stays.""")
     calendar_timezone = Unicode("UTC", config=True, help="""IANA time zone of calendar_file's times (e.g.
         'Europe/Berlin'): a class keeps its local time across daylight saving.""")
     theta_out = Float(80.0, config=True, help="""Scale-out threshold, percent of the RAM requests over the
@@ -221,7 +224,8 @@ class ElasticOrchestrator(Application):
             raise StartupError(f"ElasticOrchestrator.{what}: {e}") from None
 
     def load_timetable(self):
-        """(entries, zone) of calendar_file, or None without one."""
+        """(entries, zone) of calendar_file, or None without one; the file is
+        kept in `timetable_file`, for the controller to follow its edits."""
         if not self.calendar_file:
             return None
         try:
@@ -229,9 +233,9 @@ class ElasticOrchestrator(Application):
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             raise StartupError(f"ElasticOrchestrator.calendar_timezone: unknown time zone "
                                f"{self.calendar_timezone!r} (an IANA name, e.g. 'Europe/Berlin')") from None
+        self.timetable_file = TimetableFile(self.calendar_file)
         try:
-            with open(self.calendar_file, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
-                entries = parse_timetable(csv.DictReader(f), source=f"calendar file {self.calendar_file}")
+            entries = self.timetable_file.load()
         except OSError as e:
             raise StartupError(f"ElasticOrchestrator.calendar_file: cannot read {self.calendar_file} "
                                f"({e.strerror or e})") from None
@@ -328,7 +332,7 @@ class ElasticOrchestrator(Application):
         pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,
                         watch_timeout=self.watch_timeout)
         controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings,
-                                kube_pods=KubePods(core))
+                                kube_pods=KubePods(core), timetable=self.timetable_file)
         return controller, closers
 
     async def run(self) -> None:

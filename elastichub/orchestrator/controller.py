@@ -33,6 +33,7 @@ from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods
 from .metrics import Metrics
 from .observe import ObserveConfig, Observation, observe
+from .timetable import TimetableFile
 
 log = logging.getLogger(__name__)
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
@@ -71,6 +72,7 @@ class Controller:
     metrics: Metrics = field(default_factory=Metrics)
     clock: Callable[[], float] = time.time
     kube_pods: KubePods | None = None  # live moves create and delete pods
+    timetable: TimetableFile | None = None  # calendar_file, followed for edits (strategy: a TimetabledStrategy)
 
     def __post_init__(self) -> None:
         self.state = ControllerState()
@@ -125,6 +127,8 @@ class Controller:
         self.last = obs
         self._account(obs, now)
         self._reconcile(obs, now)
+        if self.timetable is not None:
+            self._reload_timetable()
         snapshot = self._without_backed_off(obs.snapshot, now)
         action, self.state = self.strategy.decide(snapshot, self.state, now)
         return self._decided(now, action, getattr(action, "reason", ""), t0)
@@ -158,6 +162,17 @@ class Controller:
     def event(self, kind: str, message: str) -> None:
         self.events.append({"time": self.clock(), "kind": kind, "message": message})
         (log.warning if kind in ("error", "boot-failed", "drain-failed") else log.info)("%s: %s", kind, message)
+
+    def _reload_timetable(self) -> None:
+        try:
+            entries = self.timetable.changed()
+        except (OSError, ValueError) as e:
+            reason = f"cannot read {self.timetable.path} ({e.strerror or e})" if isinstance(e, OSError) else e
+            self.event("error", f"calendar_file not reloaded, the timetable in force stays: {reason}")
+            return
+        if entries is not None:
+            self.strategy.use_entries(entries)
+            self.event("timetable", f"calendar_file {self.timetable.path} reloaded: {len(entries)} row(s)")
 
     def _on_move(self, report: MoveReport) -> None:
         if report not in self.moves:

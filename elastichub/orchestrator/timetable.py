@@ -7,14 +7,17 @@ workshop) and a local time; `classes_around` turns the rows into the
 `ScheduledClass`es near a moment of the hub's clock (epoch seconds), in the
 timetable's time zone, so a class keeps its local time across daylight
 saving. `TimetabledStrategy` hands them to a schedule-aware strategy each
-day. No I/O and no clock of its own (the caller reads the file and passes
-the time zone and the time), but calendar arithmetic, which the policy
-layer keeps out of its pure modules: hence here, beside the orchestrator.
+day; calendar arithmetic, which the policy layer keeps out of its pure
+modules: hence here, beside the orchestrator. `TimetableFile` is the one
+piece with I/O: it reads the CSV, and reads it again when it changes, so a
+term's new timetable needs no restart.
 """
 
 from __future__ import annotations
 
+import csv
 import math
+import os
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
@@ -114,6 +117,10 @@ class TimetabledStrategy:
     def config(self):
         return self._base.config
 
+    def use_entries(self, entries: tuple[TimetableEntry, ...]) -> None:
+        """Decide with these rows from the next cycle on (a reloaded timetable)."""
+        self.entries, self._day = tuple(entries), None
+
     def schedule_at(self, now: float) -> tuple[ScheduledClass, ...]:
         """The classes the strategy decides with at `now`."""
         day = datetime.fromtimestamp(now, self.zone).date()
@@ -125,3 +132,43 @@ class TimetabledStrategy:
     def decide(self, snapshot, state, now: float):
         self.schedule_at(now)
         return self._current.decide(snapshot, state, now)
+
+
+class TimetableFile:
+    """A timetable CSV on disk (utf-8, a spreadsheet's byte-order mark
+    allowed). `load` reads it; `changed` reads it again only when its
+    modification time or size moved, and reports a bad edit once, not every
+    cycle: the caller keeps the timetable in force until an edit parses."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._stamp: tuple | None = None  # of the last version read, good or bad
+
+    @staticmethod
+    def _stamp_of(st: os.stat_result) -> tuple:
+        # ctime too: a permission fixed by chmod, or a copy that kept its mtime, is a change
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+    def load(self) -> tuple[TimetableEntry, ...]:
+        """The entries; OSError or ValueError (naming file, row and column)."""
+        try:
+            self._stamp = self._stamp_of(os.stat(self.path))
+        except OSError:
+            self._stamp = None
+            raise
+        with open(self.path, newline="", encoding="utf-8-sig") as f:
+            return parse_timetable(csv.DictReader(f), source=f"calendar file {self.path}")
+
+    def changed(self) -> tuple[TimetableEntry, ...] | None:
+        """The new entries if the file changed since the last `load` or
+        `changed`, else None; OSError or ValueError once per bad version."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            if self._stamp == "gone":
+                return None
+            self._stamp = "gone"  # said once; read again when it is back
+            raise
+        if self._stamp_of(st) == self._stamp:
+            return None
+        return self.load()

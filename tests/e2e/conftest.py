@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hubtools import Hub
+from rbactools import assert_hub_roles_suffice, audit_into
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ async def hub_factory(tmp_path):
 
 @pytest.fixture
 def api_requests():
-    """Every HTTP request the local cluster's API server answers: (method, path, status)."""
+    """Every HTTP request the local cluster's API server answers: (method, URI, status)."""
     return []
 
 
@@ -36,14 +37,14 @@ def api_requests():
 async def hub_on_cluster(cluster_factory, hub_factory, api_requests):
     """One on-prem and one cloud node (8 GiB each; a VM takes a second to
     stop, as a cloud's does) and a hub with ElasticSpawner and an
-    orchestrator service account; every API request recorded."""
+    orchestrator service account; every API request recorded, and checked
+    against the roles a deployment grants when the test ends."""
     from orchestratortools import ORCHESTRATOR_SERVICE
     from podtools import cluster_config
 
-    def audit(handler):
-        api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
-
-    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0), log_function=audit)
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0),
+                                    log_function=audit_into(api_requests))
     hub = await hub_factory(cluster, ORCHESTRATOR_SERVICE, spawner_class="elastic")
     yield cluster, hub
     assert "Traceback" not in hub.log_text(100_000), hub.log_text()
+    assert_hub_roles_suffice(api_requests)

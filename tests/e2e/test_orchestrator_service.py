@@ -10,6 +10,7 @@ import pytest
 from hubtools import Hub, free_port
 from orchestratortools import ORCHESTRATOR_SCOPES, ORCHESTRATOR_SERVICE, orchestrator_config, users_on_cloud
 from podtools import cluster_config, node_of, until
+from rbactools import assert_hub_roles_suffice, audit_into
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
@@ -30,10 +31,7 @@ for role in c.JupyterHub.load_roles:
 
 @pytest.fixture
 async def managed(cluster_factory, tmp_path, api_requests):
-    def audit(handler):
-        api_requests.append((handler.request.method, handler.request.path, handler.get_status()))
-
-    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1), log_function=audit)
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1), log_function=audit_into(api_requests))
     workdir = tmp_path / "hub"
     workdir.mkdir()
     hub = Hub(workdir, cluster.kubeconfig, ORCHESTRATOR_SERVICE, spawner_class="elastic")
@@ -44,6 +42,7 @@ async def managed(cluster_factory, tmp_path, api_requests):
     await hub.start()
     yield cluster, hub
     await hub.stop()
+    assert_hub_roles_suffice(api_requests)
 
 
 async def status(hub) -> dict:

@@ -127,7 +127,7 @@ def test_the_web_handlers_check_tokens_with_the_apps_hub_settings(monkeypatch):
     from unittest.mock import Mock
 
     from jupyterhub.services.auth import HubOAuth
-    from tornado.httputil import HTTPServerRequest
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 
     from elastichub.orchestrator import web
 
@@ -135,6 +135,7 @@ def test_the_web_handlers_check_tokens_with_the_apps_hub_settings(monkeypatch):
     auth = HubOAuth(api_token="t0k3n", api_url="http://hub.example:8081/hub/api")
     app = web.make_app(Mock(), "/services/o/", cookie_secret=b"s" * 32, hub_auth=auth)
     for handler in (web.StatusAPIHandler, web.StatusPageHandler, web.MetricsHandler, web.OAuthCallbackHandler):
-        request = HTTPServerRequest(method="GET", uri="/services/o/api/status", connection=Mock())
+        request = HTTPServerRequest(start_line=RequestStartLine("GET", "/services/o/api/status", "HTTP/1.1"),
+                                    headers=HTTPHeaders({"Host": "hub.example"}), connection=Mock())
         h = handler(app, request)
         assert h.hub_auth is auth and h.hub_auth.api_url == "http://hub.example:8081/hub/api"

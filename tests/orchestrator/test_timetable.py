@@ -1,13 +1,15 @@
 """The live hub's weekly class timetable (elastichub/orchestrator/timetable.py):
 rows parsed with errors naming row and column, classes placed at their local
-time across daylight saving, and a strategy that boots for them each day."""
+time across daylight saving, a strategy that boots for them each day, and a
+file whose edits take effect without a restart."""
 
+import os
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from elastichub.orchestrator.timetable import TimetabledStrategy, classes_around, parse_timetable
+from elastichub.orchestrator.timetable import TimetabledStrategy, TimetableFile, classes_around, parse_timetable
 from elastichub.policy import (
     ClusterSnapshot, ControllerState, GiB, Node, NodeStatus, PolicyConfig, Resources, ScaleOut, Server, Tier,
     make_strategy,
@@ -128,3 +130,72 @@ async def test_live_the_nodes_are_ready_before_the_class_arrives(cluster_factory
     await until(lambda: all(ctl.nodes.records[n].ready for n in decision["nodes"]), what="cloud nodes Ready")
     assert decision["pending"] == 0 and not ctl.pods.records  # nobody has asked for a server yet
     assert ctl.status()["classes"][0]["users"] == 10
+
+
+HEADER = "day,time,users,cpu,ram_gib\n"
+
+
+def write(path, rows: str) -> None:
+    path.write_text(HEADER + rows)
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 1))  # a coarse clock still moves
+
+
+def test_the_file_is_read_again_only_when_it_changes_and_a_bad_edit_is_named_once(tmp_path):
+    path = tmp_path / "t.csv"
+    write(path, "Tue,10:00,100,1,2\n")
+    timetable = TimetableFile(str(path))
+    assert timetable.load()[0].users == 100
+    assert timetable.changed() is None  # unchanged: not read again
+    write(path, "Tue,10:00,120,1,2\nThu,14:00,30,1,4\n")
+    assert [e.users for e in timetable.changed()] == [120, 30]
+    write(path, "Tue,25:00,120,1,2\n")  # a typo
+    with pytest.raises(ValueError, match=r"t.csv row 1: column 'time' must be HH:MM"):
+        timetable.changed()
+    assert timetable.changed() is None  # said once, not every cycle
+    path.unlink()
+    with pytest.raises(FileNotFoundError):
+        timetable.changed()
+    assert timetable.changed() is None
+    write(path, "Wed,08:00,10,1,2\n")  # back, fixed
+    assert timetable.changed()[0].weekday == 2
+
+
+@pytest.mark.timeout(60)
+async def test_live_an_edited_timetable_changes_the_next_decision_and_a_bad_edit_changes_nothing(
+        cluster_factory, wire, tmp_path):
+    """The orchestrator as the app wires it (calendar_file), its clock at
+    Tuesday 09:29:57 in Berlin: the 10:00 class is not due yet; moved to
+    09:30 by an edit, the next cycle boots for it; a bad edit or a deleted
+    file is one event each and the timetable in force stays."""
+    from podtools import cluster_config
+
+    from elastichub.orchestrator.app import ElasticOrchestrator
+
+    cluster = await cluster_factory(cluster_config())
+    path = tmp_path / "t.csv"
+    write(path, "Tue,10:00,10,0.1,2\n")
+    app = ElasticOrchestrator(policy="calendar", calendar_file=str(path), calendar_timezone="Europe/Berlin",
+                              tmon=0.2, policy_options={"boot_s": 5, "lead_margin_s": 0})
+    now = at("2027-01-12T09:29:57")
+    ctl = await wire(cluster, app.build_strategy(now=now), tmon=0.2)
+    ctl.timetable, ctl.clock = app.timetable_file, lambda: now
+    assert (await ctl.cycle())["action"] == "none"
+    assert [c["name"] for c in ctl.status()["classes"]] == ["class 2027-01-12 10:00"]
+
+    write(path, "Tue,09:30,10,0.1,2\n")
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-out", (decision, list(ctl.events))
+    assert [c["name"] for c in ctl.status()["classes"]] == ["class 2027-01-12 09:30"]
+    assert ctl.events[-1]["kind"] == "timetable" and "reloaded: 1 row(s)" in ctl.events[-1]["message"]
+
+    for edit, named in ((lambda: write(path, "Tue,09:30,ten,0.1,2\n"), "row 1: column 'users'"),
+                        (path.unlink, "cannot read {path} (No such file or directory)")):
+        edit()
+        events = len(ctl.events)
+        await ctl.cycle()
+        await ctl.cycle()
+        said = [e for e in list(ctl.events)[events:] if e["kind"] in ("error", "timetable")]
+        assert len(said) == 1 and said[0]["kind"] == "error", said  # once, not every cycle
+        assert said[0]["message"].startswith("calendar_file not reloaded, the timetable in force stays: ")
+        assert named.format(path=path) in said[0]["message"], said
+        assert [c["name"] for c in ctl.status()["classes"]] == ["class 2027-01-12 09:30"]
