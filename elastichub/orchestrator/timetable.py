@@ -136,13 +136,14 @@ class TimetabledStrategy:
 
 class TimetableFile:
     """A timetable CSV on disk (utf-8, a spreadsheet's byte-order mark
-    allowed). `load` reads it; `changed` reads it again only when its
-    modification time or size moved, and reports a bad edit once, not every
-    cycle: the caller keeps the timetable in force until an edit parses."""
+    allowed). `load` reads it; `changed` reads it again only when it was
+    written or replaced (a ConfigMap volume swaps in a new file), and reports
+    a bad edit once, not every cycle: the caller keeps the timetable in
+    force until an edit parses."""
 
     def __init__(self, path: str):
         self.path = path
-        self._stamp: tuple | None = None  # of the last version read, good or bad
+        self._stamp: tuple | str | None = None  # of the last version read, good or bad; "gone"
 
     @staticmethod
     def _stamp_of(st: os.stat_result) -> tuple:
@@ -151,11 +152,7 @@ class TimetableFile:
 
     def load(self) -> tuple[TimetableEntry, ...]:
         """The entries; OSError or ValueError (naming file, row and column)."""
-        try:
-            self._stamp = self._stamp_of(os.stat(self.path))
-        except OSError:
-            self._stamp = None
-            raise
+        self._stamp = self._stamp_of(os.stat(self.path))
         with open(self.path, newline="", encoding="utf-8-sig") as f:
             return parse_timetable(csv.DictReader(f), source=f"calendar file {self.path}")
 

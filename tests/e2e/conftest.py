@@ -1,4 +1,5 @@
-"""Fixtures of the end-to-end tests: real hubs on the local cluster."""
+"""Fixtures of the end-to-end tests: real hubs on the local cluster, each test's
+Kubernetes requests checked against the roles a deployment grants the hub."""
 
 from __future__ import annotations
 
@@ -29,22 +30,31 @@ async def hub_factory(tmp_path):
 
 @pytest.fixture
 def api_requests():
-    """Every HTTP request the local cluster's API server answers: (method, URI, status)."""
+    """Every HTTP request the local clusters' API servers answer: (method, URI, status)."""
     return []
 
 
 @pytest.fixture
-async def hub_on_cluster(cluster_factory, hub_factory, api_requests):
+async def cluster_factory(cluster_factory, api_requests):
+    """The shared factory, with every request of the test recorded in
+    api_requests and, when the test ends, checked against the roles a
+    deployment grants the hub (the chart's and `elastichub rbac`'s)."""
+    async def make(config=None, **settings):
+        return await cluster_factory(config, log_function=audit_into(api_requests), **settings)
+
+    yield make
+    assert_hub_roles_suffice(api_requests)
+
+
+@pytest.fixture
+async def hub_on_cluster(cluster_factory, hub_factory):
     """One on-prem and one cloud node (8 GiB each; a VM takes a second to
     stop, as a cloud's does) and a hub with ElasticSpawner and an
-    orchestrator service account; every API request recorded, and checked
-    against the roles a deployment grants when the test ends."""
+    orchestrator service account; every API request recorded (api_requests)."""
     from orchestratortools import ORCHESTRATOR_SERVICE
     from podtools import cluster_config
 
-    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0),
-                                    log_function=audit_into(api_requests))
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0))
     hub = await hub_factory(cluster, ORCHESTRATOR_SERVICE, spawner_class="elastic")
     yield cluster, hub
     assert "Traceback" not in hub.log_text(100_000), hub.log_text()
-    assert_hub_roles_suffice(api_requests)
