@@ -122,4 +122,6 @@ if os.environ.get("ELASTICHUB_DEMO"):
     c.ElasticOrchestrator.cloud_node_mapping = "name"
     c.ElasticOrchestrator.proxy_url = f"http://127.0.0.1:{demo['port']}"
     c.ElasticOrchestrator.boot_timeout = 120
+    # Each session that ends, as a trace for `elastichub simulate --trace history.csv --tune`.
+    c.ElasticOrchestrator.history_file = f"{work}/history.csv"
     c.ElasticOrchestrator.busy_timeout = 60

@@ -7,6 +7,7 @@ local cluster and its VMs: nothing is left running.
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import re
 import signal
@@ -45,6 +46,11 @@ async def summarize(stage: Stage, room: Classroom, status: dict, migrations: lis
     code, metrics = await stage.api("GET", f"{stage.status_url}metrics")
     text = metrics.decode() if isinstance(metrics, bytes) else str(metrics or "")
     waits = [s.wait_s for s in room.students if s.wait_s is not None]
+    history = stage.workdir / "history.csv"  # the example config's history_file
+    sessions = []
+    if history.is_file():
+        with open(history, newline="", encoding="utf-8") as f:
+            sessions = [row.get("user", "") for row in csv.DictReader(f)]
     return {
         "students": len(room.students),
         "scale_outs": int(metric(text, 'elastichub_scale_actions_total{action="scale-out"}')),
@@ -54,6 +60,9 @@ async def summarize(stage: Stage, room: Classroom, status: dict, migrations: lis
         "migrations": migrations,
         "all_states_identical": all(m["state_identical"] for m in migrations),
         "failed_students": {s.name: s.error for s in room.students if s.error},
+        "left": sorted(s.name for s in room.students if s.phase == "left"),
+        "history_file": str(history) if history.is_file() else None,
+        "history_sessions": sessions,  # users whose sessions ended, one entry per session
         "seconds": round(time.time() - started, 1),
     }
 

@@ -88,5 +88,8 @@ def summary_table(summary: dict) -> Table:
         same = "[green]state identical[/green]" if m["state_identical"] else "[bold red]STATE DIFFERS[/bold red]"
         kernel = ", same kernel" if m["same_kernel"] else ""
         table.add_row(f"  {m['user']}", f"{m['from_node']} -> {m['to_node']}, {down}, {same}{kernel}")
+    if summary.get("history_file"):
+        table.add_row("sessions ended, in the history", f"{len(summary['history_sessions'])}: "
+                                                         f"{summary['history_file']}")
     table.add_row("took", f"{summary['seconds']:.0f} s")
     return table

@@ -33,6 +33,7 @@ from ..policy import PolicyConfig, Resources, make_strategy
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
+from .history import HistoryFile
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
 
@@ -153,6 +154,10 @@ class ElasticOrchestrator(Application):
     page_refresh = Integer(5, config=True, help="Seconds between refreshes of the status page.")
     history_hours = Float(6.0, config=True, help="Hours of timeline kept for the status page.")
     dry_run = Bool(False, config=True, help="Observe and decide, log the decisions, change nothing.")
+    history_file = Unicode("", config=True, help="""Append each server session that ends to this CSV, in the
+        format `elastichub simulate --trace` reads (arrival, duration_s, cpu, ram_gib, and user, server,
+        waited_s): run with dry_run for a week or two, then let `elastichub simulate --trace FILE --tune`
+        choose theta_out on your own hub's history. A session spans its moves. Empty: no history.""")
 
     @default("hub_api_url")
     def _hub_api_url(self):
@@ -300,6 +305,14 @@ class ElasticOrchestrator(Application):
 
         strategy = self.build_strategy()
         settings = self.settings()
+        history = None
+        if self.history_file:
+            history = HistoryFile(self.history_file)
+            try:
+                history.check()
+            except OSError as e:
+                raise StartupError(f"ElasticOrchestrator.history_file: cannot write {self.history_file} "
+                                   f"({e.strerror or e})") from None
         cloud = self.build_cloud()
         api, core = await self._kube()
         closers = [api.close]
@@ -332,7 +345,7 @@ class ElasticOrchestrator(Application):
         pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,
                         watch_timeout=self.watch_timeout)
         controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings,
-                                kube_pods=KubePods(core), timetable=self.timetable_file)
+                                kube_pods=KubePods(core), timetable=self.timetable_file, history=history)
         return controller, closers
 
     async def run(self) -> None:

@@ -29,6 +29,7 @@ from typing import Callable
 from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
 from .cloud import CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
+from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods
 from .metrics import Metrics
@@ -73,6 +74,7 @@ class Controller:
     clock: Callable[[], float] = time.time
     kube_pods: KubePods | None = None  # live moves create and delete pods
     timetable: TimetableFile | None = None  # calendar_file, followed for edits (strategy: a TimetabledStrategy)
+    history: HistoryFile | None = None  # history_file: each ended server session, as a simulator trace row
 
     def __post_init__(self) -> None:
         self.state = ControllerState()
@@ -87,6 +89,8 @@ class Controller:
         self.last: Observation | None = None
         self.last_cycle_at: float | None = None
         self.cycles = 0
+        self.sessions = SessionTracker()
+        self._history_failing = False
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -125,6 +129,8 @@ class Controller:
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
                       self.boot_started)
         self.last = obs
+        if self.history is not None:
+            self._record_history(obs, now)
         self._account(obs, now)
         self._reconcile(obs, now)
         if self.timetable is not None:
@@ -162,6 +168,24 @@ class Controller:
     def event(self, kind: str, message: str) -> None:
         self.events.append({"time": self.clock(), "kind": kind, "message": message})
         (log.warning if kind in ("error", "boot-failed", "drain-failed") else log.info)("%s: %s", kind, message)
+
+    def _record_history(self, obs: Observation, now: float) -> None:
+        rows = self.sessions.update(self.pods.records.values(), obs.drains.values(), now)
+        if rows or self.history.unwritten:
+            self._write_history(rows)
+
+    def _write_history(self, rows: list[dict]) -> None:
+        try:
+            self.history.append(rows)
+        except OSError as e:
+            if not self._history_failing:  # said once, until a write succeeds again
+                self.event("error", f"history_file {self.history.path}: cannot write ({e.strerror or e}); "
+                                    "the rows are kept and written when it can be")
+            self._history_failing = True
+            return
+        if self._history_failing:
+            self.event("history", f"history_file {self.history.path} written again")
+        self._history_failing = False
 
     def _reload_timetable(self) -> None:
         try:
@@ -231,6 +255,8 @@ class Controller:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.history is not None and self.history.unwritten:
+            self._write_history([])
 
     # -- reconcile -----------------------------------------------------------------------
 

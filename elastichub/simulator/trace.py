@@ -4,7 +4,10 @@ Format (docs/simulator.md): a header row naming at least the columns
 `arrival_s,duration_s,cpu,ram_gib` (any order; other columns are ignored),
 then one row per server:
 
-- arrival_s: when the user asked for the server, seconds from the start
+- arrival_s: when the user asked for the server, seconds from the start; or
+  instead `arrival`, a timestamp with its time zone (ISO 8601, as the
+  orchestrator's `history_file` writes it): the replay then starts at
+  midnight of the first arrival's day, in that arrival's offset
 - duration_s: how long the server ran once started, seconds (> 0)
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
 
@@ -15,12 +18,14 @@ from __future__ import annotations
 
 import csv
 import math
+from datetime import datetime
 from pathlib import Path
 
 from ..policy import GiB, Resources
 from .workload import HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
+TIMESTAMP = "arrival"  # the alternative to arrival_s: an ISO 8601 timestamp with its offset
 
 
 class TraceError(ValueError):
@@ -45,17 +50,24 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
     header = [h.strip() for h in header]
-    missing = [c for c in COLUMNS if c not in header]
+    stamped = TIMESTAMP in header
+    if stamped and "arrival_s" in header:
+        raise TraceError(f"{path} line 1: columns arrival_s and arrival both present: name one, seconds from "
+                         "the start (arrival_s) or a timestamp (arrival)")
+    numeric = COLUMNS[1:] if stamped else COLUMNS
+    missing = [c for c in numeric if c not in header]
     if missing:
         raise TraceError(f"{path} line 1: missing column(s) {', '.join(missing)} "
-                         f"(header must name {','.join(COLUMNS)})")
-    index = {c: header.index(c) for c in COLUMNS}
+                         f"(header must name {','.join(COLUMNS)}, or arrival instead of arrival_s)")
+    index = {c: header.index(c) for c in numeric}
 
-    requests = []
+    rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request)
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
         values = {}
+        if stamped:
+            values["arrival_s"] = _timestamp(row, header.index(TIMESTAMP), f"{path} line {line_no}, column arrival")
         for column, i in index.items():
             where = f"{path} line {line_no}, column {column}"
             if i >= len(row) or not row[i].strip():
@@ -80,14 +92,35 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         if req.ram > largest_node.ram:
             raise TraceError(f"{path} line {line_no}, column ram_gib: {values['ram_gib']:g} GiB is more than "
                              f"the largest node has ({largest_node.ram / GiB:g})")
-        # The model runs in whole seconds, as the paper's 1 s steps.
-        requests.append(Request(round(values["arrival_s"]), max(1, round(values["duration_s"])), req, "trace"))
+        rows.append((values["arrival_s"], values["duration_s"], req))
 
-    if not requests:
+    if not rows:
         raise TraceError(f"{path}: no rows after the header")
+    since = ""
+    if stamped:
+        first = min(arrival for arrival, _, _ in rows)
+        origin = first.replace(hour=0, minute=0, second=0, microsecond=0)
+        rows = [((arrival - origin).total_seconds(), duration, req) for arrival, duration, req in rows]
+        since = f", from {origin.isoformat(' ', 'minutes')}"
+    # The model runs in whole seconds, as the paper's 1 s steps.
+    requests = [Request(round(arrival), max(1, round(duration)), req, "trace") for arrival, duration, req in rows]
     requests.sort(key=lambda r: r.arrival_s)
     if horizon_s is None:
         end = max(r.arrival_s + r.duration_s for r in requests)
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
-                    description=f"replay of {path} ({len(requests)} servers)")
+                    description=f"replay of {path} ({len(requests)} servers{since})")
+
+
+def _timestamp(row: list[str], i: int, where: str) -> datetime:
+    text = row[i].strip() if i < len(row) else ""
+    if not text:
+        raise TraceError(f"{where}: empty value")
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise TraceError(f"{where}: not an ISO 8601 timestamp: {text!r}") from None
+    if value.tzinfo is None:
+        raise TraceError(f"{where}: {text!r} has no time zone (write it as e.g. 2026-12-01T09:00:00Z "
+                         "or 2026-12-01T10:00:00+01:00)")
+    return value

@@ -53,6 +53,14 @@ def test_the_demo_bursts_moves_every_student_back_with_their_state_and_ends_clea
         assert move["state_identical"] is True and move["downtime_s"] > 0
         # the demo runs the example config: live moves keep the notebook's kernel
         assert move["method"] == "live" and move["same_kernel"] is True, move
+    # The history (history_file): each student who left is one session; a move ends none.
+    sessions = summary["history_sessions"]
+    assert len(summary["left"]) == 10 - 4 and set(summary["left"]) <= set(sessions), summary
+    assert len(sessions) == len(set(sessions)), sessions
+    from elastichub.policy import GiB, Resources
+    from elastichub.simulator.trace import load_trace
+    trace = load_trace(summary["history_file"], Resources(64, 64 * GiB))  # a trace the simulator replays
+    assert len(trace.requests) == len(sessions) and all(r.duration_s >= 1 for r in trace.requests)
     assert processes_under(tmp_path / "demo") == []
 
 

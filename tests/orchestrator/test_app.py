@@ -42,6 +42,8 @@ def one_error_line(result) -> str:
     (["--ElasticOrchestrator.calendar_file=bad.csv"], "calendar file bad.csv row 2: column 'day' must be a weekday"),
     (["--ElasticOrchestrator.calendar_file=past.csv"], "calendar_file past.csv: no class today or later"),
     (["--policy=paper", "--ElasticOrchestrator.calendar_file=t.csv"], "policy 'paper' takes no timetable"),
+    (["--ElasticOrchestrator.history_file=no/such/dir/h.csv"],
+     "history_file: cannot write no/such/dir/h.csv (No such file or directory)"),
 ])
 def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\n")

@@ -99,6 +99,20 @@ def test_trace_roundtrip(tmp_path):
     assert load_trace(path, LARGEST, horizon_s=100).horizon_s == 100
 
 
+def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
+    # As the orchestrator's history_file writes it; a week of history crosses a daylight-saving change.
+    path = write_csv(tmp_path / "h.csv",
+                     "arrival,duration_s,cpu,ram_gib,user,waited_s\n"
+                     "2026-03-29T09:00:30+02:00,600,1,2,bob,0\n"
+                     "2026-03-28T13:30:00+01:00,3600,0.5,1,ann,12\n"
+                     "2026-03-28T12:30:00Z,60,0.5,1,cy,0\n")
+    wl = load_trace(path, LARGEST)
+    # from 2026-03-28 00:00 +01:00: ann at 13:30, cy at 12:30 UTC = 13:30 +01:00, bob 19.5 h later
+    assert [r.arrival_s for r in wl.requests] == [13.5 * 3600, 13.5 * 3600, 24 * 3600 + 8 * 3600 + 30]
+    assert sorted(r.duration_s for r in wl.requests[:2]) == [60, 3600]
+    assert "from 2026-03-28 00:00+01:00" in wl.description
+
+
 def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
     """A lifetime-aware strategy reasons with the hub's session lifetimes:
     the model a workload was drawn from, the durations of a replayed trace.
@@ -133,6 +147,10 @@ def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
     ("arrival_s,duration_s,cpu,ram_gib\n0,10,0,0\n", "line 2: cpu and ram_gib are both 0"),
     ("arrival_s,duration_s,cpu,ram_gib\n", "no rows after the header"),
     ("", "empty file"),
+    ("arrival,duration_s,cpu,ram_gib\n2026-12-01T09:00:00,10,1,1\n",
+     "line 2, column arrival: '2026-12-01T09:00:00' has no time zone"),
+    ("arrival,duration_s,cpu,ram_gib\n9 o'clock,10,1,1\n", "line 2, column arrival: not an ISO 8601 timestamp"),
+    ("arrival,arrival_s,duration_s,cpu,ram_gib\n", "line 1: columns arrival_s and arrival both present"),
 ])
 def test_trace_errors_name_line_and_column(tmp_path, text, message):
     path = write_csv(tmp_path / "bad.csv", text)

@@ -1,0 +1,120 @@
+"""The hub's history, written as a simulator trace (`history_file`).
+
+`elastichub simulate --trace FILE --tune` picks thresholds on a hub's own
+history; a hub has no such record of its own (JupyterHub keeps only the
+servers running now). The orchestrator sees every server's pods, so it
+writes one: a row per server session once it ends, in the trace format
+(`arrival` as an ISO 8601 timestamp, `duration_s`, `cpu`, `ram_gib`), plus
+what explains it (`user`, `server`, and `waited_s`: how long it really
+waited, to compare with the simulated waits). Run the
+orchestrator with `dry_run` for a week or two, then tune on what it saw.
+
+A session is a server, not a pod: a move (live, or by a restart while the
+node's drain record names the server) changes the pod, and the session goes
+on, from when its user first asked to when its last pod is gone. A spawn
+that never started (cancelled while it waited) is no row: there is no
+duration to replay. Sessions running when the orchestrator restarts start
+again from their current pod (a server moved by a restart before then is
+seen as asked for when it was restarted).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable
+
+from ..policy import GiB
+from .records import PodRecord, load_drain
+
+COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "waited_s")
+MAX_UNWRITTEN = 100_000  # rows kept while the file cannot be written; the oldest go first
+
+
+@dataclass(slots=True)
+class _Session:
+    user: str
+    server_name: str
+    asked: float  # when the user asked: the first pod's creation
+    started: float | None  # when it first ran
+    cpu: float
+    ram: float
+    last_seen: float
+
+
+class SessionTracker:
+    """Follows each server across its pods; `update` returns the rows of the
+    sessions that ended since the last call. Pure: pods, drains and the time
+    are passed in."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, _Session] = {}  # server key -> session
+
+    def update(self, pods: Iterable[PodRecord], drains: Iterable[str], now: float) -> list[dict]:
+        seen: set[str] = set()
+        for pod in pods:
+            if not pod.managed or not pod.holds_resources:
+                continue
+            seen.add(pod.server)
+            s = self.sessions.get(pod.server)
+            if s is None:
+                asked = pod.created if pod.created is not None else now
+                self.sessions[pod.server] = _Session(pod.user, pod.server_name, asked, pod.started, pod.cpu,
+                                                     pod.ram, now)
+                continue
+            s.last_seen, s.cpu, s.ram = now, pod.cpu, pod.ram
+            if s.started is None and pod.started is not None:
+                s.started = pod.started
+        moving = set()
+        for text in drains:
+            try:
+                moving.update((load_drain(text) or {}).get("servers", {}))
+            except ValueError:
+                continue  # not our record: observe() reports it
+        ended = [key for key in self.sessions if key not in seen and key not in moving]
+        return [row for row in (self._row(self.sessions.pop(key)) for key in ended) if row is not None]
+
+    @staticmethod
+    def _row(s: _Session) -> dict | None:
+        if s.started is None or s.last_seen <= s.started:
+            return None  # never ran: nothing to replay
+        return {
+            "arrival": datetime.fromtimestamp(s.asked, timezone.utc).isoformat(timespec="seconds"),
+            "duration_s": max(1, round(s.last_seen - s.started)),  # a trace row lasts at least a second
+            "cpu": f"{s.cpu:g}",
+            "ram_gib": f"{s.ram / GiB:.6g}",
+            "user": s.user,
+            "server": s.server_name,
+            "waited_s": round(max(0.0, s.started - s.asked)),
+        }
+
+
+class HistoryFile:
+    """Appends rows to the CSV (a header first when it is new or empty).
+    A write that fails keeps its rows for the next one."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.unwritten: list[dict] = []
+        self.written = 0
+
+    def check(self) -> None:
+        """OSError unless the file can be appended to (called at start-up)."""
+        with open(self.path, "a", encoding="utf-8"):
+            pass
+
+    def append(self, rows: list[dict]) -> None:
+        """Write `rows` and any left from a failed write; OSError if it fails again."""
+        self.unwritten.extend(rows)
+        del self.unwritten[:-MAX_UNWRITTEN]
+        if not self.unwritten:
+            return
+        with open(self.path, "a", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            if os.fstat(f.fileno()).st_size == 0:
+                writer.writeheader()
+            writer.writerows(self.unwritten)
+        self.written += len(self.unwritten)
+        self.unwritten = []

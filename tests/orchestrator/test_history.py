@@ -1,0 +1,144 @@
+"""The hub's history as a simulator trace (elastichub/orchestrator/history.py):
+one row per server session, across its moves, that `simulate --trace` replays."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from elastichub import podmeta
+from elastichub.orchestrator.history import COLUMNS, HistoryFile, SessionTracker
+from elastichub.orchestrator.records import pod_record
+from elastichub.policy import GiB, Resources
+from elastichub.simulator.trace import load_trace
+
+T0 = datetime.fromisoformat("2027-01-15T08:00:00+00:00").timestamp()
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def pod(name, user="alice", created=T0, started=None, phase="Running", memory="2Gi", node="onprem-1",
+        annotations=None):
+    return pod_record({
+        "metadata": {"name": name, "namespace": "jh", "creationTimestamp": iso(created),
+                     "labels": {podmeta.MANAGED_LABEL: "true"},
+                     "annotations": {podmeta.USER_ANNOTATION: user, podmeta.SERVER_NAME_ANNOTATION: "",
+                                     **(annotations or {})}},
+        "spec": {"nodeName": node if started is not None else None,
+                 "containers": [{"name": "notebook", "resources": {"requests": {"cpu": "500m", "memory": memory}}}]},
+        "status": {"phase": phase if started is not None else "Pending",
+                   **({"startTime": iso(started)} if started is not None else {})}})
+
+
+def drain_naming(*servers) -> str:
+    return json.dumps({"servers": {s: {"step": "restart"} for s in servers}})
+
+
+def test_a_session_is_a_row_when_its_pod_is_gone():
+    tracker = SessionTracker()
+    assert tracker.update([pod("jupyter-alice", started=None)], [], T0 + 5) == []  # waiting for room
+    assert tracker.update([pod("jupyter-alice", started=T0 + 12)], [], T0 + 15) == []
+    assert tracker.update([pod("jupyter-alice", started=T0 + 12)], [], T0 + 3612) == []
+    (row,) = tracker.update([], [], T0 + 3627)
+    assert row == {"arrival": "2027-01-15T08:00:00+00:00", "duration_s": 3600, "cpu": "0.5", "ram_gib": "2",
+                   "user": "alice", "server": "", "waited_s": 12}
+    assert tracker.update([], [], T0 + 3642) == []  # once
+
+
+def test_a_live_move_and_a_restart_move_are_one_session_from_the_first_ask():
+    tracker = SessionTracker()
+    first = pod("jupyter-alice", started=T0 + 2)
+    tracker.update([first], [], T0 + 15)
+    # live: the destination runs beside the source and carries the server's first start
+    dest = pod("jupyter-alice-m1", created=T0 + 600, started=T0 + 601, node="onprem-2",
+               annotations={podmeta.MOVE_OF_ANNOTATION: "jupyter-alice", podmeta.STARTED_ANNOTATION: iso(T0 + 2)})
+    assert tracker.update([first, dest], [], T0 + 615) == []
+    assert tracker.update([dest], [], T0 + 630) == []
+    # by a restart: no pod for a while, but the node's drain record names the server
+    assert tracker.update([], [drain_naming("alice")], T0 + 900) == []
+    later = pod("jupyter-alice", created=T0 + 910, started=T0 + 920)
+    assert tracker.update([later], [drain_naming("alice")], T0 + 930) == []
+    assert tracker.update([later], [], T0 + 2000) == []
+    (row,) = tracker.update([], [], T0 + 2015)
+    assert row["arrival"] == "2027-01-15T08:00:00+00:00" and row["duration_s"] == 2000 - 2
+    assert row["waited_s"] == 2
+    # without a record naming it (an admin's annotation is none), a gone pod ends the session
+    tracker.update([first], [], T0 + 15)
+    assert len(tracker.update([], ["not a drain record", drain_naming("bob")], T0 + 900)) == 1
+
+
+def test_a_spawn_cancelled_while_it_waited_and_a_failed_pod():
+    tracker = SessionTracker()
+    tracker.update([pod("jupyter-bob", user="bob"), pod("jupyter-cy", user="cy", started=T0 + 1)], [], T0 + 60)
+    rows = tracker.update([pod("jupyter-cy", user="cy", started=T0 + 1, phase="Failed")], [], T0 + 75)
+    assert [r["user"] for r in rows] == ["cy"]  # bob never ran: nothing to replay; cy's pod failed: ended
+
+
+def test_the_file_is_a_trace_the_simulator_replays(tmp_path):
+    path = tmp_path / "history.csv"
+    history = HistoryFile(str(path))
+    history.check()
+    tracker = SessionTracker()
+    tracker.update([pod("jupyter-alice", started=T0 + 10), pod("jupyter-bob", user="bob", created=T0 + 3600,
+                                                                started=T0 + 3900, memory="512Mi")], [], T0 + 4000)
+    history.append(tracker.update([pod("jupyter-bob", user="bob", created=T0 + 3600, started=T0 + 3900,
+                                       memory="512Mi")], [], T0 + 4010))
+    history.append(tracker.update([], [], T0 + 9000))
+    lines = path.read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS) and len(lines) == 3  # one header
+    trace = load_trace(path, Resources(4, 16 * GiB))
+    assert [(r.arrival_s, r.duration_s, r.requests.ram / GiB) for r in trace.requests] == [
+        (8 * 3600, 3990, 2.0), (9 * 3600, 110, 0.5)]  # from midnight of the first day, UTC
+    with open(path) as f:
+        assert [int(r["waited_s"]) for r in csv.DictReader(f)] == [10, 300]
+
+
+def test_a_failed_write_keeps_its_rows_for_the_next(tmp_path):
+    path = tmp_path / "history.csv"
+    path.mkdir()  # as unwritable as a full disk
+    history = HistoryFile(str(path))
+    with pytest.raises(OSError):
+        history.check()
+    row = {"arrival": "2027-01-15T08:00:00+00:00", "duration_s": 60, "cpu": "1", "ram_gib": "2", "user": "a",
+           "server": "", "waited_s": 0}
+    with pytest.raises(OSError):
+        history.append([row])
+    assert history.unwritten == [row]
+    path.rmdir()
+    history.append([])
+    assert path.read_text().splitlines()[1].startswith("2027-01-15T08:00:00+00:00,60,1,2,a")
+    assert history.unwritten == [] and history.written == 1
+
+
+@pytest.mark.timeout(60)
+async def test_live_the_controller_writes_each_ended_server_to_the_history_file(cluster_factory, wire, tmp_path):
+    """The orchestrator's loop against the local cluster (real informers):
+    two servers run, one ends; its row is in the file, the other's is not."""
+    from podtools import cluster_config, node_of, server_pod, until
+
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    for user in ("ann", "bob"):
+        cluster.store.create("pods", server_pod(user, "1Gi"))
+    await until(lambda: all(node_of(cluster.store, f"jupyter-{u}") for u in ("ann", "bob")), what="pods bound")
+    ctl = await wire(cluster, make_strategy("elastic", PolicyConfig(tmon=0.2)), tmon=0.2)
+    ctl.history = HistoryFile(str(tmp_path / "history.csv"))
+    await until(lambda: all(p.started for p in ctl.pods.records.values()), what="both running in the cache")
+    await ctl.cycle()
+    cluster.store.delete("pods", "jupyter-ann", "default")
+
+    async def ended():
+        await ctl.cycle()
+        return ctl.history.written
+    await until(ended, what="ann's session written", step=0.2)
+    with open(tmp_path / "history.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["user"], r["ram_gib"], r["cpu"]) for r in rows] == [("ann", "1", "0.1")], rows
+    assert int(rows[0]["duration_s"]) >= 1 and datetime.fromisoformat(rows[0]["arrival"]).tzinfo is not None
+    assert list(ctl.sessions.sessions) == ["bob"]
