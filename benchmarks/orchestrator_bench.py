@@ -12,8 +12,9 @@ is left out (a fixed pool listed without I/O): it is the cloud's latency,
 not the cycle's.
 
 Printed beside it, measured in the same run: the policy's own `decide` on
-the same snapshot (its share of the cycle), and one plain pass summing the
-RAM requests of the 20,000 cached pods (the least any cycle could do).
+the same snapshot (its share of the cycle), what following every server's
+session adds when `history_file` is set, and one plain pass summing the RAM
+requests of the 20,000 cached pods (the least any cycle could do).
 
     python benchmarks/orchestrator_bench.py [--repeat 21] [--policy elastic] [--json]
 """
@@ -30,6 +31,7 @@ import time
 from elastichub import podmeta
 from elastichub.orchestrator.cloud import RUNNING, STOPPED, VM
 from elastichub.orchestrator.controller import Controller, Settings
+from elastichub.orchestrator.history import SessionTracker
 from elastichub.orchestrator.records import node_record, pod_record
 from elastichub.policy import ControllerState, PolicyConfig, make_strategy
 
@@ -121,12 +123,16 @@ def main() -> int:
     decide_ms = median_ms(lambda: strategy.decide(snapshot, ControllerState(), 0.0), args.repeat)
     records = list(pod_records.values())
     pass_ms = median_ms(lambda: sum(p.ram for p in records), args.repeat)
+    tracker = SessionTracker()
+    tracker.update(records, (), 0.0)  # then every cycle: the same sessions, still running
+    history_ms = median_ms(lambda: tracker.update(records, (), 15.0), args.repeat)
     loop.close()
 
     report = {
         "nodes": args.nodes, "servers": args.servers, "policy": args.policy, "repeat": args.repeat,
         "cycle_ms_median": round(cycle_ms, 2), "target_ms": 100.0,
         "decide_ms_median": round(decide_ms, 2), "policy_share": round(decide_ms / cycle_ms, 3),
+        "history_ms_median": round(history_ms, 2),
         "plain_pass_ms_median": round(pass_ms, 3), "cycle_over_plain_pass": round(cycle_ms / pass_ms, 1),
         "parse_us_per_object": round(parse_us, 1), "decisions": sorted(actions),
     }
@@ -137,6 +143,8 @@ def main() -> int:
         print(f"  one cycle from the caches (observe + bookkeeping + decide): {cycle_ms:.1f} ms (target < 100 ms)")
         print(f"  the policy's decide alone:                                {decide_ms:.1f} ms "
               f"({100 * decide_ms / cycle_ms:.0f} % of the cycle)")
+        print(f"  with history_file, following every session adds:         {history_ms:.1f} ms "
+              f"({history_ms / pass_ms:.0f} passes)")
         print(f"  reference, one plain pass over the cached pods:           {pass_ms:.2f} ms "
               f"(the cycle = {cycle_ms / pass_ms:.0f} passes)")
         print(f"  parsing one watched object into the cache:                {parse_us:.1f} us")
