@@ -142,3 +142,21 @@ async def test_live_the_controller_writes_each_ended_server_to_the_history_file(
     assert [(r["user"], r["ram_gib"], r["cpu"]) for r in rows] == [("ann", "1", "0.1")], rows
     assert int(rows[0]["duration_s"]) >= 1 and datetime.fromisoformat(rows[0]["arrival"]).tzinfo is not None
     assert list(ctl.sessions.sessions) == ["bob"]
+
+
+def test_a_file_that_cannot_be_written_is_one_event_and_the_rows_wait(tmp_path):
+    from elastichub.orchestrator.controller import Controller
+
+    path = tmp_path / "history.csv"
+    path.mkdir()
+    ctl = Controller(None, None, None, None, None, None, history=HistoryFile(str(path)), clock=lambda: T0)
+    row = {"arrival": "2027-01-15T08:00:00+00:00", "duration_s": 60, "cpu": "1", "ram_gib": "2", "user": "a",
+           "server": "", "waited_s": 0}
+    ctl._write_history([row])
+    ctl._write_history([dict(row, user="b")])
+    assert [e["kind"] for e in ctl.events] == ["error"] and "cannot write" in ctl.events[0]["message"]
+    path.rmdir()
+    ctl._write_history([])
+    assert [e["kind"] for e in ctl.events] == ["error", "history"]
+    with open(path) as f:
+        assert [r["user"] for r in csv.DictReader(f)] == ["a", "b"]
