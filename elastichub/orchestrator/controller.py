@@ -442,6 +442,9 @@ class Controller:
             "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
                         if b.until > self.clock()},
             "classes": self._classes_ahead(),
+            "history": None if self.history is None else {
+                "file": self.history.path, "written": self.history.written,
+                "unwritten": len(self.history.unwritten), "running": len(self.sessions.sessions)},
         }
 
     def _classes_ahead(self) -> list[dict]:

@@ -165,12 +165,16 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
                      f'{e(ev["message"])}</li>' for ev in reversed(status["events"][-12:]))
     occ = status["occupancy"]["ram"]
     pending = ", ".join(status["pending"]) or "none"
+    history = status.get("history")
+    recorded = "" if history is None else (
+        f' History: {history["written"]} sessions written to {e(history["file"])}'
+        + (f', <b>{history["unwritten"]} waiting to be written</b>' if history["unwritten"] else "") + ".")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>ElasticHub orchestrator</title>
 <meta http-equiv="refresh" content="{int(refresh_s)}"><style>{_CSS}</style></head><body>
 <h1>ElasticHub orchestrator</h1>
 <p class="muted">policy <b>{e(str(status["policy"]))}</b>, theta_out {theta} %, Tmon {status["tmon"]} s,
 Tcool {status["tcool"]} s{" &mdash; <b>dry run</b>: nothing is changed" if status["dry_run"] else ""}.
-{status["cycles"]} cycles.</p>
+{status["cycles"]} cycles.{recorded}</p>
 <h2>Occupancy of the active nodes (RAM requests)</h2>
 {_bar(occ, theta)}<p>{occ:.1f} % against theta_out {theta} % &middot; waiting: {e(pending)}</p>
 <h2>Nodes</h2><table><tr><th>node</th><th>tier</th><th>status</th><th>RAM requested</th><th>servers</th>

@@ -142,6 +142,10 @@ async def test_live_the_controller_writes_each_ended_server_to_the_history_file(
     assert [(r["user"], r["ram_gib"], r["cpu"]) for r in rows] == [("ann", "1", "0.1")], rows
     assert int(rows[0]["duration_s"]) >= 1 and datetime.fromisoformat(rows[0]["arrival"]).tzinfo is not None
     assert list(ctl.sessions.sessions) == ["bob"]
+    assert ctl.status()["history"] == {"file": str(tmp_path / "history.csv"), "written": 1, "unwritten": 0,
+                                       "running": 1}
+    from elastichub.orchestrator.web import render_page
+    assert f"History: 1 sessions written to {tmp_path / 'history.csv'}" in render_page(ctl.status())
 
 
 def test_a_file_that_cannot_be_written_is_one_event_and_the_rows_wait(tmp_path):
