@@ -13,6 +13,9 @@ namespace. ElasticHub adds:
   its answer), plus get/create/delete, so that an orchestrator run under a
   service account of its own needs nothing else.
 
+With KubeSpawner's `enable_user_namespaces` each server runs in a namespace
+of its own, so the pod rules are cluster-wide too (`user_namespaces`).
+
 `manifests()` builds them as plain objects (a ClusterRole and its binding,
 a Role and its binding), tested without a cluster; `run` prints them as
 YAML for `kubectl apply -f -`.
@@ -49,10 +52,13 @@ def _check(what: str, value: str, pattern: re.Pattern, limit: int) -> None:
                          f"(lower-case letters, digits and '-', at most {limit} characters)")
 
 
-def manifests(namespace: str, service_account: str = "hub", name: str = "elastichub") -> list[dict]:
+def manifests(namespace: str, service_account: str = "hub", name: str = "elastichub",
+              user_namespaces: bool = False) -> list[dict]:
     """The ClusterRole, ClusterRoleBinding, Role and RoleBinding that grant
     `service_account` in `namespace` (the hub's; zero-to-jupyterhub calls
-    it `hub`) what ElasticHub needs. Objects are named `name`."""
+    it `hub`) what ElasticHub needs. Objects are named `name`. With
+    `user_namespaces` the pod rules go in the ClusterRole, and there is no
+    Role."""
     _check("namespace", namespace, _LABEL, 63)
     _check("service account", service_account, _SUBDOMAIN, 253)
     _check("name", name, _SUBDOMAIN, 253)
@@ -67,12 +73,29 @@ def manifests(namespace: str, service_account: str = "hub", name: str = "elastic
                 "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name}}
 
+    if user_namespaces:
+        return [{"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": meta(),
+                 "rules": _rules(cluster_rules(user_namespaces=True))},
+                binding("ClusterRoleBinding", "ClusterRole")]
     return [
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": meta(), "rules": _rules(CLUSTER_RULES)},
         binding("ClusterRoleBinding", "ClusterRole"),
         {"apiVersion": RBAC_API, "kind": "Role", "metadata": meta(namespace=namespace), "rules": _rules(NAMESPACE_RULES)},
         binding("RoleBinding", "Role", namespace=namespace),
     ]
+
+
+def cluster_rules(user_namespaces: bool = False) -> tuple:
+    """The ClusterRole's rules: with `user_namespaces`, the namespaced
+    rules merged in, resource by resource."""
+    if not user_namespaces:
+        return CLUSTER_RULES
+    merged: dict[str, list[str]] = {}
+    for resources, verbs in CLUSTER_RULES + NAMESPACE_RULES:
+        for resource in resources:
+            have = merged.setdefault(resource, [])
+            have += [v for v in verbs if v not in have]
+    return tuple(((resource,), tuple(verbs)) for resource, verbs in merged.items())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the hub pod's service account (default: hub, zero-to-jupyterhub's)")
     parser.add_argument("--name", default="elastichub", metavar="NAME",
                         help="name of the roles and bindings (default: elastichub)")
+    parser.add_argument("--user-namespaces", action="store_true",
+                        help="servers run in namespaces of their own (KubeSpawner's enable_user_namespaces): "
+                             "grant the pod verbs in every namespace")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
     try:
-        objects = manifests(args.namespace, args.service_account, args.name)
+        objects = manifests(args.namespace, args.service_account, args.name, args.user_namespaces)
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(f"# ElasticHub's permissions for service account {args.service_account!r} in namespace "

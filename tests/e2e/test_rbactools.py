@@ -2,7 +2,7 @@
 
 from rbactools import Z2JH_HUB_ROLE, attributes, forbidden
 
-from elastichub.orchestrator.rbac import CLUSTER_RULES, NAMESPACE_RULES
+from elastichub.orchestrator.rbac import CLUSTER_RULES, NAMESPACE_RULES, cluster_rules
 
 
 def test_requests_read_as_the_authorizer_reads_them():
@@ -23,3 +23,11 @@ def test_a_request_no_role_allows_is_named():
         "create pods in other (POST /api/v1/namespaces/other/pods)"]
     # zero-to-jupyterhub's hub Role alone: no nodes, no pods across namespaces, no patch.
     assert len(forbidden(live_move, "jhub", (), Z2JH_HUB_ROLE)) == 4
+
+
+def test_with_user_namespaces_a_server_in_its_own_namespace_can_move():
+    live_move_elsewhere = [("PATCH", "/api/v1/namespaces/jupyter-alice/pods/jupyter-alice-m1"),
+                           ("POST", "/api/v1/namespaces/jupyter-alice/pods"),
+                           ("DELETE", "/api/v1/namespaces/jupyter-alice/pods/jupyter-alice")]
+    assert forbidden(live_move_elsewhere, "jhub", cluster_rules(user_namespaces=True), Z2JH_HUB_ROLE) == []
+    assert len(forbidden(live_move_elsewhere, "jhub", cluster_rules(), Z2JH_HUB_ROLE + NAMESPACE_RULES)) == 3

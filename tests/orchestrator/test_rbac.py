@@ -38,6 +38,14 @@ async def test_the_objects_are_what_the_kubernetes_api_reads():
             assert client.sanitize_for_serialization(model) == obj
 
 
+def test_with_user_namespaces_every_rule_is_cluster_wide():
+    objects = manifests("jhub", user_namespaces=True)
+    assert [o["kind"] for o in objects] == ["ClusterRole", "ClusterRoleBinding"]
+    granted = {(r, v) for rule in objects[0]["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    assert granted == {("nodes", v) for v in ("get", "list", "watch", "patch")} | {
+        ("pods", v) for v in ("get", "list", "watch", "create", "patch", "delete")}
+
+
 @pytest.mark.parametrize("args, problem", [
     (("Jhub",), "namespace 'Jhub'"),
     (("jhub", "Hub_SA"), "service account 'Hub_SA'"),
