@@ -165,6 +165,8 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
                      f'{e(ev["message"])}</li>' for ev in reversed(status["events"][-12:]))
     occ = status["occupancy"]["ram"]
     pending = ", ".join(status["pending"]) or "none"
+    classes = "".join(f'<li>{time.strftime("%a %H:%M", time.localtime(c["start"]))} {e(c["name"])}: '
+                      f'{c["users"]} students</li>' for c in status.get("classes", []))
     history = status.get("history")
     recorded = "" if history is None else (
         f' History: {history["written"]} sessions written to {e(history["file"])}'
@@ -180,6 +182,7 @@ Tcool {status["tcool"]} s{" &mdash; <b>dry run</b>: nothing is changed" if statu
 <h2>Nodes</h2><table><tr><th>node</th><th>tier</th><th>status</th><th>RAM requested</th><th>servers</th>
 <th>VM</th></tr>{"".join(rows)}</table>
 <h2>Timeline</h2>{_timeline_svg(status["timeline"])}
+{f"<h2>Classes on the timetable, the coming day</h2><ul>{classes}</ul>" if classes else ""}
 <h2>Decisions</h2><table><tr><th>time</th><th>action</th><th>nodes</th><th>why</th><th>taken</th>
 <th>RAM %</th></tr>{decisions or '<tr><td colspan=6 class="muted">no scaling action yet</td></tr>'}</table>
 <h2>Migrations</h2><table><tr><th>server</th><th>from</th><th>to</th><th>outcome</th><th>method</th>

@@ -130,6 +130,8 @@ async def test_live_the_nodes_are_ready_before_the_class_arrives(cluster_factory
     await until(lambda: all(ctl.nodes.records[n].ready for n in decision["nodes"]), what="cloud nodes Ready")
     assert decision["pending"] == 0 and not ctl.pods.records  # nobody has asked for a server yet
     assert ctl.status()["classes"][0]["users"] == 10
+    from elastichub.orchestrator.web import render_page
+    assert "class 2027-01-12 10:00: 10 students" in render_page(ctl.status())
 
 
 HEADER = "day,time,users,cpu,ram_gib\n"
