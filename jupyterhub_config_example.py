@@ -55,7 +55,9 @@ c.JupyterHub.load_roles = [
     }
 ]
 # Thresholds, with the names `elastichub simulate` uses: tune them on your
-# hub's history first (`elastichub simulate --trace history.csv --theta-out 70,80,90`).
+# hub's history first (`elastichub simulate --trace history.csv --tune --slo-p95-wait 60`),
+# which the orchestrator records for you, in dry_run too:
+# c.ElasticOrchestrator.history_file = "/srv/jupyterhub/elastichub-history.csv"
 c.ElasticOrchestrator.policy = "elastic"
 c.ElasticOrchestrator.theta_out = 80  # percent of the active nodes' RAM requested
 c.ElasticOrchestrator.tmon = 15  # seconds between observations
