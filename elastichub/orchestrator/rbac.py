@@ -48,8 +48,9 @@ def _rules(rules) -> list[dict]:
 
 def _check(what: str, value: str, pattern: re.Pattern, limit: int) -> None:
     if not isinstance(value, str) or len(value) > limit or not pattern.match(value):
+        dots = "" if pattern is _LABEL else ", '.' between parts"
         raise ValueError(f"{what} {value!r} is not a valid Kubernetes name "
-                         f"(lower-case letters, digits and '-', at most {limit} characters)")
+                         f"(lower-case letters, digits and '-'{dots}, at most {limit} characters)")
 
 
 def manifests(namespace: str, service_account: str = "hub", name: str = "elastichub",
