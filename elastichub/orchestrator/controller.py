@@ -196,7 +196,9 @@ class Controller:
             return
         if entries is not None:
             self.strategy.use_entries(entries)
-            self.event("timetable", f"calendar_file {self.timetable.path} reloaded: {len(entries)} row(s)")
+            upcoming = self.strategy.next_class(self.clock())
+            after = f"next class: {upcoming.name}" if upcoming else "no class from now on"
+            self.event("timetable", f"calendar_file {self.timetable.path} reloaded: {len(entries)} row(s), {after}")
 
     def _on_move(self, report: MoveReport) -> None:
         if report not in self.moves:

@@ -121,6 +121,11 @@ class TimetabledStrategy:
         """Decide with these rows from the next cycle on (a reloaded timetable)."""
         self.entries, self._day = tuple(entries), None
 
+    def next_class(self, now: float) -> ScheduledClass | None:
+        """The first class starting at `now` or later (within about a year), if any."""
+        ahead = classes_around(self.entries, now, self.zone, days_ahead=400, days_back=0)
+        return next((c for c in ahead if c.start_s >= now), None)
+
     def schedule_at(self, now: float) -> tuple[ScheduledClass, ...]:
         """The classes the strategy decides with at `now`."""
         day = datetime.fromtimestamp(now, self.zone).date()

@@ -188,7 +188,8 @@ async def test_live_an_edited_timetable_changes_the_next_decision_and_a_bad_edit
     decision = await ctl.cycle()
     assert decision["action"] == "scale-out", (decision, list(ctl.events))
     assert [c["name"] for c in ctl.status()["classes"]] == ["class 2027-01-12 09:30"]
-    assert ctl.events[-1]["kind"] == "timetable" and "reloaded: 1 row(s)" in ctl.events[-1]["message"]
+    reloads = [e["message"] for e in ctl.events if e["kind"] == "timetable"]
+    assert len(reloads) == 1 and "reloaded: 1 row(s), next class: class 2027-01-12 09:30" in reloads[0], reloads
 
     for edit, named in ((lambda: write(path, "Tue,09:30,ten,0.1,2\n"), "row 1: column 'users'"),
                         (path.unlink, "cannot read {path} (No such file or directory)")):
@@ -201,3 +202,8 @@ async def test_live_an_edited_timetable_changes_the_next_decision_and_a_bad_edit
         assert said[0]["message"].startswith("calendar_file not reloaded, the timetable in force stays: ")
         assert named.format(path=path) in said[0]["message"], said
         assert [c["name"] for c in ctl.status()["classes"]] == ["class 2027-01-12 09:30"]
+    write(path, "2026-01-13,09:30,10,0.1,2\n")  # back, with last year's workshop only: taken, and said
+    await ctl.cycle()
+    reloads = [e["message"] for e in ctl.events if e["kind"] == "timetable"]
+    assert len(reloads) == 2 and reloads[-1].endswith("no class from now on"), reloads
+    assert ctl.status()["classes"] == []
