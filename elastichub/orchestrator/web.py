@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
@@ -169,7 +170,8 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
                       f'{c["users"]} students</li>' for c in status.get("classes", []))
     history = status.get("history")
     recorded = "" if history is None else (
-        f' History: {history["written"]} sessions written to {e(history["file"])}'
+        f' History: {history["written"]} session{"" if history["written"] == 1 else "s"} written to '
+        f'<span title="{e(history["file"])}">{e(os.path.basename(history["file"]))}</span>'
         + (f', <b>{history["unwritten"]} waiting to be written</b>' if history["unwritten"] else "") + ".")
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>ElasticHub orchestrator</title>
 <meta http-equiv="refresh" content="{int(refresh_s)}"><style>{_CSS}</style></head><body>

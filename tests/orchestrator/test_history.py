@@ -145,7 +145,8 @@ async def test_live_the_controller_writes_each_ended_server_to_the_history_file(
     assert ctl.status()["history"] == {"file": str(tmp_path / "history.csv"), "written": 1, "unwritten": 0,
                                        "running": 1}
     from elastichub.orchestrator.web import render_page
-    assert f"History: 1 sessions written to {tmp_path / 'history.csv'}" in render_page(ctl.status())
+    page = render_page(ctl.status())
+    assert f'History: 1 session written to <span title="{tmp_path / "history.csv"}">history.csv</span>' in page
 
 
 def test_a_file_that_cannot_be_written_is_one_event_and_the_rows_wait(tmp_path):
