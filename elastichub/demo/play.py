@@ -62,6 +62,7 @@ async def summarize(stage: Stage, room: Classroom, status: dict, migrations: lis
         "failed_students": {s.name: s.error for s in room.students if s.error},
         "left": sorted(s.name for s in room.students if s.phase == "left"),
         "history_file": str(history) if history.is_file() else None,
+        "history_kept": stage.workdir_kept,  # False: removed with the demo's temporary directory
         "history_sessions": sessions,  # users whose sessions ended, one entry per session
         "seconds": round(time.time() - started, 1),
     }

@@ -80,6 +80,11 @@ class Stage:
         self.http = AsyncHTTPClient()
 
     @property
+    def workdir_kept(self) -> bool:
+        """False: the workdir is a temporary directory, removed when the stage stops."""
+        return not self._own_workdir
+
+    @property
     def status_url(self) -> str:
         return f"{self.url}/services/{SERVICE}/"
 

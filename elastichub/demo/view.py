@@ -89,7 +89,8 @@ def summary_table(summary: dict) -> Table:
         kernel = ", same kernel" if m["same_kernel"] else ""
         table.add_row(f"  {m['user']}", f"{m['from_node']} -> {m['to_node']}, {down}, {same}{kernel}")
     if summary.get("history_file"):
-        table.add_row("sessions ended, in the history", f"{len(summary['history_sessions'])}: "
-                                                         f"{summary['history_file']}")
+        n = len(summary["history_sessions"])
+        where = f": {summary['history_file']}" if summary["history_kept"] else " (--workdir DIR keeps the file)"
+        table.add_row("sessions ended, in the history", f"{n}{where}")
     table.add_row("took", f"{summary['seconds']:.0f} s")
     return table

@@ -81,7 +81,8 @@ def manifests(namespace: str, service_account: str = "hub", name: str = "elastic
     return [
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": meta(), "rules": _rules(CLUSTER_RULES)},
         binding("ClusterRoleBinding", "ClusterRole"),
-        {"apiVersion": RBAC_API, "kind": "Role", "metadata": meta(namespace=namespace), "rules": _rules(NAMESPACE_RULES)},
+        {"apiVersion": RBAC_API, "kind": "Role", "metadata": meta(namespace=namespace),
+         "rules": _rules(NAMESPACE_RULES)},
         binding("RoleBinding", "Role", namespace=namespace),
     ]
 

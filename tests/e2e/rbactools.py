@@ -22,7 +22,8 @@ Z2JH_HUB_ROLE = (
 
 # Non-resource URLs every authenticated client may GET (system:discovery, system:public-info-viewer).
 _DISCOVERY = re.compile(r"^/(api|apis|version|healthz|readyz|livez|openapi)(/.*)?$")
-_CORE = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?/?$")
+_CORE = re.compile(r"^/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[^/]+)"
+                   r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?/?$")
 
 
 def attributes(method: str, uri: str) -> tuple[str, str, str | None] | None:

@@ -57,6 +57,7 @@ def test_the_demo_bursts_moves_every_student_back_with_their_state_and_ends_clea
     sessions = summary["history_sessions"]
     assert len(summary["left"]) == 10 - 4 and set(summary["left"]) <= set(sessions), summary
     assert len(sessions) == len(set(sessions)), sessions
+    assert summary["history_kept"] is True  # --workdir
     from elastichub.policy import GiB, Resources
     from elastichub.simulator.trace import load_trace
     trace = load_trace(summary["history_file"], Resources(64, 64 * GiB))  # a trace the simulator replays
