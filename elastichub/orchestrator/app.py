@@ -145,8 +145,8 @@ class ElasticOrchestrator(Application):
     api_token = Unicode(config=True, help="""Token of this service. Default: $JUPYTERHUB_API_TOKEN. Its role
         needs the scopes list:users, read:users, servers, access:servers.""")
     proxy_url = Unicode(config=True, help="""Where the hub's proxy serves /user/... (reaching a user's
-        server for its kernels and checkpoints). Default: $ELASTICHUB_PROXY_URL, else http://127.0.0.1:8000;
-        on zero-to-jupyterhub http://proxy-public.""")
+        server for its kernels and checkpoints): its address, with or without the hub's base_url.
+        Default: $ELASTICHUB_PROXY_URL, else http://127.0.0.1:8000; on zero-to-jupyterhub http://proxy-public.""")
     service_url = Unicode(config=True, help="""Where to serve the status page, API and metrics.
         Default: $JUPYTERHUB_SERVICE_URL (set by the hub for a managed service); empty: no web server.""")
     service_prefix = Unicode(config=True, help="URL prefix. Default: $JUPYTERHUB_SERVICE_PREFIX or /.")

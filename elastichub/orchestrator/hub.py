@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
@@ -50,6 +50,18 @@ def server_api_path(user: str, name: str) -> str:
     """/users/NAME/server or /users/NAME/servers/SNAME (hub API, unprefixed)."""
     base = f"/users/{quote(user, safe='')}"
     return f"{base}/servers/{quote(name, safe='')}" if name else f"{base}/server"
+
+
+def proxied_url(proxy_url: str, server_url: str) -> str:
+    """Where the proxy at `proxy_url` serves a server whose hub URL is
+    `server_url` (a path that carries the hub's base_url: /jhub/user/NAME/).
+    The hub's public URL with its base_url is as good as the bare origin:
+    the base_url is not repeated."""
+    proxy = proxy_url.rstrip("/")
+    prefix = urlsplit(proxy).path
+    if prefix and (server_url == prefix or server_url.startswith(prefix + "/")):
+        server_url = server_url[len(prefix):]
+    return proxy + server_url
 
 
 def parse_server(user: str, name: str, raw: dict) -> HubServer:
@@ -156,7 +168,7 @@ class HubClient:
     # -- the single-user server, through the proxy ---------------------------------------
 
     def _server_url(self, server: HubServer, path: str) -> str:
-        return self.proxy_url + server.url.rstrip("/") + path
+        return proxied_url(self.proxy_url, server.url).rstrip("/") + path
 
     async def kernels(self, server: HubServer) -> list[dict]:
         """Jupyter Server's kernel list (id, execution_state, last_activity)."""
@@ -167,7 +179,7 @@ class HubClient:
 
     def proxy_base(self, server: HubServer) -> str:
         """Where the proxy serves this server (its route: whichever pod serves it)."""
-        return self.proxy_url + server.url.rstrip("/") + "/"
+        return proxied_url(self.proxy_url, server.url).rstrip("/") + "/"
 
     async def server_call(self, base: str, method: str, path: str, body=None, *, timeout: float | None = None):
         """A single-user server's API at `base` (the proxy route, or one pod

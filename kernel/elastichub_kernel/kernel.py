@@ -114,7 +114,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         # so a checkpoint never sees a half-updated state. Reentrant: the
         # %elastic_checkpoint magic runs inside a cell.
         self._state_lock = threading.RLock()
-        self.session_dir = os.path.join(self.checkpoint_root, session_key(self.session_name or None))
+        self.session_dir = os.path.join(self.checkpoint_root, session_key(
+            self.session_name or None, server_name=os.environ.get("JUPYTERHUB_SERVER_NAME")))
         # recorder and disk speed load on first use: start-to-ready pays
         # for nothing it does not need.
         self._recorder = None

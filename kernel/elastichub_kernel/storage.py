@@ -75,13 +75,17 @@ def default_root() -> str:
     return os.path.join(os.path.expanduser("~"), ".elastichub", "checkpoints")
 
 
-def session_key(session_name: str | None, cwd: str | None = None) -> str:
+def session_key(session_name: str | None, cwd: str | None = None, server_name: str | None = None) -> str:
     """Directory name for a notebook session.
 
     Keyed by the notebook path (JPY_SESSION_NAME): a readable stem plus a hash
     of the full path, so two notebooks with the same file name never collide.
     Without a session name (a console, an old server) the working directory
     keys it: instant, and stable across restarts of the same server.
+    ``server_name`` (JupyterHub's named server, JUPYTERHUB_SERVER_NAME) goes
+    into the hash: a user's servers often share one home, and the same
+    notebook open in two of them must not restore each other's variables.
+    The default server ("") keys as before.
     """
     if session_name:
         stem = os.path.basename(session_name.rstrip("/")) or "notebook"
@@ -90,6 +94,8 @@ def session_key(session_name: str | None, cwd: str | None = None) -> str:
         cwd = cwd or os.getcwd()
         stem = "no-session-" + (os.path.basename(cwd.rstrip("/")) or "root")
         source = "cwd:" + cwd
+    if server_name:
+        source = f"server:{server_name}\n{source}"
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", stem)[:60]
     digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{stem}-{digest}"

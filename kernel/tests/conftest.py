@@ -46,7 +46,7 @@ class _Kernels:
         self.started = []
 
     def start(self, checkpoint_dir, session_name="work/analysis.ipynb", env=None, args=(), timeout=60):
-        full_env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME",)}
+        full_env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "JUPYTERHUB_SERVER_NAME")}
         full_env["ELASTICHUB_CHECKPOINT_DIR"] = str(checkpoint_dir)
         # A fixed speed keeps tests off the background disk probe.
         full_env.setdefault("ELASTICHUB_DISK_SPEED_MBPS", "500")

@@ -10,15 +10,16 @@ from rbactools import assert_hub_roles_suffice, audit_into
 
 @pytest.fixture
 async def hub_factory(tmp_path):
-    """`await hub_factory(cluster, extra_config="...", spawner_class=...)` starts
+    """`await hub_factory(cluster, extra_config="...", spawner_class=..., base_url=...)` starts
     a JupyterHub (and its proxy) on `cluster`, working in its own directory
     under tmp_path; every hub is stopped after the test."""
     hubs: list[Hub] = []
 
-    async def make(cluster, extra_config: str = "", spawner_class: str = "kubespawner.KubeSpawner") -> Hub:
+    async def make(cluster, extra_config: str = "", spawner_class: str = "kubespawner.KubeSpawner",
+                   base_url: str = "/") -> Hub:
         workdir = tmp_path / f"hub-{len(hubs)}"
         workdir.mkdir()
-        hub = Hub(workdir, cluster.kubeconfig, extra_config, spawner_class)
+        hub = Hub(workdir, cluster.kubeconfig, extra_config, spawner_class, base_url)
         hubs.append(hub)
         await hub.start()
         return hub

@@ -71,7 +71,7 @@ class Hub:
     `restart()` stops and starts the same hub (same database, same ports)."""
 
     def __init__(self, workdir: Path, kubeconfig: Path, extra_config: str = "",
-                 spawner_class: str = "kubespawner.KubeSpawner"):
+                 spawner_class: str = "kubespawner.KubeSpawner", base_url: str = "/"):
         assert PROXY.exists(), "configurable-http-proxy is missing: run scripts/setup.sh"
         self.workdir = workdir
         self.kubeconfig = kubeconfig
@@ -84,8 +84,10 @@ class Hub:
                                  proxy=str(PROXY), tmp=workdir, token=self.token,
                                  args=["--allow-root"] if os.geteuid() == 0 else [])
             + (PORT_FALLBACK.format(port=free_port()) if port_8888_taken() else "")
+            + f"c.JupyterHub.base_url = {base_url!r}\n"
             + extra_config)
-        self.url = f"http://127.0.0.1:{self.proxy_port}"
+        # The hub's public URL, base_url included: /hub/api and /user/... hang off it.
+        self.url = f"http://127.0.0.1:{self.proxy_port}" + base_url.rstrip("/")
         self.log_path = workdir / "hub.log"
         self.http = AsyncHTTPClient()
         self.proc: asyncio.subprocess.Process | None = None
@@ -151,23 +153,26 @@ class Hub:
         assert code == 200, model
         return (model.get("servers") or {}).get(name)
 
-    async def start_server(self, user: str, options: dict | None = None, timeout: float = 60) -> dict:
-        """Create the user if needed, start their default server, wait until it is ready."""
+    async def start_server(self, user: str, options: dict | None = None, timeout: float = 60,
+                           name: str = "") -> dict:
+        """Create the user if needed, start their default server (or the
+        named server `name`), wait until it is ready."""
         await self.api("POST", f"/hub/api/users/{user}")
-        code, body = await self.api("POST", f"/hub/api/users/{user}/server", options)
+        path = f"/hub/api/users/{user}/servers/{name}" if name else f"/hub/api/users/{user}/server"
+        code, body = await self.api("POST", path, options)
         assert code in (201, 202), (code, body, self.log_text())
-        return await self.wait_server(user, ready=True, timeout=timeout)
+        return await self.wait_server(user, ready=True, timeout=timeout, name=name)
 
     async def stop_server(self, user: str, timeout: float = 60) -> None:
         code, body = await self.api("DELETE", f"/hub/api/users/{user}/server")
         assert code in (202, 204), (code, body, self.log_text())
         await self.wait_server(user, ready=False, timeout=timeout)
 
-    async def wait_server(self, user: str, ready: bool, timeout: float = 60) -> dict | None:
-        """Wait until the default server is ready (ready=True) or gone (False)."""
+    async def wait_server(self, user: str, ready: bool, timeout: float = 60, name: str = "") -> dict | None:
+        """Wait until the server is ready (ready=True) or gone (False)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            server = await self.server(user)
+            server = await self.server(user, name)
             if ready and server and server.get("ready"):
                 return server
             if not ready and not server:
@@ -207,8 +212,9 @@ class Hub:
 # ------------------------------------------------------------------------------------------- notebook
 
 
-async def open_notebook(hub: Hub, user: str, path: str, kernel: str = "elastic-python") -> Notebook:
-    """The notebook at `path` on `user`'s server, opened as a JupyterLab tab
-    does (the product's client), with the hub's service token. The same path
-    finds the same checkpoint after a move."""
-    return await Notebook(hub.url, user, hub.token, path, kernel).open()
+async def open_notebook(hub: Hub, user: str, path: str, kernel: str = "elastic-python",
+                        server_name: str = "") -> Notebook:
+    """The notebook at `path` on `user`'s server (or named server), opened as
+    a JupyterLab tab does (the product's client), with the hub's service
+    token. The same path finds the same checkpoint after a move."""
+    return await Notebook(hub.url, user, hub.token, path, kernel, server_name=server_name).open()

@@ -1,0 +1,88 @@
+"""A hub as many admins run it: a base_url (/jhub/) and named servers. One
+student runs her default server and a named one, the same notebook open in
+both (one home, one checkpoint root), each with its own variables, both on
+the cloud node. Load falls: the orchestrator moves both to on-prem and
+stops the VM; each server keeps its own state, never the other's."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hubtools import open_notebook
+from orchestratortools import DIGEST, ORCHESTRATOR_SERVICE, STATE, boot, filler, hub_client
+from podtools import cluster_config, until
+
+from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
+from elastichub.orchestrator.drain import DrainTimeouts
+from elastichub.policy import PolicyConfig, make_strategy
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+
+NAMED = "gpu"
+NOTEBOOK = "lab1.ipynb"
+
+
+def _pods(cluster) -> dict[str, dict]:
+    """alice's pods by server name ("" for the default server)."""
+    pods = {}
+    for pod in cluster.store.list("pods", "default")[0]:
+        annotations = pod["metadata"].get("annotations") or {}
+        if annotations.get("elastichub.io/user") == "alice":
+            pods.setdefault(annotations.get("elastichub.io/server-name", ""), []).append(pod)
+    return pods
+
+
+@pytest.mark.parametrize("move_method", ["live", "restart"])
+async def test_a_named_server_and_the_default_one_move_each_with_its_own_state(
+        cluster_factory, hub_factory, wire, move_method):
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1, stop_delay=1.0))
+    hub = await hub_factory(cluster, ORCHESTRATOR_SERVICE + "c.JupyterHub.allow_named_servers = True\n",
+                            spawner_class="elastic", base_url="/jhub/")
+    cluster.store.create("pods", filler("7Gi"))
+    await until(lambda: cluster.store.get("pods", "filler", "default")["status"].get("phase") == "Running",
+                what="filler running")
+    await boot(cluster, "cloud-1")
+    digests, started = {}, {}
+    for name in ("", NAMED):
+        started[name] = (await hub.start_server("alice", name=name))["started"]
+        nb = await open_notebook(hub, "alice", NOTEBOOK, server_name=name)
+        assert (await nb.run(STATE + f"\nwhich = {name!r}"))["status"] == "ok"
+        digests[name] = (await nb.run(DIGEST + "; print(which)"))["stdout"]
+        nb.close()
+    assert digests[""] != digests[NAMED]  # random arrays: two states
+    pods = _pods(cluster)
+    assert {name: [p["spec"]["nodeName"] for p in ps] for name, ps in pods.items()} == {
+        "": ["cloud-1"], NAMED: ["cloud-1"]}
+
+    cluster.store.delete("pods", "filler", "default")
+    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
+    # proxy_url is the hub's public URL with its base_url: hub_client(hub) uses hub.url.
+    ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5, move_method=move_method,
+                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30))
+    loop = asyncio.create_task(ctl.run())
+    try:
+        async def vm_stopped():
+            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
+        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    moves = sorted((m.server, m.method, m.outcome, m.destination) for m in ctl.moves)
+    assert moves == [("alice", move_method, "moved", "onprem-1"), (f"alice/{NAMED}", move_method, "moved",
+                                                                    "onprem-1")], [m.to_json() for m in ctl.moves]
+    pods = _pods(cluster)
+    assert {name: [p["spec"]["nodeName"] for p in ps] for name, ps in pods.items()} == {
+        "": ["onprem-1"], NAMED: ["onprem-1"]}
+    for name in ("", NAMED):
+        server = await hub.server("alice", name)
+        assert server["ready"] and server["url"] == "/jhub/user/alice/" + (f"{NAMED}/" if name else "")
+        # A live move keeps the hub's server (same start); a restart move is a new start.
+        assert (server["started"] == started[name]) is (move_method == "live")
+        nb = await open_notebook(hub, "alice", NOTEBOOK, server_name=name)
+        assert (await nb.run(DIGEST + "; print(which)"))["stdout"] == digests[name], f"server {name!r}"
+        nb.close()
+    await hub.api("DELETE", f"/hub/api/users/alice/servers/{NAMED}")
+    await until(lambda: NAMED not in _pods(cluster), timeout=60, what="the named server's pod deleted")
+    assert "" in _pods(cluster)
