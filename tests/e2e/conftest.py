@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 from hubtools import Hub
-from rbactools import assert_hub_roles_suffice, audit_into
+from rbactools import Z2JH_HUB_ROLE, assert_hub_roles_suffice, audit_into
+
+from elastichub.orchestrator.rbac import CLUSTER_RULES, NAMESPACE_RULES
 
 
 @pytest.fixture
@@ -36,15 +38,22 @@ def api_requests():
 
 
 @pytest.fixture
-async def cluster_factory(cluster_factory, api_requests):
+def hub_roles():
+    """(cluster rules, rules in the hub's namespace) that a deployment grants
+    the hub: zero-to-jupyterhub's hub Role plus `elastichub rbac`'s. A test
+    module of another set-up overrides this fixture."""
+    return CLUSTER_RULES, Z2JH_HUB_ROLE + NAMESPACE_RULES
+
+
+@pytest.fixture
+async def cluster_factory(cluster_factory, api_requests, hub_roles):
     """The shared factory, with every request of the test recorded in
-    api_requests and, when the test ends, checked against the roles a
-    deployment grants the hub (the chart's and `elastichub rbac`'s)."""
+    api_requests and, when the test ends, checked against `hub_roles`."""
     async def make(config=None, **settings):
         return await cluster_factory(config, log_function=audit_into(api_requests), **settings)
 
     yield make
-    assert_hub_roles_suffice(api_requests)
+    assert_hub_roles_suffice(api_requests, hub_roles)
 
 
 @pytest.fixture

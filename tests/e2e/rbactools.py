@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from elastichub.orchestrator.rbac import CLUSTER_RULES, NAMESPACE_RULES
 
 # The hub's own Role in zero-to-jupyterhub (jupyterhub/templates/hub/rbac.yaml),
 # bound in the hub's namespace: what a KubeSpawner hub has before ElasticHub.
@@ -81,10 +80,10 @@ def audit_into(requests: list):
     return audit
 
 
-def assert_hub_roles_suffice(requests: list) -> None:
+def assert_hub_roles_suffice(requests: list, roles: tuple) -> None:
     """Every Kubernetes request of the test (the hub's, ElasticSpawner's, the
     orchestrator's, all on the hub's service account in a deployment) is
-    allowed by zero-to-jupyterhub's hub Role plus `elastichub rbac`'s roles."""
-    refused = forbidden([(m, uri) for m, uri, _ in requests], "default", CLUSTER_RULES,
-                        Z2JH_HUB_ROLE + NAMESPACE_RULES)
-    assert refused == [], "requests `elastichub rbac` does not allow:\n" + "\n".join(refused)
+    allowed by `roles`: (cluster rules, rules in the hub's namespace)."""
+    cluster, namespaced = roles
+    refused = forbidden([(m, uri) for m, uri, _ in requests], "default", cluster, namespaced)
+    assert refused == [], "requests the hub's roles do not allow:\n" + "\n".join(refused)
