@@ -6,16 +6,11 @@ stops the VM; each server keeps its own state, never the other's."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from hubtools import open_notebook
-from orchestratortools import DIGEST, ORCHESTRATOR_SERVICE, STATE, boot, filler, hub_client
+from orchestratortools import DIGEST, ORCHESTRATOR_SERVICE, STATE, boot, drain_cloud_1, filler
 from podtools import cluster_config, until
 
-from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
-from elastichub.orchestrator.drain import DrainTimeouts
-from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -56,18 +51,8 @@ async def test_a_named_server_and_the_default_one_move_each_with_its_own_state(
         "": ["cloud-1"], NAMED: ["cloud-1"]}
 
     cluster.store.delete("pods", "filler", "default")
-    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
-    # proxy_url is the hub's public URL with its base_url: hub_client(hub) uses hub.url.
-    ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5, move_method=move_method,
-                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30))
-    loop = asyncio.create_task(ctl.run())
-    try:
-        async def vm_stopped():
-            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
-        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
-    finally:
-        loop.cancel()
-        await asyncio.gather(loop, return_exceptions=True)
+    # The orchestrator's proxy_url is the hub's public URL, base_url included (hub_client).
+    ctl = await drain_cloud_1(cluster, hub, wire, move_method)
 
     moves = sorted((m.server, m.method, m.outcome, m.destination) for m in ctl.moves)
     assert moves == [("alice", move_method, "moved", "onprem-1"), (f"alice/{NAMED}", move_method, "moved",

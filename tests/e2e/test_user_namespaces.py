@@ -7,18 +7,13 @@ cluster-wide by the admin) plus `elastichub rbac --user-namespaces`."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from hubtools import open_notebook
-from orchestratortools import DIGEST, ORCHESTRATOR_SERVICE, STATE, boot, filler, hub_client
+from orchestratortools import DIGEST, ORCHESTRATOR_SERVICE, STATE, boot, drain_cloud_1, filler
 from podtools import cluster_config, until
 from rbactools import Z2JH_HUB_ROLE
 
-from elastichub.localcluster.cloud import STOPPED as VM_STOPPED
-from elastichub.orchestrator.drain import DrainTimeouts
 from elastichub.orchestrator.rbac import cluster_rules
-from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
@@ -57,17 +52,7 @@ async def test_servers_in_their_own_namespaces_move_live_with_their_state(cluste
         nb.close()
 
     cluster.store.delete("pods", "filler", "default")
-    strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
-    ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5, move_method="live",
-                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30))
-    loop = asyncio.create_task(ctl.run())
-    try:
-        async def vm_stopped():
-            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
-        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
-    finally:
-        loop.cancel()
-        await asyncio.gather(loop, return_exceptions=True)
+    ctl = await drain_cloud_1(cluster, hub, wire, "live")
 
     assert sorted((m.server, m.method, m.outcome) for m in ctl.moves) == [
         (user, "live", "moved") for user in USERS], [m.to_json() for m in ctl.moves]
