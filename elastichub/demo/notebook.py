@@ -26,7 +26,9 @@ class Notebook:
                  server_name: str = ""):
         self.hub_url = hub_url.rstrip("/")
         self.user, self.token, self.path, self.kernel = user, token, path, kernel
-        prefix = f"/user/{quote(user, safe='')}" + (f"/{quote(server_name, safe='')}" if server_name else "")
+        # Escaped as JupyterHub escapes a server's URL (url_escape_path: '@'
+        # and '~' stay): the single-user server routes on exactly that path.
+        prefix = f"/user/{quote(user, safe='@~')}" + (f"/{quote(server_name, safe='@~')}" if server_name else "")
         self.base = self.hub_url + prefix
         self.kernel_id: str | None = None
         self.session_id = uuid.uuid4().hex

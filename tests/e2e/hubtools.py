@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
@@ -149,7 +150,7 @@ class Hub:
         return resp.code, (json.loads(resp.body) if resp.body and is_json else resp.body)
 
     async def server(self, user: str, name: str = "") -> dict | None:
-        code, model = await self.api("GET", f"/hub/api/users/{user}")
+        code, model = await self.api("GET", f"/hub/api/users/{quote(user, safe='')}")
         assert code == 200, model
         return (model.get("servers") or {}).get(name)
 
@@ -157,14 +158,14 @@ class Hub:
                            name: str = "") -> dict:
         """Create the user if needed, start their default server (or the
         named server `name`), wait until it is ready."""
-        await self.api("POST", f"/hub/api/users/{user}")
-        path = f"/hub/api/users/{user}/servers/{name}" if name else f"/hub/api/users/{user}/server"
+        await self.api("POST", f"/hub/api/users/{quote(user, safe='')}")
+        path = f"/hub/api/users/{quote(user, safe='')}/servers/{quote(name, safe='')}" if name else f"/hub/api/users/{quote(user, safe='')}/server"
         code, body = await self.api("POST", path, options)
         assert code in (201, 202), (code, body, self.log_text())
         return await self.wait_server(user, ready=True, timeout=timeout, name=name)
 
     async def stop_server(self, user: str, timeout: float = 60) -> None:
-        code, body = await self.api("DELETE", f"/hub/api/users/{user}/server")
+        code, body = await self.api("DELETE", f"/hub/api/users/{quote(user, safe='')}/server")
         assert code in (202, 204), (code, body, self.log_text())
         await self.wait_server(user, ready=False, timeout=timeout)
 
@@ -184,7 +185,7 @@ class Hub:
     async def spawner_state(self, user: str) -> dict:
         """The spawner's state as the hub stored it (admin:server_state): also
         readable once the server is stopped, from the hub's database."""
-        code, model = await self.api("GET", f"/hub/api/users/{user}?include_stopped_servers=1")
+        code, model = await self.api("GET", f"/hub/api/users/{quote(user, safe='')}?include_stopped_servers=1")
         assert code == 200, model
         return ((model.get("servers") or {}).get("") or {}).get("state") or {}
 
@@ -204,7 +205,7 @@ class Hub:
                         events.append(json.loads(line[5:]))
 
         await self.http.fetch(HTTPRequest(
-            f"{self.url}/hub/api/users/{user}/server/progress", headers={"Authorization": f"token {self.token}"},
+            f"{self.url}/hub/api/users/{quote(user, safe='')}/server/progress", headers={"Authorization": f"token {self.token}"},
             streaming_callback=on_chunk, request_timeout=timeout))
         return events
 
