@@ -11,7 +11,9 @@ then one row per server:
 - duration_s: how long the server ran once started, seconds (> 0)
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
 
-Rows need not be sorted. Every error names the file, the line and the column.
+Rows need not be sorted. Columns may be separated by ';' or tabs instead of
+',' (what spreadsheets export in many locales). Every error names the file,
+the line and the column.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"trace file {path}: cannot read it ({e})") from None
 
-    reader = csv.reader(text.splitlines())
+    lines = text.splitlines()
+    reader = csv.reader(lines, delimiter=_delimiter(lines[0] if lines else ""))
     header = next(reader, None)
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
@@ -110,6 +113,16 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})")
+
+
+def _delimiter(header: str) -> str:
+    """',' unless the header has none and is split by ';' or tabs (a
+    spreadsheet's export in many locales)."""
+    if "," not in header:
+        for other in (";", "\t"):
+            if other in header:
+                return other
+    return ","
 
 
 def _timestamp(row: list[str], i: int, where: str) -> datetime:

@@ -99,6 +99,19 @@ def test_trace_roundtrip(tmp_path):
     assert load_trace(path, LARGEST, horizon_s=100).horizon_s == 100
 
 
+@pytest.mark.parametrize("text", [
+    "\ufeffarrival_s,duration_s,cpu,ram_gib\r\n30,600,1,2\r\n0,120,0.5,1.5\r\n",  # a spreadsheet's CSV, BOM and CRLF
+    "arrival_s;duration_s;cpu;ram_gib\n30;600;1;2\n0;120;0.5;1.5\n",  # semicolons (many locales)
+    "arrival_s\tduration_s\tcpu\tram_gib\n30\t600\t1\t2\n0\t120\t0.5\t1.5\n",  # tabs
+])
+def test_a_spreadsheets_export_reads_as_the_same_trace(tmp_path, text):
+    path = tmp_path / "export.csv"
+    path.write_bytes(text.encode())
+    wl = load_trace(path, LARGEST)
+    assert [(r.arrival_s, r.duration_s, r.requests.ram) for r in wl.requests] == [(0, 120, 1.5 * GiB),
+                                                                                  (30, 600, 2 * GiB)]
+
+
 def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
     # As the orchestrator's history_file writes it; a week of history crosses a daylight-saving change.
     path = write_csv(tmp_path / "h.csv",
