@@ -37,6 +37,7 @@ from .observe import ObserveConfig, Observation, observe
 from .timetable import TimetableFile
 
 log = logging.getLogger(__name__)
+MAX_PROBLEM_EVENTS = 5  # new problems said per cycle (a bad rollout can make thousands)
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
 
 
@@ -91,6 +92,7 @@ class Controller:
         self.cycles = 0
         self.sessions = SessionTracker()
         self._history_failing = False
+        self._problems: set[str] = set()  # the last cycle's: each is an event once, when it appears
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -129,6 +131,7 @@ class Controller:
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
                       self.boot_started)
         self.last = obs
+        self._report_problems(obs.problems)
         if self.history is not None:
             self._record_history(obs, now)
         self._account(obs, now)
@@ -167,7 +170,16 @@ class Controller:
 
     def event(self, kind: str, message: str) -> None:
         self.events.append({"time": self.clock(), "kind": kind, "message": message})
-        (log.warning if kind in ("error", "boot-failed", "drain-failed") else log.info)("%s: %s", kind, message)
+        (log.warning if kind in ("error", "problem", "boot-failed", "drain-failed") else log.info)(
+            "%s: %s", kind, message)
+
+    def _report_problems(self, problems: list[str]) -> None:
+        new = [p for p in problems if p not in self._problems]
+        for problem in new[:MAX_PROBLEM_EVENTS]:
+            self.event("problem", problem)
+        if len(new) > MAX_PROBLEM_EVENTS:
+            self.event("problem", f"and {len(new) - MAX_PROBLEM_EVENTS} more (api/status lists the first 20)")
+        self._problems = set(problems)
 
     def _record_history(self, obs: Observation, now: float) -> None:
         rows = self.sessions.update(self.pods.records.values(), obs.drains.values(), now)

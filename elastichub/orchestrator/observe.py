@@ -63,6 +63,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     used: dict[str, list[float]] = {}
     servers: dict[str, list[Server]] = {}
     pending: list[Server] = []
+    no_ram: list[str] = []
     for pod in pods:
         if pod.problem:
             problems.append(pod.problem)
@@ -77,6 +78,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                 u[0] += pod.cpu
                 u[1] += pod.ram
         server = pod.as_server
+        if server is not None and pod.ram <= 0 and not pod.problem:
+            no_ram.append(pod.server)
         if server is None or (pod.move_of and pod.move_of in moving):
             continue  # its node's requests count; the server is counted at its source until the switch
         if node is not None:
@@ -88,6 +91,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         elif pod.phase == "Pending" and not pod.terminating:
             pending.append(server)
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
+    if no_ram:
+        problems.append(no_ram_problem(no_ram))
 
     out_nodes: list[Node] = []
     drains: dict[str, str] = {}
@@ -128,6 +133,14 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
 
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems)
+
+
+def no_ram_problem(servers: list[str]) -> str:
+    """One line for every server whose pod requests no memory: RAM occupancy
+    (theta_out) is what scales the cloud, and it cannot count them."""
+    names = ", ".join(sorted(servers)[:3]) + (", ..." if len(servers) > 3 else "")
+    return (f"{len(servers)} server(s) request no memory ({names}): the RAM occupancy that scales the cloud "
+            "cannot count them; set c.KubeSpawner.mem_guarantee")
 
 
 def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> NodeStatus | None:

@@ -100,11 +100,14 @@ def node_record(obj: dict, tier_label: str = podmeta.TIER_LABEL) -> NodeRecord:
 
 def pod_requests(spec: dict) -> tuple[float, float]:
     """(cores, bytes) the pod requests: the sum over its containers, or the
-    largest init container if that is more (Kubernetes' effective request)."""
+    largest init container if that is more (Kubernetes' effective request).
+    A container with a limit and no request requests its limit, as the API
+    server's defaulting writes it (KubeSpawner's mem_limit alone)."""
     def total(containers) -> tuple[float, float]:
         cpu = ram = 0.0
         for c in containers or []:
-            req = ((c or {}).get("resources") or {}).get("requests") or {}
+            resources = (c or {}).get("resources") or {}
+            req = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
             cpu += parse_cpu(req.get("cpu", 0)) / MILLI
             ram += parse_memory(req.get("memory", 0))
         return cpu, ram

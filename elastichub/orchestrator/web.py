@@ -168,6 +168,7 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
     pending = ", ".join(status["pending"]) or "none"
     classes = "".join(f'<li>{time.strftime("%a %H:%M", time.localtime(c["start"]))} {e(c["name"])}: '
                       f'{c["users"]} students</li>' for c in status.get("classes", []))
+    problems = "".join(f"<li>{e(p)}</li>" for p in status.get("problems", []))
     history = status.get("history")
     recorded = "" if history is None else (
         f' History: {history["written"]} session{"" if history["written"] == 1 else "s"} written to '
@@ -181,6 +182,7 @@ Tcool {status["tcool"]} s{" &mdash; <b>dry run</b>: nothing is changed" if statu
 {status["cycles"]} cycles.{recorded}</p>
 <h2>Occupancy of the active nodes (RAM requests)</h2>
 {_bar(occ, theta)}<p>{occ:.1f} % against theta_out {theta} % &middot; waiting: {e(pending)}</p>
+{f'<h2>Problems</h2><ul class="problems">{problems}</ul>' if problems else ""}
 <h2>Nodes</h2><table><tr><th>node</th><th>tier</th><th>status</th><th>RAM requested</th><th>servers</th>
 <th>VM</th></tr>{"".join(rows)}</table>
 <h2>Timeline</h2>{_timeline_svg(status["timeline"])}

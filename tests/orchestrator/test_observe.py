@@ -113,6 +113,7 @@ def test_bad_quantities_are_reported_not_fatal():
     assert any("allocatable" in p and "onprem-1" in p for p in obs.problems)
     assert any("requests" in p and "alice" in p for p in obs.problems)
     assert obs.snapshot.node("onprem-1").allocatable == Resources(0, 0)
+    assert not any("request no memory" in p for p in obs.problems)  # said once, as what it is
 
 
 def test_a_managed_pod_without_its_user_annotation_is_reported():
@@ -148,3 +149,48 @@ def test_a_live_moves_destination_is_not_a_second_server_while_its_source_runs()
     snap = observe(nodes, [placed], None, CONFIG, NOW).snapshot
     [alice] = snap.node("onprem-1").servers
     assert alice.name == "alice" and alice.started_at == pod("x", started="2027-01-15T07:00:00Z").started
+
+
+def test_servers_that_request_no_memory_are_one_problem_naming_them():
+    nodes = [node("onprem-1")]
+    fine = observe(nodes, [pod("alice", "onprem-1"), pod("system", "onprem-1", managed=False, memory="0")],
+                   None, CONFIG, NOW)
+    assert fine.problems == []
+    pods = [pod(u, "onprem-1", memory="0") for u in ("eve", "bob", "dan", "ann")] + [pod("carl", "onprem-1")]
+    [problem] = observe(nodes, pods, None, CONFIG, NOW).problems
+    assert problem.startswith("4 server(s) request no memory (ann, bob, dan, ...)")
+    assert "c.KubeSpawner.mem_guarantee" in problem
+
+
+def test_each_problem_is_an_event_once_while_it_lasts():
+    from elastichub.orchestrator.controller import MAX_PROBLEM_EVENTS, Controller
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
+    ctl._report_problems(["a"])
+    ctl._report_problems(["a"])
+    assert [e["message"] for e in ctl.events] == ["a"] and ctl.events[0]["kind"] == "problem"
+    ctl._report_problems([])
+    ctl._report_problems(["a", "b"])  # back after a cycle without it: said again
+    many = [f"p{i}" for i in range(MAX_PROBLEM_EVENTS + 3)]
+    ctl._report_problems(many)
+    assert [e["message"] for e in ctl.events][1:] == ["a", "b"] + many[:MAX_PROBLEM_EVENTS] + [
+        "and 3 more (api/status lists the first 20)"]
+
+
+def test_the_status_page_shows_the_problems():
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.web import render_page
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
+    assert "<h2>Problems</h2>" not in render_page(ctl.status())
+    ctl.last = observe([node("onprem-1")], [pod("ann", "onprem-1", memory="0")], None, CONFIG, NOW)
+    assert "<h2>Problems</h2><ul class=\"problems\"><li>1 server(s) request no memory (ann)" in render_page(
+        ctl.status())
+
+
+def test_a_limit_without_a_request_is_the_request_as_on_kubernetes():
+    from elastichub.orchestrator.records import pod_requests
+
+    limit_only = {"containers": [{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}},
+                                 {"resources": {"limits": {"memory": "1Gi"}, "requests": {"memory": "512Mi"}}}]}
+    assert pod_requests(limit_only) == (2.0, 2.5 * GiB)
