@@ -93,6 +93,10 @@ class Controller:
         self.sessions = SessionTracker()
         self._history_failing = False
         self._problems: set[str] = set()  # the last cycle's: each is an event once, when it appears
+        # Servers whose last live move failed -> why: their next move is a restart, so that a cause
+        # that stays (a spawner that cannot switch routes, a kernel outside any session) neither keeps
+        # a cloud node up nor pauses its user again at every drain.
+        self.restart_next: dict[str, str] = {}
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -215,6 +219,12 @@ class Controller:
     def _on_move(self, report: MoveReport) -> None:
         if report not in self.moves:
             self.moves.append(report)
+        if report.outcome == "failed" and report.method == "live" and report.server not in self.restart_next:
+            self.restart_next[report.server] = report.error
+            self.event("drain-failed", f"live move of {report.server} failed ({report.error}); "
+                                       "its next move will be by a restart")
+        elif report.outcome == "moved":
+            self.restart_next.pop(report.server, None)
         if report.outcome != "in-flight":
             self.metrics.migrations.labels(report.outcome, report.method).inc()
             if report.downtime_s is not None:
@@ -349,7 +359,7 @@ class Controller:
         drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
                       pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
                       clock=self.clock, on_move=self._on_move, move_method=self.settings.move_method,
-                      kube_pods=self.kube_pods)
+                      kube_pods=self.kube_pods, restart_only=self.restart_next)
         self.event("drain", f"{'resuming' if resume else 'starting'} the drain of {node}: {reason}")
 
         async def run():
@@ -455,6 +465,7 @@ class Controller:
             "timeline": list(self.timeline),
             "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
                         if b.until > self.clock()},
+            "restart_next": dict(self.restart_next),
             "classes": self._classes_ahead(),
             "history": None if self.history is None else {
                 "file": self.history.path, "written": self.history.written,

@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
@@ -78,15 +78,18 @@ class MoveReport:
 
 class Drain:
     """One node's drain. `pods()` reads the pod cache; `on_move` is told of
-    every server move (for the status page and the metrics)."""
+    every server move (for the status page and the metrics). `restart_only`:
+    servers to move by a restart even when `move_method` is live (their
+    last live move failed)."""
 
     def __init__(self, node: str, vm_id: str | None, *, kube: KubeNodes, hub: HubClient, cloud: CloudPool | None,
                  pods: Callable[[], list[PodRecord]], timeouts: DrainTimeouts, reason: str = "",
                  clock: Callable[[], float] = time.time, on_move: Callable[[MoveReport], None] = lambda r: None,
-                 move_method: str = "restart", kube_pods: KubePods | None = None):
+                 move_method: str = "restart", kube_pods: KubePods | None = None,
+                 restart_only: Container[str] = ()):
         self.node, self.vm_id = node, vm_id
         self.kube, self.hub, self.cloud = kube, hub, cloud
-        self.move_method, self.kube_pods = move_method, kube_pods
+        self.move_method, self.kube_pods, self.restart_only = move_method, kube_pods, restart_only
         self.pods, self.t, self.reason = pods, timeouts, reason
         self.clock, self.on_move = clock, on_move
         self.record: dict = {}
@@ -152,7 +155,7 @@ class Drain:
             report.outcome, report.error = "skipped", "not running in the hub"
             self.on_move(report)
             return
-        if self.move_method == "live" and self.kube_pods is not None:
+        if self.move_method == "live" and self.kube_pods is not None and pod.server not in self.restart_only:
             try:
                 await self._move_live(pod, server, report)
                 return
@@ -299,7 +302,8 @@ class Drain:
                 else:
                     del self.record["servers"][key]
                     await self._save()
-                    report.outcome, report.error = "failed", "interrupted before the route switched: undone"
+                    # Aborted, not failed: the crash was ours, the server can move live next time.
+                    report.outcome, report.error = "aborted", "interrupted before the route switched: undone"
                 self.on_move(report)
                 continue
             if entry.get("step") != RESTART:

@@ -233,6 +233,35 @@ async def test_a_failed_live_move_leaves_the_source_serving_and_nothing_lost(hub
     assert "elastichub.io/drain" not in (node["metadata"].get("annotations") or {})
 
 
+async def test_after_a_failed_live_move_the_server_moves_by_a_restart_and_the_vm_stops(hub_on_cluster, wire):
+    """A cause that stays (here the route request is never answered, as with
+    a spawner that cannot switch routes): the failed live move is undone,
+    and the next drain moves that server by a restart instead of pausing it
+    again and again while the cloud node runs on."""
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    cluster.store.delete("pods", "filler", "default")
+    ctl = await _controller(cluster, hub, wire)
+    ctl.kube_pods = HubNeverAnswers(ctl.kube_pods.core)
+    loop = asyncio.create_task(ctl.run())
+    try:
+        async def vm_stopped():
+            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
+        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+    assert [(m.method, m.outcome) for m in ctl.moves] == [("live", "failed"), ("restart", "moved")], [
+        m.to_json() for m in ctl.moves]
+    assert any(e["kind"] == "drain-failed" and "its next move will be by a restart" in e["message"]
+               for e in ctl.events)
+    assert ctl.restart_next == {}  # moved: the next move of alice is live again
+    assert _pods(cluster, "alice")[0]["spec"]["nodeName"] == "onprem-1"
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
+    assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
+    nb.close()
+
+
 def _record(cluster) -> dict:
     text = (cluster.store.get("nodes", "cloud-1")["metadata"].get("annotations") or {}).get("elastichub.io/drain")
     return json.loads(text) if text else {}

@@ -92,3 +92,22 @@ def test_phase_failures_and_adoption():
     assert adoption({}, {"k"}) == (False, None)
     assert adoption({"adopted": [{"kernel_id": "k", "state": "failed", "error": "no spec"}]}, {"k"}) == (
         False, "kernel k: no spec")
+
+
+def test_a_server_whose_live_move_failed_moves_next_by_a_restart_then_live_again():
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.drain import MoveReport
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: 0.0)
+    ctl._on_move(MoveReport("bob", "cloud-1", method="live", outcome="aborted",
+                            error="interrupted before the route switched: undone"))  # our crash, not bob's
+    assert ctl.restart_next == {}
+    failed = MoveReport("alice", "cloud-1", method="live", outcome="failed", error="the hub did not switch the route")
+    ctl._on_move(failed)
+    ctl._on_move(failed)  # the same report again (reports are updated in place): said once
+    assert ctl.restart_next == {"alice": "the hub did not switch the route"}
+    assert [e["message"] for e in ctl.events] == [
+        "live move of alice failed (the hub did not switch the route); its next move will be by a restart"]
+    assert ctl.status()["restart_next"] == {"alice": "the hub did not switch the route"}
+    ctl._on_move(MoveReport("alice", "cloud-1", method="restart", outcome="moved"))
+    assert ctl.restart_next == {}
