@@ -89,26 +89,32 @@ async def users_on_cloud(cluster, hub: Hub, users, state: str = STATE) -> dict:
     return digests
 
 
-async def drain_cloud_1(cluster, hub: Hub, wire, move_method: str):
-    """The controller (policy "elastic", short Tmon/Tcool, the hub's own
-    adapter) run until cloud-1's VM has stopped; returns it for its moves."""
+async def run_until_vm_stopped(ctl, vm: str = "cloud-1", timeout: float = 180):
+    """Run the controller's loop until `vm`'s VM has stopped (then stop the loop)."""
     from podtools import until
 
     from elastichub.localcluster.cloud import STOPPED
+
+    loop = asyncio.create_task(ctl.run())
+    try:
+        async def vm_stopped():
+            return any(v.id == vm and v.state == STOPPED for v in await ctl.cloud.list())
+        await until(vm_stopped, timeout=timeout, step=0.5, what=f"{vm}'s VM stopped")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+
+async def drain_cloud_1(cluster, hub: Hub, wire, move_method: str):
+    """The controller (policy "elastic", short Tmon/Tcool, the hub's own
+    adapter) run until cloud-1's VM has stopped; returns it for its moves."""
     from elastichub.orchestrator.drain import DrainTimeouts
     from elastichub.policy import PolicyConfig, make_strategy
 
     strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
     ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5, move_method=move_method,
                      drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, route=5, freeze_lease=30))
-    loop = asyncio.create_task(ctl.run())
-    try:
-        async def vm_stopped():
-            return any(v.id == "cloud-1" and v.state == STOPPED for v in await ctl.cloud.list())
-        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
-    finally:
-        loop.cancel()
-        await asyncio.gather(loop, return_exceptions=True)
+    await run_until_vm_stopped(ctl)
     return ctl
 
 

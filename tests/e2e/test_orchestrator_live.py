@@ -16,7 +16,7 @@ import os
 
 import pytest
 from hubtools import open_notebook
-from orchestratortools import DIGEST, OrchestratorProcess, hub_client, users_on_cloud
+from orchestratortools import DIGEST, OrchestratorProcess, hub_client, run_until_vm_stopped, users_on_cloud
 from podtools import until
 
 from elastichub.demo.notebook import NotebookError
@@ -243,14 +243,7 @@ async def test_after_a_failed_live_move_the_server_moves_by_a_restart_and_the_vm
     cluster.store.delete("pods", "filler", "default")
     ctl = await _controller(cluster, hub, wire)
     ctl.kube_pods = HubNeverAnswers(ctl.kube_pods.core)
-    loop = asyncio.create_task(ctl.run())
-    try:
-        async def vm_stopped():
-            return any(v.id == "cloud-1" and v.state == VM_STOPPED for v in await ctl.cloud.list())
-        await until(vm_stopped, timeout=180, step=0.5, what="cloud-1's VM stopped")
-    finally:
-        loop.cancel()
-        await asyncio.gather(loop, return_exceptions=True)
+    await run_until_vm_stopped(ctl)
     assert [(m.method, m.outcome) for m in ctl.moves] == [("live", "failed"), ("restart", "moved")], [
         m.to_json() for m in ctl.moves]
     assert any(e["kind"] == "drain-failed" and "its next move will be by a restart" in e["message"]
