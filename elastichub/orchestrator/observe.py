@@ -113,6 +113,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         status = _status(rec, tier, vm, cloud_managed)
         if status is None:
             continue
+        if status is NodeStatus.CORDONED and vm is not None and not rec.drain_taint:
+            # The one way a pool VM runs on that no rule of ours will stop: say so while it lasts.
+            problems.append(f"cloud node {rec.name} was cordoned, not by ElasticHub: its VM {vm.id} runs on, "
+                            "untouched; uncordon the node to hand it back, or stop the VM")
         u = used.get(rec.name, (0.0, 0.0))
         since = boot_started.get(rec.name) if status is NodeStatus.BOOTING else None
         out_nodes.append(Node(rec.name, tier, Resources(rec.cpu, rec.ram), Resources(u[0], u[1]),

@@ -194,3 +194,12 @@ def test_a_limit_without_a_request_is_the_request_as_on_kubernetes():
     limit_only = {"containers": [{"resources": {"limits": {"cpu": "2", "memory": "2Gi"}}},
                                  {"resources": {"limits": {"memory": "1Gi"}, "requests": {"memory": "512Mi"}}}]}
     assert pod_requests(limit_only) == (2.0, 2.5 * GiB)
+
+
+def test_a_running_cloud_node_an_admin_cordoned_is_a_problem_while_it_lasts():
+    vms = [VM("i-1", "cloud-1", RUNNING, "cloud-1")]
+    [problem] = observe([node("cloud-1", "cloud", unschedulable=True)], [], vms, CONFIG, NOW).problems
+    assert problem.startswith("cloud node cloud-1 was cordoned, not by ElasticHub: its VM i-1 runs on")
+    # Cordoned by a drain of ours (the taint says so), or on-prem: no problem.
+    assert observe([node("cloud-1", "cloud", unschedulable=True, taint=True)], [], vms, CONFIG, NOW).problems == []
+    assert observe([node("onprem-1", unschedulable=True)], [], vms, CONFIG, NOW).problems == []
