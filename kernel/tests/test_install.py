@@ -87,6 +87,24 @@ def test_install_user_with_a_custom_name_and_display_name(tmp_path, jupyter_env)
     assert json.loads(config.read_text()) == EXTENSION_CONFIG
 
 
+def test_installed_as_python3_it_replaces_the_stock_kernel_and_checkpoints(tmp_path, jupyter_env):
+    """Notebooks name the kernel `python3` in their metadata: installed under
+    that name, the Elastic kernel is the one they open with, and the server
+    extension knows it for one that can checkpoint."""
+    prefix = tmp_path / "prefix"
+    done = cli(jupyter_env, "install", "--prefix", str(prefix), "--name", "python3",
+               "--display-name", "Python 3 (ipykernel)")
+    assert done.returncode == 0, done.stderr
+    probe = ("from jupyter_client.kernelspec import KernelSpecManager\n"
+             "from elastichub_kernel.serverext import is_elastic_kernelspec\n"
+             "spec = KernelSpecManager().get_kernel_spec('python3')\n"
+             "print(spec.resource_dir, spec.display_name, is_elastic_kernelspec(spec), sep='|')")
+    found = subprocess.run([sys.executable, "-c", probe], env=jupyter_env, capture_output=True, text=True)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip().split("|") == [str(prefix / "share" / "jupyter" / "kernels" / "python3"),
+                                               "Python 3 (ipykernel)", "True"]
+
+
 def test_uninstall_removes_the_spec_and_says_so_when_absent(tmp_path, jupyter_env):
     prefix = str(tmp_path / "prefix")
     assert cli(jupyter_env, "install", "--prefix", prefix).returncode == 0
