@@ -92,7 +92,7 @@ class Controller:
         self.cycles = 0
         self.sessions = SessionTracker()
         self._history_failing = False
-        self._problems: set[str] = set()  # the last cycle's: each is an event once, when it appears
+        self._problems: set[str] = set()  # subjects of the last cycle's problems
         # Servers whose last live move failed -> why: their next move is a restart, so that a cause
         # that stays (a spawner that cannot switch routes, a kernel outside any session) neither keeps
         # a cloud node up nor pauses its user again at every drain.
@@ -178,12 +178,17 @@ class Controller:
             "%s: %s", kind, message)
 
     def _report_problems(self, problems: list[str]) -> None:
-        new = [p for p in problems if p not in self._problems]
+        """Each problem is an event when it appears, not every cycle. A
+        problem names its subject before its first ': ' (a pod, a node, the
+        servers without a memory request): the same subject with new details
+        (one server more) is the same problem."""
+        subjects = {p.split(": ", 1)[0]: p for p in problems}
+        new = [p for subject, p in subjects.items() if subject not in self._problems]
         for problem in new[:MAX_PROBLEM_EVENTS]:
             self.event("problem", problem)
         if len(new) > MAX_PROBLEM_EVENTS:
             self.event("problem", f"and {len(new) - MAX_PROBLEM_EVENTS} more (api/status lists the first 20)")
-        self._problems = set(problems)
+        self._problems = set(subjects)
 
     def _record_history(self, obs: Observation, now: float) -> None:
         rows = self.sessions.update(self.pods.records.values(), obs.drains.values(), now)

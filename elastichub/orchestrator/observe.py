@@ -115,7 +115,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
             continue
         if status is NodeStatus.CORDONED and vm is not None and not rec.drain_taint:
             # The one way a pool VM runs on that no rule of ours will stop: say so while it lasts.
-            problems.append(f"cloud node {rec.name} was cordoned, not by ElasticHub: its VM {vm.id} runs on, "
+            problems.append(f"cloud node {rec.name}: cordoned, not by ElasticHub: its VM {vm.id} runs on, "
                             "untouched; uncordon the node to hand it back, or stop the VM")
         u = used.get(rec.name, (0.0, 0.0))
         since = boot_started.get(rec.name) if status is NodeStatus.BOOTING else None
@@ -143,8 +143,8 @@ def no_ram_problem(servers: list[str]) -> str:
     """One line for every server whose pod requests no memory: RAM occupancy
     (theta_out) is what scales the cloud, and it cannot count them."""
     names = ", ".join(sorted(servers)[:3]) + (", ..." if len(servers) > 3 else "")
-    return (f"{len(servers)} server(s) request no memory ({names}): the RAM occupancy that scales the cloud "
-            "cannot count them; set c.KubeSpawner.mem_guarantee")
+    return (f"servers that request no memory: {len(servers)} ({names}): the RAM occupancy that scales the "
+            "cloud cannot count them; set c.KubeSpawner.mem_guarantee")
 
 
 def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> NodeStatus | None:

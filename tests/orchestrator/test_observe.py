@@ -158,7 +158,7 @@ def test_servers_that_request_no_memory_are_one_problem_naming_them():
     assert fine.problems == []
     pods = [pod(u, "onprem-1", memory="0") for u in ("eve", "bob", "dan", "ann")] + [pod("carl", "onprem-1")]
     [problem] = observe(nodes, pods, None, CONFIG, NOW).problems
-    assert problem.startswith("4 server(s) request no memory (ann, bob, dan, ...)")
+    assert problem.startswith("servers that request no memory: 4 (ann, bob, dan, ...): ")
     assert "c.KubeSpawner.mem_guarantee" in problem
 
 
@@ -169,6 +169,10 @@ def test_each_problem_is_an_event_once_while_it_lasts():
     ctl._report_problems(["a"])
     ctl._report_problems(["a"])
     assert [e["message"] for e in ctl.events] == ["a"] and ctl.events[0]["kind"] == "problem"
+    ctl._report_problems(["a", "servers that request no memory: 1 (ann): ..."])
+    ctl._report_problems(["a", "servers that request no memory: 2 (ann, bob): ..."])  # the same subject
+    assert [e["message"] for e in ctl.events] == ["a", "servers that request no memory: 1 (ann): ..."]
+    ctl.events.pop()
     ctl._report_problems([])
     ctl._report_problems(["a", "b"])  # back after a cycle without it: said again
     many = [f"p{i}" for i in range(MAX_PROBLEM_EVENTS + 3)]
@@ -184,7 +188,7 @@ def test_the_status_page_shows_the_problems():
     ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
     assert "<h2>Problems</h2>" not in render_page(ctl.status())
     ctl.last = observe([node("onprem-1")], [pod("ann", "onprem-1", memory="0")], None, CONFIG, NOW)
-    assert "<h2>Problems</h2><ul class=\"problems\"><li>1 server(s) request no memory (ann)" in render_page(
+    assert "<h2>Problems</h2><ul class=\"problems\"><li>servers that request no memory: 1 (ann)" in render_page(
         ctl.status())
 
 
@@ -199,7 +203,7 @@ def test_a_limit_without_a_request_is_the_request_as_on_kubernetes():
 def test_a_running_cloud_node_an_admin_cordoned_is_a_problem_while_it_lasts():
     vms = [VM("i-1", "cloud-1", RUNNING, "cloud-1")]
     [problem] = observe([node("cloud-1", "cloud", unschedulable=True)], [], vms, CONFIG, NOW).problems
-    assert problem.startswith("cloud node cloud-1 was cordoned, not by ElasticHub: its VM i-1 runs on")
+    assert problem.startswith("cloud node cloud-1: cordoned, not by ElasticHub: its VM i-1 runs on")
     # Cordoned by a drain of ours (the taint says so), or on-prem: no problem.
     assert observe([node("cloud-1", "cloud", unschedulable=True, taint=True)], [], vms, CONFIG, NOW).problems == []
     assert observe([node("onprem-1", unschedulable=True)], [], vms, CONFIG, NOW).problems == []
