@@ -9,7 +9,7 @@ Per variable, at checkpoint time:
   pickle) must match on restore, else the variable is named, never swapped;
 - a process-bound object (socket, generator, lock, open file...) or one
   pickle refuses is *not restorable* and named with the reason;
-- everything else is *migrated* (serializer.py, storage.py).
+- everything else is *migrated* (serializer.py, loader.py, storage.py).
 No other cell is ever re-run: a cell that writes files, uses the network or
 randomness is never executed behind the user's back.
 """
@@ -287,7 +287,7 @@ def checked_records(path: str, index: dict, stream_len: int, nbuf: int) -> list:
 def build_namespace(index, stream, records, buffers, imports, modules, target_ns) -> dict:
     """The variables of a verified file, bound to nothing yet: ``bindings``
     plus the report fields. Notebook functions get ``target_ns`` as globals."""
-    from .serializer import load_namespace
+    from .loader import load_namespace
 
     earlier = [dict(i) for i in index.get("not_restorable", [])]
     not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]

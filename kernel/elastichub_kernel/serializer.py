@@ -10,7 +10,8 @@
   changes to global variables exactly as before the checkpoint.
 - Every variable is one record of one pickler whose memo spans all records:
   ``b = a`` stays ``b is a`` after restore, yet a record that fails to load
-  costs only that variable (and those sharing objects with it), by name.
+  costs only that variable (and those sharing objects with it), by name
+  (loader.py reads them back).
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory.
 
@@ -248,64 +249,3 @@ def _dump_once(ns: dict, names: list, user_ns: dict) -> DumpResult:
         records.append(Record(name, start, out.tell(), first, len(buffers)))
     # getbuffer(): a view, not a copy, of what may be a large in-band stream
     return DumpResult(out.getbuffer(), records, buffers)
-
-
-class _BufferCursor:
-    """Out-of-band buffers for the unpickler, positioned per record."""
-
-    def __init__(self, buffers):
-        self.buffers = buffers
-        self.pos = 0
-        self.end = 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.pos >= self.end:
-            raise pickle.UnpicklingError("record asks for more buffers than it wrote")
-        buf = self.buffers[self.pos]
-        self.pos += 1
-        return buf
-
-
-def load_namespace(stream, records: list, buffers: list, target_ns: dict):
-    """Unpickle each record; returns (values by name, failures by name).
-
-    Notebook functions get ``target_ns`` as globals. A record that fails
-    (a library missing here, a class that changed) is reported by name. The
-    unpickler's state after an error is not trustworthy (its memo may hold
-    half-built objects), so loading starts over without the failed record;
-    records sharing objects with it then fail too, by name, never half-built.
-    """
-    failed: dict = {}
-    while True:
-        values, bad = _load_pass(stream, records, buffers, target_ns, failed)
-        if bad is None:
-            return values, failed
-        failed[bad[0]] = bad[1]
-
-
-def _load_pass(stream, records, buffers, target_ns, skip):
-    global _restore_target
-    source = io.BytesIO(stream)
-    cursor = _BufferCursor(buffers)
-    unpickler = pickle.Unpickler(source, buffers=cursor)
-    values = {}
-    _restore_target = target_ns
-    try:
-        for rec in records:
-            if rec.name in skip:
-                continue
-            source.seek(rec.start)
-            cursor.pos, cursor.end = rec.buf_start, rec.buf_end
-            try:
-                value = unpickler.load()
-                if source.tell() != rec.end or cursor.pos != rec.buf_end:
-                    raise pickle.UnpicklingError("record length does not match the index")
-            except Exception as exc:
-                return values, (rec.name, "could not be loaded (" + describe_error(exc) + ")")
-            values[rec.name] = value
-    finally:
-        _restore_target = None
-    return values, None

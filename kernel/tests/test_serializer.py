@@ -5,7 +5,7 @@ import types
 
 import numpy as np
 
-from elastichub_kernel import serializer
+from elastichub_kernel import loader, serializer
 
 NOTEBOOK = '''
 import socket, threading
@@ -52,7 +52,7 @@ def test_round_trip_preserves_identity_behaviour_and_names_failures():
     assert len(dumped.stream) < 200_000 and sum(b.nbytes for b in dumped.buffers) >= 8_000_000
 
     target = {"__name__": "__main__"}
-    values, failed = serializer.load_namespace(
+    values, failed = loader.load_namespace(
         dumped.stream, dumped.records, [bytearray(b) for b in dumped.buffers], target)
     assert failed == {}
     target.update(values)
@@ -80,6 +80,57 @@ def test_a_record_that_fails_to_load_is_named_and_the_rest_restored(tmp_path):
         dumped = serializer.dump_namespace(ns, ["thing", "x"])
     finally:
         del sys.modules["ehk_vanishing_module"]
-    values, failed = serializer.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert set(failed) == {"thing"} and "ehk_vanishing_module" in failed["thing"]
     assert values == {"x": [1, 2, 3]}
+
+
+def _module(name, source):
+    mod = types.ModuleType(name)
+    exec(source, mod.__dict__)
+    sys.modules[name] = mod
+    return mod
+
+
+def test_a_missing_module_costs_only_the_records_that_use_it_and_the_rest_is_identical():
+    """Records share one memo numbered by order: a record cut short used to
+    shift every later reference, and a list restored with a wrong element
+    and no word said. Now the missing global is read as a stand-in, the
+    stream stays in step, and only what reaches it fails."""
+    mod = _module("ehk_gone_module", "def f(x):\n    return x\nclass Box:\n    pass\n")
+    try:
+        ns = {"func": mod.f, "box": mod.Box(), "holder": {"f": mod.f, "label": "x"},
+              "words": [f"s{i}" for i in range(10)], "letters": ["x", "y", "z", "w", "v", "x"],
+              "shared": ["x", "s3"]}
+        dumped = serializer.dump_namespace(ns, list(ns))
+    finally:
+        del sys.modules["ehk_gone_module"]
+    values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert set(failed) == {"func", "box", "holder"}
+    assert "ehk_gone_module.f: ModuleNotFoundError" in failed["func"] and "ehk_gone_module.Box" in failed["box"]
+    assert values == {name: ns[name] for name in ("words", "letters", "shared")}
+
+
+def test_a_reconstructor_that_fails_here_is_skipped_in_step_and_what_shares_its_objects_fails_by_name():
+    mod = _module("ehk_fragile_module", "class Fragile:\n"
+                                        "    def __init__(self, tag):\n        self.tag = tag\n"
+                                        "    def __reduce__(self):\n        return (rebuild, (self.tag,))\n"
+                                        "BROKEN = False\n"
+                                        "def rebuild(tag):\n"
+                                        "    if BROKEN:\n        raise RuntimeError('this version cannot read it')\n"
+                                        "    return Fragile(tag)\n")
+    try:
+        tag = ["the-tag"]
+        fragile = mod.Fragile(tag)
+        ns = {"first": ["p", "q", "p"], "fragile": fragile, "uses_fragile": [fragile, "q"], "tag": tag,
+              "after": ["q", "r", "s", "t", "u", "r"]}
+        dumped = serializer.dump_namespace(ns, list(ns))
+        mod.BROKEN = True
+        values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    finally:
+        del sys.modules["ehk_fragile_module"]
+    assert "RuntimeError: this version cannot read it" in failed["fragile"]
+    # `tag` is an object the failed record holds: never restored half-shared.
+    assert set(failed) == {"fragile", "uses_fragile", "tag"}
+    assert "shares objects with fragile" in failed["uses_fragile"]
+    assert values == {"first": ["p", "q", "p"], "after": ["q", "r", "s", "t", "u", "r"]}

@@ -1,0 +1,287 @@
+"""Read a checkpoint's namespace back (serializer.py wrote it).
+
+The records share one memo, and protocol 5 numbers memo entries by the
+order they are made (MEMOIZE), so the stream only decodes right when every
+record is read in step: skipping one, or stopping one part-way, shifts
+every later reference to another object (a list came back with a wrong
+element and no word said). So nothing here ever leaves a record half-read:
+
+- a global that cannot be found here (a module missing from this image, a
+  class renamed) is read as a stand-in (`_Unloadable`), the record goes to
+  its end, and the records whose values reach a stand-in fail, by name;
+- a record that fails otherwise (an error inside a library's
+  reconstructor) is skipped on a next pass, and the memo entries its bytes
+  would have made are made instead (`_memo_fill`): the strings and globals
+  it names as they are, what it built as stand-ins, so the records after
+  it decode in step and only those sharing its objects fail.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+import pickletools
+import types
+
+from . import serializer
+from .serializer import describe_error
+
+
+class _BufferCursor:
+    """Out-of-band buffers for the unpickler, positioned per record."""
+
+    def __init__(self, buffers):
+        self.buffers = buffers
+        self.pos = 0
+        self.end = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.pos >= self.end:
+            raise pickle.UnpicklingError("record asks for more buffers than it wrote")
+        buf = self.buffers[self.pos]
+        self.pos += 1
+        return buf
+
+
+def load_namespace(stream, records: list, buffers: list, target_ns: dict):
+    """Unpickle each record; returns (values by name, failures by name).
+
+    Notebook functions get ``target_ns`` as globals. A record that cannot be
+    restored (a library missing here, a class that changed) is reported by
+    name, and so is every record that shares an object with it: nothing is
+    ever restored half-built or different from what was saved.
+    """
+    skipped: dict = {}  # name -> (reason, the memo entries its bytes make)
+    while True:
+        values, failed, bad = _load_pass(stream, records, buffers, target_ns, skipped)
+        if bad is None:
+            return values, {**{name: why for name, (why, _) in skipped.items()}, **failed}
+        rec, why = bad
+        skipped[rec.name] = (why, _memo_fill(stream, rec))
+
+
+class _Unloadable:
+    """Stands in for what could not be loaded here: a global (class,
+    function, module) or, on a second pass, a skipped record's memo entry.
+    It accepts whatever the stream does with it (calls, state, items)."""
+
+    reason = ""
+
+    def __new__(cls, *args, **kwargs):
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+    def __setitem__(self, key, value):
+        pass
+
+    def append(self, item):
+        pass
+
+    def extend(self, items):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __getattr__(self, name):  # a reconstructor's getattr(module, "f") on a missing module
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+
+def _stand_in(reason: str, name: str = "Unloadable") -> type:
+    return type(name, (_Unloadable,), {"reason": reason})
+
+
+# cloudpickle's reconstructor of a module it pickled by name (older releases named its module _fast)
+_IMPORTERS = {("cloudpickle.cloudpickle", "subimport"), ("cloudpickle.cloudpickle_fast", "subimport")}
+_SKIPPED = ("elastichub_kernel.loader", "<skipped>")  # the global a memo fill reads as a stand-in
+
+
+class _Input:
+    """The unpickler's file: the record stream, or for a moment a memo fill."""
+
+    def __init__(self, stream):
+        self.stream = io.BytesIO(stream)
+        self.current = self.stream
+
+    def read(self, n=-1):
+        return self.current.read(n)
+
+    def readinto(self, buffer):
+        return self.current.readinto(buffer)
+
+    def readline(self):
+        return self.current.readline()
+
+
+class _Unpickler(pickle.Unpickler):
+    """Reads a global that is not found here as a stand-in, so the record
+    (and the memo) is read to its end; `stand_ins` says one was made."""
+
+    def __init__(self, source: _Input, buffers, fills: bool):
+        # Reading through _Input costs a Python call per read: only a pass that fills does.
+        super().__init__(source if fills else source.stream, buffers=buffers)
+        self.source = source
+        self.stand_ins = 0
+        self._skipped_reason = ""
+
+    def fill(self, entries: list, reason: str) -> None:
+        """Make a skipped record's memo entries (`_memo_fill`), in order,
+        through the unpickler itself: a fill of opcodes that cannot fail."""
+        if not entries:
+            return
+        memo = self.memo.copy()  # reading it is fine; assigning one is broken in CPython's C unpickler
+        built = object()  # an entry that is neither a string nor known here
+        skipped = _unicode_op(_SKIPPED[0]) + _unicode_op(_SKIPPED[1]) + pickle.STACK_GLOBAL
+        out = bytearray(b"\x80\x05")
+
+        def text(part):
+            value = part[1] if part[0] == "str" else memo.get(part[1], built)
+            return value if isinstance(value, str) else None
+
+        for entry in entries:
+            kind, value = entry[0], built
+            if kind == "str":
+                out += _unicode_op(entry[1])
+                value = entry[1]
+            elif kind == "get" and entry[1] in memo:
+                out += pickle.LONG_BINGET + entry[1].to_bytes(4, "little")
+                value = memo[entry[1]]
+            elif kind == "global" and text(entry[1]) is not None and text(entry[2]) is not None:
+                out += _unicode_op(text(entry[1])) + _unicode_op(text(entry[2])) + pickle.STACK_GLOBAL
+            else:
+                out += skipped
+            memo[len(memo)] = value
+            out += pickle.MEMOIZE + pickle.POP
+        self._skipped_reason = reason
+        self.source.current = io.BytesIO(bytes(out + pickle.NONE + pickle.STOP))
+        try:
+            self.load()
+        finally:
+            self.source.current = self.source.stream
+
+    def find_class(self, module, name):
+        if (module, name) == _SKIPPED:
+            self.stand_ins += 1
+            return _stand_in(self._skipped_reason)
+        try:
+            found = super().find_class(module, name)
+        except Exception as exc:
+            self.stand_ins += 1
+            return _stand_in(f"{module}.{name}: {describe_error(exc)}", name if name.isidentifier() else "Unloadable")
+        if (module, name) in _IMPORTERS:
+            return self._safe_import(found)
+        return found
+
+    def _safe_import(self, importer):
+        def load_module(module_name, *args):
+            try:
+                return importer(module_name, *args)
+            except Exception as exc:
+                self.stand_ins += 1
+                return _stand_in(f"import {module_name}: {describe_error(exc)}")()
+        return load_module
+
+
+def _unicode_op(text: str) -> bytes:
+    data = text.encode("utf-8", "surrogatepass")
+    return pickle.BINUNICODE + len(data).to_bytes(4, "little") + data
+
+
+_STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
+
+
+def _memo_fill(stream, rec) -> list:
+    """The memo entries a record's bytes make, in order, described so that
+    a fill can make them without running the record: ("str", text),
+    ("get", index) for an entry made before, ("global", module, name) with
+    each part a "str" or "get" description, or ("skipped",) for anything
+    the record built. Follows just enough of the stack for that: what the
+    last two opcodes pushed."""
+    entries: list = []
+    recent: list = []  # descriptions of the last pushes (None: something built)
+    data = bytes(memoryview(stream)[rec.start:rec.end])
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name = op.name
+            if name in _STRING_OPS:
+                recent.append(("str", arg))
+            elif name in ("BINGET", "LONG_BINGET", "GET"):
+                recent.append(("get", int(arg)))
+            elif name == "STACK_GLOBAL":
+                parts = recent[-2:]
+                recent[-2:] = [("global", *parts) if len(parts) == 2 and None not in parts else None]
+            elif name == "GLOBAL":
+                module, qual = arg.split(" ", 1)
+                recent.append(("global", ("str", module), ("str", qual)))
+            elif name == "MEMOIZE":
+                entries.append((recent[-1] if recent else None) or ("skipped",))
+                continue
+            elif name in ("PROTO", "FRAME", "STOP"):
+                continue
+            else:
+                recent.append(None)
+            del recent[:-2]
+    except Exception:  # damaged bytes: the file's checksums make this unreachable in practice
+        pass
+    return entries
+
+
+def _unloadable_in(value, target_ns: dict) -> _Unloadable | type | None:
+    """A stand-in `value` reaches (itself, or through what it refers to), or
+    None. Globals found here (modules, library classes and functions) and
+    the namespace notebook functions live in hold none: not walked."""
+    seen, todo = {id(target_ns)}, [value]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, _Unloadable) or (isinstance(obj, type) and issubclass(obj, _Unloadable)):
+            return obj
+        if isinstance(obj, types.ModuleType) or (
+                isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+                and getattr(obj, "__module__", None) != "__main__"):
+            continue
+        todo.extend(gc.get_referents(obj))
+    return None
+
+
+def _load_pass(stream, records, buffers, target_ns, skipped):
+    source = _Input(stream)
+    cursor = _BufferCursor(buffers)
+    unpickler = _Unpickler(source, cursor, fills=bool(skipped))
+    values, failed = {}, {}
+    serializer._restore_target = target_ns
+    try:
+        for rec in records:
+            if rec.name in skipped:
+                why, entries = skipped[rec.name]
+                unpickler.fill(entries, f"shares objects with {rec.name}, which could not be loaded")
+                continue
+            source.stream.seek(rec.start)
+            cursor.pos, cursor.end = rec.buf_start, rec.buf_end
+            try:
+                value = unpickler.load()
+                if source.stream.tell() != rec.end or cursor.pos != rec.buf_end:
+                    raise pickle.UnpicklingError("record length does not match the index")
+            except Exception as exc:
+                return values, failed, (rec, "could not be loaded (" + describe_error(exc) + ")")
+            stand_in = _unloadable_in(value, target_ns) if unpickler.stand_ins else None
+            if stand_in is not None:
+                failed[rec.name] = f"could not be loaded ({stand_in.reason})"
+                continue
+            values[rec.name] = value
+    finally:
+        serializer._restore_target = None
+    return values, failed, None
