@@ -8,6 +8,7 @@ by argparse, so every bad value becomes one line naming its option.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -235,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--calendar: {e}") from None
 
     if tuning:
+        if args.move_method is None:  # tune for the orchestrator as it runs by default
+            params = dataclasses.replace(params, move_method="live")
         return _tune(args, workload, params, seed, thetas, *tuning)
     specs = plan_runs(policies, modes, thetas)
     progress = _Progress(not args.no_progress and is_terminal(sys.stderr) and len(specs) > 1)
@@ -305,7 +308,8 @@ def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, m
                           "search_s": round(took, 2), "processes": processes}, indent=2))
         return 0
     print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
-    print(f"tuned {policy} ({mode}) for {slo}: {len(specs)} settings in {took:.1f} s on {processes} core(s)")
+    moves = f", {params.move_method} moves" if mode == "migration" else ""
+    print(f"tuned {policy} ({mode}{moves}) for {slo}: {len(specs)} settings in {took:.1f} s on {processes} core(s)")
     print(f"cheapest setting that meets it: {describe(result.spec)}")
     print(format_table([result.chosen]))
     print(f"Pareto plot (chosen setting starred): {picture}")

@@ -72,6 +72,8 @@ def test_cli_tune_prints_the_setting_row_plot_and_config(tmp_path, capsys):
                                                     if r["wait_p95_s"] <= 120)
     assert (out / "tune-pareto.png").stat().st_size > 10_000
     assert any(line.startswith("c.ElasticOrchestrator.theta_out = ") for line in doc["config"])
+    # tuned for the orchestrator as it runs by default: live moves
+    assert "c.ElasticOrchestrator.move_method = 'live'" in doc["config"]
 
 
 def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
@@ -80,9 +82,10 @@ def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
     workload = make_workload("paper", days=1.5, seed=3, lifetime=LifetimeModel(mean_s=1800, sd_s=450))
     trace = write_trace(workload, tmp_path / "hub.csv")
     code = main(["simulate", "--trace", str(trace), "--cloud-boot-s", "120", "--tune", "--slo-p95-wait", "600",
-                 "--theta-out", "90", "--out", str(tmp_path / "tuned"), "--json"])
+                 "--theta-out", "90", "--move-method", "restart", "--out", str(tmp_path / "tuned"), "--json"])
     assert code == 0
     config = json.loads(capsys.readouterr().out)["config"]
+    assert "c.ElasticOrchestrator.move_method = 'restart'" in config  # as asked
     options = next(ast.literal_eval(line.split(" = ", 1)[1]) for line in config
                    if line.startswith("c.ElasticOrchestrator.policy_options = "))
     durations = [r.duration_s for r in workload.requests]
