@@ -182,6 +182,7 @@ class Controller:
         problem names its subject before its first ': ' (a pod, a node, the
         servers without a memory request): the same subject with new details
         (one server more) is the same problem."""
+        self.metrics.problems.set(len(problems))
         subjects = {p.split(": ", 1)[0]: p for p in problems}
         new = [p for subject, p in subjects.items() if subject not in self._problems]
         for problem in new[:MAX_PROBLEM_EVENTS]:

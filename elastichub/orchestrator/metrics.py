@@ -36,3 +36,5 @@ class Metrics:
                                      registry=r)
         self.cycle_errors = Counter("elastichub_cycle_errors", "Cycles that failed (and were retried)",
                                     ["stage"], registry=r)
+        self.problems = Gauge("elastichub_problems",
+                              "Problems that need an admin's eye now (api/status lists them)", registry=r)

@@ -169,6 +169,7 @@ def test_each_problem_is_an_event_once_while_it_lasts():
     ctl._report_problems(["a"])
     ctl._report_problems(["a"])
     assert [e["message"] for e in ctl.events] == ["a"] and ctl.events[0]["kind"] == "problem"
+    assert ctl.metrics.registry.get_sample_value("elastichub_problems") == 1
     ctl._report_problems(["a", "servers that request no memory: 1 (ann): ..."])
     ctl._report_problems(["a", "servers that request no memory: 2 (ann, bob): ..."])  # the same subject
     assert [e["message"] for e in ctl.events] == ["a", "servers that request no memory: 1 (ann): ..."]
