@@ -29,6 +29,12 @@ DRAIN_TAINT = PREFIX + "draining"
 # JSON on the Node: the drain's plan and progress (see orchestrator docs).
 DRAIN_ANNOTATION = PREFIX + "drain"
 
+# -- moved servers (set by the orchestrator on a server's new pod) -------------
+# When the user asked for the server (RFC 3339): its first pod's creation. A
+# moved server keeps it, so that it is never taken for a new arrival (the
+# policy sizes its reserve on recent arrivals) and its history row spans its moves.
+ASKED_ANNOTATION = PREFIX + "asked"
+
 # -- live moves (make-before-break; set on the destination pod) ----------------
 # The source pod's name: a second pod of a server while it moves.
 MOVE_OF_ANNOTATION = PREFIX + "move-of"

@@ -28,12 +28,13 @@ import time
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 
+from .. import podmeta
 from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
-from .records import PodRecord, load_drain
+from .records import PodRecord, format_time, load_drain
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,8 @@ class Drain:
 
         self.record["servers"][pod.server] = {"user": pod.user, "name": pod.server_name, "step": RESTART,
                                                "options": server.user_options, "checkpoint": report.checkpoint}
+        if pod.created is not None:  # its new pod keeps it (_keep_asked): no new arrival, one history row
+            self.record["servers"][pod.server]["asked"] = format_time(pod.created)
         await self._save()
         down = time.monotonic()
         try:
@@ -283,11 +286,24 @@ class Drain:
             if time.monotonic() > deadline:
                 raise HubError(f"{key} did not start again within {self.t.start:g} s")
             await asyncio.sleep(self.t.poll / 4)
-        landed = next((p.node for p in self.pods() if p.managed and p.server == key and p.holds_resources
+        landed = next((p for p in self.pods() if p.managed and p.server == key and p.holds_resources
                        and p.node), None)
-        entry.update(step=DONE, to=landed)
+        if landed is not None and entry.get("asked"):
+            await self._keep_asked(landed, entry["asked"])
+        entry.update(step=DONE, to=landed.node if landed else None)
         await self._save()
-        return landed
+        return entry["to"]
+
+    async def _keep_asked(self, pod: PodRecord, asked: str) -> None:
+        """Write on a restarted server's new pod when its user asked for it.
+        Until then the drain record says it; a failure only costs that."""
+        if self.kube_pods is None:
+            return
+        namespace, name = pod.key.split("/", 1)
+        try:
+            await self.kube_pods.annotate(namespace, name, {podmeta.ASKED_ANNOTATION: asked})
+        except Exception as e:  # the move itself succeeded
+            log.warning("could not mark pod %s with when %s was asked for: %s", pod.key, pod.server, e)
 
     async def _restart_pending(self) -> None:
         """Servers a previous run stopped (or began to stop) and had not

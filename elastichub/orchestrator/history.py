@@ -13,9 +13,9 @@ A session is a server, not a pod: a move (live, or by a restart while the
 node's drain record names the server) changes the pod, and the session goes
 on, from when its user first asked to when its last pod is gone. A spawn
 that never started (cancelled while it waited) is no row: there is no
-duration to replay. Sessions running when the orchestrator restarts start
-again from their current pod (a server moved by a restart before then is
-seen as asked for when it was restarted).
+duration to replay. Sessions running when the orchestrator restarts go on
+from their current pod, which says when its user asked for the server even
+after moves (`elastichub.io/asked`).
 """
 
 from __future__ import annotations

@@ -81,6 +81,9 @@ def destination_manifest(source: dict, name: str, sessions: list) -> dict:
         source.get("status") or {}).get("startTime")
     if started:
         annotations[podmeta.STARTED_ANNOTATION] = started
+    asked = (meta.get("annotations") or {}).get(podmeta.ASKED_ANNOTATION) or meta.get("creationTimestamp")
+    if asked:
+        annotations[podmeta.ASKED_ANNOTATION] = asked
     containers = spec.get("containers") or []
     target = next((c for c in containers if c.get("name") == NOTEBOOK_CONTAINER), containers[0] if containers else None)
     if target is None:

@@ -17,12 +17,12 @@ pool: the orchestrator never starts a VM an admin set aside.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from ..policy import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 from .cloud import PENDING, RUNNING, STOPPED, STOPPING, UNKNOWN, VM
-from .records import NodeRecord, PodRecord
+from .records import NodeRecord, PodRecord, load_drain, parse_time
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         vm_by_node[vm.node_name] = vm
     cloud_managed = vms is not None
 
+    nodes = nodes if isinstance(nodes, list) else list(nodes)
+    asked = _asked_in_drains(nodes)
     # Requests on each node, and each node's single-user servers (one pass: 20,000 pods in a cycle).
     pods = pods if isinstance(pods, list) else list(pods)
     # A live move's destination while its source still runs: the same server, not a second one.
@@ -78,6 +80,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                 u[0] += pod.cpu
                 u[1] += pod.ram
         server = pod.as_server
+        if asked and server is not None and pod.server in asked and server.created_at != asked[pod.server]:
+            server = replace(server, created_at=asked[pod.server])  # restarted by a drain: no new arrival
         if server is not None and pod.ram <= 0 and not pod.problem:
             no_ram.append(pod.server)
         if server is None or (pod.move_of and pod.move_of in moving):
@@ -137,6 +141,24 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
 
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems)
+
+
+def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
+    """When the user asked for each server a drain restarts, by server key:
+    its new pod is no arrival (the drain writes it on the pod once it runs)."""
+    asked: dict[str, float] = {}
+    for rec in nodes:
+        if rec.drain is None:
+            continue
+        try:
+            servers = (load_drain(rec.drain) or {}).get("servers") or {}
+        except ValueError:
+            continue  # not ours: the controller reports it
+        for key, entry in servers.items():
+            when = parse_time(entry.get("asked")) if isinstance(entry, dict) else None
+            if when is not None:
+                asked[key] = when
+    return asked
 
 
 def no_ram_problem(servers: list[str]) -> str:

@@ -66,6 +66,11 @@ def parse_time(text: str | None) -> float | None:
         return None
 
 
+def format_time(epoch: float) -> str:
+    """Epoch seconds to RFC 3339, as Kubernetes writes times."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def node_record(obj: dict, tier_label: str = podmeta.TIER_LABEL) -> NodeRecord:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
@@ -140,7 +145,8 @@ def pod_record(obj: dict) -> PodRecord:
         managed = False
     node = spec.get("nodeName") or None
     phase = str(status.get("phase") or "Pending")
-    created = parse_time(meta.get("creationTimestamp"))
+    # A moved server's pod carries when its user asked for it: no new arrival.
+    created = parse_time(annotations.get(podmeta.ASKED_ANNOTATION)) or parse_time(meta.get("creationTimestamp"))
     # A live move's destination carries the server's first start: the server keeps its age.
     started = parse_time(annotations.get(podmeta.STARTED_ANNOTATION)) or parse_time(status.get("startTime"))
     move_of = annotations.get(podmeta.MOVE_OF_ANNOTATION)

@@ -56,6 +56,7 @@ async def test_a_named_server_and_the_default_one_move_each_with_its_own_state(
     assert {name: [p["spec"]["nodeName"] for p in ps] for name, ps in pods.items()} == {
         "": ["cloud-1"], NAMED: ["cloud-1"]}
 
+    asked = {name: ps[0]["metadata"]["creationTimestamp"] for name, ps in pods.items()}
     cluster.store.delete("pods", "filler", "default")
     # The orchestrator's proxy_url is the hub's public URL, base_url included (hub_client).
     ctl = await drain_cloud_1(cluster, hub, wire, move_method)
@@ -66,6 +67,8 @@ async def test_a_named_server_and_the_default_one_move_each_with_its_own_state(
     pods = _pods(cluster)
     assert {name: [p["spec"]["nodeName"] for p in ps] for name, ps in pods.items()} == {
         "": ["onprem-1"], NAMED: ["onprem-1"]}
+    # Each new pod says when its user asked for the server: a moved server is no new arrival.
+    assert {name: ps[0]["metadata"]["annotations"].get("elastichub.io/asked") for name, ps in pods.items()} == asked
     for name in ("", NAMED):
         server = await hub.server(USER, name)
         assert server["ready"] and server["url"] == f"/jhub/user/{url_escape_path(USER)}/" + (f"{NAMED}/" if name else "")

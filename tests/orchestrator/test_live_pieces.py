@@ -34,7 +34,8 @@ def test_the_destination_is_the_source_spec_unbound_renamed_and_told_its_session
     pod = destination_manifest(source, "jupyter-alice-m000001", sessions)
     assert pod["metadata"] == {
         "name": "jupyter-alice-m000001", "namespace": "jhub", "labels": source["metadata"]["labels"],
-        "annotations": {podmeta.USER_ANNOTATION: "alice", podmeta.MOVE_OF_ANNOTATION: "jupyter-alice"}}
+        "annotations": {podmeta.USER_ANNOTATION: "alice", podmeta.MOVE_OF_ANNOTATION: "jupyter-alice",
+                        podmeta.ASKED_ANNOTATION: "2026-12-01T07:00:00Z"}}  # the source's creation
     assert "nodeName" not in pod["spec"] and "status" not in pod
     env = pod["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env] == ["JUPYTERHUB_API_TOKEN", podmeta.ADOPT_SESSIONS_ENV]
@@ -47,6 +48,10 @@ def test_the_destination_is_the_source_spec_unbound_renamed_and_told_its_session
     source["metadata"]["annotations"][podmeta.STARTED_ANNOTATION] = "2026-11-30T09:00:00Z"
     assert destination_manifest(source, "d", [])["metadata"]["annotations"][podmeta.STARTED_ANNOTATION] == \
         "2026-11-30T09:00:00Z"
+    # ... and when its user asked for it: the first pod's creation, carried from move to move.
+    source["metadata"]["annotations"][podmeta.ASKED_ANNOTATION] = "2026-11-30T08:59:50Z"
+    assert destination_manifest(source, "d", [])["metadata"]["annotations"][podmeta.ASKED_ANNOTATION] == \
+        "2026-11-30T08:59:50Z"
     with pytest.raises(LiveMoveFailed, match="no container"):
         destination_manifest({"metadata": {"name": "p"}, "spec": {}}, "q", [])
 

@@ -208,3 +208,29 @@ def test_a_running_cloud_node_an_admin_cordoned_is_a_problem_while_it_lasts():
     # Cordoned by a drain of ours (the taint says so), or on-prem: no problem.
     assert observe([node("cloud-1", "cloud", unschedulable=True, taint=True)], [], vms, CONFIG, NOW).problems == []
     assert observe([node("onprem-1", unschedulable=True)], [], vms, CONFIG, NOW).problems == []
+
+
+def test_a_moved_server_is_no_new_arrival():
+    """Its new pod is minutes old, but its user asked long ago: the policy
+    sizes its reserve on recent arrivals, and a drain's moves used to look
+    like a burst of them (a node started again right after one was emptied)."""
+    from elastichub.orchestrator.records import format_time
+
+    asked = "2027-01-15T08:00:00Z"
+    live = pod("jupyter-alice-m1", "onprem-1", user="alice", created="2027-01-15T09:59:00Z",
+               annotations={podmeta.ASKED_ANNOTATION: asked})
+    assert live.created == live.as_server.created_at and format_time(live.created) == asked
+    # Restarted by a drain whose record says when (until the drain writes it on the pod).
+    restarted = pod("jupyter-bob", "onprem-1", user="bob", created="2027-01-15T09:59:00Z")
+    record = {"v": 1, "state": "draining", "servers": {"bob": {"user": "bob", "name": "", "step": "done",
+                                                               "asked": asked}}}
+    obs = observe([node("onprem-1"), node("cloud-1", "cloud", unschedulable=True, taint=True, drain=record)],
+                  [live, restarted], None, CONFIG, NOW)
+    created = {s.name: format_time(s.created_at) for s in obs.snapshot.node("onprem-1").servers}
+    assert created == {"alice": asked, "bob": asked}
+    # A minute after the moves, the policy sees no recent arrival.
+    from elastichub.policy import PolicyConfig, make_strategy
+    from elastichub.orchestrator.records import parse_time
+
+    elastic = make_strategy("elastic", PolicyConfig(theta_out=80))
+    assert elastic._inflow(obs.snapshot, parse_time("2027-01-15T10:00:00Z")) == Resources(0, 0)
