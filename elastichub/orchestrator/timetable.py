@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Iterable, Mapping
 
+from ..csvtext import dict_rows
 from ..policy import Resources
 from ..policy.calendar import ScheduledClass, parse_class_row
 
@@ -159,7 +160,11 @@ class TimetableFile:
         """The entries; OSError or ValueError (naming file, row and column)."""
         self._stamp = self._stamp_of(os.stat(self.path))
         with open(self.path, newline="", encoding="utf-8-sig") as f:
-            return parse_timetable(csv.DictReader(f), source=f"calendar file {self.path}")
+            text = f.read()
+        try:
+            return parse_timetable(dict_rows(text), source=f"calendar file {self.path}")
+        except csv.Error as e:
+            raise ValueError(f"calendar file {self.path}: not CSV ({e})") from None
 
     def changed(self) -> tuple[TimetableEntry, ...] | None:
         """The new entries if the file changed since the last `load` or

@@ -23,6 +23,7 @@ import math
 from datetime import datetime
 from pathlib import Path
 
+from ..csvtext import delimiter
 from ..policy import GiB, Resources
 from .workload import HOUR_S, Request, Workload
 
@@ -48,7 +49,7 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         raise TraceError(f"trace file {path}: cannot read it ({e})") from None
 
     lines = text.splitlines()
-    reader = csv.reader(lines, delimiter=_delimiter(lines[0] if lines else ""))
+    reader = csv.reader(lines, delimiter=delimiter(lines[0] if lines else ""))
     header = next(reader, None)
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
@@ -113,16 +114,6 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})")
-
-
-def _delimiter(header: str) -> str:
-    """',' unless the header has none and is split by ';' or tabs (a
-    spreadsheet's export in many locales)."""
-    if "," not in header:
-        for other in (";", "\t"):
-            if other in header:
-                return other
-    return ","
 
 
 def _timestamp(row: list[str], i: int, where: str) -> datetime:

@@ -94,6 +94,9 @@ def test_load_calendar_errors_name_file_row_and_column(tmp_path):
     good.write_text("start,users,cpu,ram_gib,name\n1 10:00,140,1,2,stats\n")
     (c,) = load_calendar(good)
     assert c.start_s == 36000 and c.users == 140 and c.request == Resources(1, 2 * GiB)
+    exported = tmp_path / "export.csv"  # a spreadsheet's, in a locale that splits by ';'
+    exported.write_bytes("\ufeffstart;users;cpu;ram_gib;name\r\n1 10:00;140;1;2;stats\r\n".encode())
+    assert load_calendar(exported) == (c,)
     bad = tmp_path / "bad.csv"
     bad.write_text("start,users,cpu\n10:00,5,1\n")
     with pytest.raises(ValueError, match=r"bad.csv row 1: missing column 'ram_gib'"):
