@@ -1,14 +1,17 @@
 """CSV files as admins hand them over: what a spreadsheet exports.
 
 Traces, calendars and timetables are often edited in a spreadsheet, and in
-many locales its "CSV" is split by ';' (the decimal separator being ',') or
-saved as tab-separated text, with a byte-order mark: one reading for all.
+many locales its "CSV" is split by ';' (the decimal separator being ','),
+or saved as tab-separated text, with a byte-order mark: one reading for all.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from typing import Iterator
+
+_DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
 
 
 def delimiter(header: str) -> str:
@@ -20,7 +23,31 @@ def delimiter(header: str) -> str:
     return ","
 
 
-def dict_rows(text: str) -> Iterator[dict]:
-    """The rows of a CSV text (BOM already stripped) as dicts by header name."""
+def csv_rows(text: str) -> Iterator[list[str]]:
+    """The rows of a CSV text (BOM already stripped), header first. In a
+    file not split by ',', a number written with a decimal comma ("0,5")
+    reads as one with a point: that is what the comma meant there."""
     lines = text.splitlines()
-    return csv.DictReader(lines, delimiter=delimiter(lines[0] if lines else ""))
+    sep = delimiter(lines[0] if lines else "")
+    reader = csv.reader(lines, delimiter=sep)
+    if sep == ",":
+        return reader
+    return ([cell.replace(",", ".") if _DECIMAL_COMMA.fullmatch(cell) else cell for cell in row] for row in reader)
+
+
+def csv_dicts(text: str) -> Iterator[dict]:
+    """The rows after the header as dicts by its names (as csv.DictReader
+    makes them: a missing cell is None, extra cells go under None)."""
+    reader = csv_rows(text)
+    header = next(reader, None)
+    if header is None:
+        return
+    for row in reader:
+        if not row:
+            continue
+        item = dict(zip(header, row))
+        for name in header[len(row):]:
+            item[name] = None
+        if len(row) > len(header):
+            item[None] = row[len(header):]
+        yield item

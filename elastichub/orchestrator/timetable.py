@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Iterable, Mapping
 
-from ..csvtext import dict_rows
+from ..csvtext import csv_dicts
 from ..policy import Resources
 from ..policy.calendar import ScheduledClass, parse_class_row
 
@@ -162,7 +162,7 @@ class TimetableFile:
         with open(self.path, newline="", encoding="utf-8-sig") as f:
             text = f.read()
         try:
-            return parse_timetable(dict_rows(text), source=f"calendar file {self.path}")
+            return parse_timetable(csv_dicts(text), source=f"calendar file {self.path}")
         except csv.Error as e:
             raise ValueError(f"calendar file {self.path}: not CSV ({e})") from None
 

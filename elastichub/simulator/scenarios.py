@@ -23,7 +23,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from ..csvtext import dict_rows
+from ..csvtext import csv_dicts
 from ..policy import GiB, Resources, ScheduledClass, parse_schedule
 from .workload import (
     ClassSession,
@@ -85,7 +85,7 @@ def load_calendar(path: str | Path, largest_node: Resources | None = None) -> tu
     `trace.load_trace` does for a trace."""
     path = Path(path)
     try:
-        rows = list(dict_rows(path.read_text(encoding="utf-8-sig")))
+        rows = list(csv_dicts(path.read_text(encoding="utf-8-sig")))
     except FileNotFoundError:
         raise ValueError(f"calendar file {path}: not found") from None
     except (OSError, UnicodeDecodeError, csv.Error) as e:

@@ -12,18 +12,17 @@ then one row per server:
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
 
 Rows need not be sorted. Columns may be separated by ';' or tabs instead of
-',' (what spreadsheets export in many locales). Every error names the file,
-the line and the column.
+',', numbers then written with a decimal comma (what spreadsheets export in
+many locales). Every error names the file, the line and the column.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 from datetime import datetime
 from pathlib import Path
 
-from ..csvtext import delimiter
+from ..csvtext import csv_rows
 from ..policy import GiB, Resources
 from .workload import HOUR_S, Request, Workload
 
@@ -48,8 +47,7 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
     except (OSError, UnicodeDecodeError) as e:
         raise TraceError(f"trace file {path}: cannot read it ({e})") from None
 
-    lines = text.splitlines()
-    reader = csv.reader(lines, delimiter=delimiter(lines[0] if lines else ""))
+    reader = csv_rows(text)
     header = next(reader, None)
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")

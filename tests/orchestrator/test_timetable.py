@@ -161,9 +161,9 @@ def test_the_file_is_read_again_only_when_it_changes_and_a_bad_edit_is_named_onc
     write(path, "Wed,08:00,10,1,2\n")  # back, fixed
     assert timetable.changed()[0].weekday == 2
     # Saved again from a spreadsheet that splits by ';' (with its BOM and line ends): the same timetable.
-    path.write_bytes("\ufeffday;time;users;cpu;ram_gib\r\nWed;08:00;10;1;2\r\n".encode())
+    path.write_bytes("\ufeffday;time;users;cpu;ram_gib;name\r\nWed;08:00;10;0,5;2;stats, part 2\r\n".encode())
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 2))
-    assert [(e.weekday, e.users) for e in timetable.changed()] == [(2, 10)]
+    assert [(e.weekday, e.users, e.request.cpu, e.name) for e in timetable.changed()] == [(2, 10, 0.5, "stats, part 2")]
     path.write_bytes(b"day,time,users,cpu,ram_gib\nWed,08:00,\"10,1,2\n")  # an unclosed quote
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 3))
     with pytest.raises(ValueError, match="t.csv"):

@@ -101,7 +101,7 @@ def test_trace_roundtrip(tmp_path):
 
 @pytest.mark.parametrize("text", [
     "\ufeffarrival_s,duration_s,cpu,ram_gib\r\n30,600,1,2\r\n0,120,0.5,1.5\r\n",  # a spreadsheet's CSV, BOM and CRLF
-    "arrival_s;duration_s;cpu;ram_gib\n30;600;1;2\n0;120;0.5;1.5\n",  # semicolons (many locales)
+    "arrival_s;duration_s;cpu;ram_gib\n30;600;1;2\n0;120;0,5;1,5\n",  # semicolons and decimal commas
     "arrival_s\tduration_s\tcpu\tram_gib\n30\t600\t1\t2\n0\t120\t0.5\t1.5\n",  # tabs
 ])
 def test_a_spreadsheets_export_reads_as_the_same_trace(tmp_path, text):
