@@ -126,6 +126,17 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         out_nodes.append(Node(rec.name, tier, Resources(rec.cpu, rec.ram), Resources(u[0], u[1]),
                               tuple(servers.get(rec.name, ())), status, since))
 
+    if not any(n.tier is Tier.ONPREM for n in out_nodes):
+        problems.append(f"no on-prem node: none is labelled with the tier {config.onprem_tier!r}, so every "
+                        "server needs the cloud; label them (kubectl label node NAME elastichub.io/tier="
+                        f"{config.onprem_tier}, or your tier_label)")
+    elsewhere = sorted(node for node in servers if node not in seen)
+    if elsewhere:
+        count = sum(len(servers[node]) for node in elsewhere)
+        names = ", ".join(elsewhere[:3]) + (", ..." if len(elsewhere) > 3 else "")
+        problems.append(f"servers on nodes without a tier: {count} on {names}: they count nowhere (label the "
+                        f"nodes {config.onprem_tier!r} or {config.cloud_tier!r})")
+
     # Pool VMs that are no Node (yet).
     for name, vm in vm_by_node.items():
         if name in seen:

@@ -203,11 +203,23 @@ def test_a_limit_without_a_request_is_the_request_as_on_kubernetes():
 
 def test_a_running_cloud_node_an_admin_cordoned_is_a_problem_while_it_lasts():
     vms = [VM("i-1", "cloud-1", RUNNING, "cloud-1")]
-    [problem] = observe([node("cloud-1", "cloud", unschedulable=True)], [], vms, CONFIG, NOW).problems
+    onprem = node("onprem-1")
+    [problem] = observe([onprem, node("cloud-1", "cloud", unschedulable=True)], [], vms, CONFIG, NOW).problems
     assert problem.startswith("cloud node cloud-1: cordoned, not by ElasticHub: its VM i-1 runs on")
     # Cordoned by a drain of ours (the taint says so), or on-prem: no problem.
-    assert observe([node("cloud-1", "cloud", unschedulable=True, taint=True)], [], vms, CONFIG, NOW).problems == []
+    assert observe([onprem, node("cloud-1", "cloud", unschedulable=True, taint=True)], [], vms, CONFIG,
+                   NOW).problems == []
     assert observe([node("onprem-1", unschedulable=True)], [], vms, CONFIG, NOW).problems == []
+
+
+def test_nodes_nobody_labelled_are_problems_not_silence():
+    """The informer sees only nodes with the tier label: an admin who forgot
+    it would see cloud nodes bought for servers that have room on-prem."""
+    [problem] = observe([node("cloud-1", "cloud")], [], None, CONFIG, NOW).problems
+    assert problem.startswith("no on-prem node: none is labelled with the tier 'on-prem'")
+    pods = [pod("alice", "rack-7"), pod("bob", "rack-7"), pod("carl", "onprem-1")]
+    [problem] = observe([node("onprem-1")], pods, None, CONFIG, NOW).problems
+    assert problem.startswith("servers on nodes without a tier: 2 on rack-7: ")
 
 
 def test_a_moved_server_is_no_new_arrival():
