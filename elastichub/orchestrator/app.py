@@ -124,6 +124,9 @@ class ElasticOrchestrator(Application):
     # -- moving servers ---------------------------------------------------------------------
     busy_timeout = Float(300.0, config=True, help="""Seconds to wait for a kernel that is running a cell
         before a move; past that the node is given up for now (uncordoned) and tried in a later cycle.""")
+    terminal_quiet = Float(120.0, config=True, help="""A terminal whose last input or output is more recent
+        than this many seconds is in use: its process (a script, an install) cannot move with the server, so
+        the move waits for it as for a running cell (busy_timeout). A quieter terminal is closed by the move.""")
     checkpoint_timeout = Float(1800.0, config=True, help="Seconds one server's checkpoint may take.")
     stop_timeout = Float(180.0, config=True, help="Seconds for a server (or a VM) to stop.")
     start_timeout = Float(600.0, config=True, help="Seconds for a moved server to start and answer again.")
@@ -181,7 +184,7 @@ class ElasticOrchestrator(Application):
 
     @validate("tmon", "tcool", "boot_timeout", "boot_backoff", "boot_backoff_max", "busy_timeout",
               "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout", "route_timeout",
-              "freeze_lease")
+              "freeze_lease", "terminal_quiet")
     def _positive(self, proposal):
         value = proposal["value"]
         if not value > 0:
@@ -258,7 +261,7 @@ class ElasticOrchestrator(Application):
             boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),
             drain=DrainTimeouts(busy=self.busy_timeout, checkpoint=self.checkpoint_timeout, stop=self.stop_timeout,
                                 start=self.start_timeout, poll=min(1.0, self.tmon), route=self.route_timeout,
-                                freeze_lease=self.freeze_lease),
+                                freeze_lease=self.freeze_lease, terminal_quiet=self.terminal_quiet),
             move_method=self.move_method,
             observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default),
             timeline_s=self.history_hours * 3600, dry_run=self.dry_run)

@@ -34,7 +34,7 @@ from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
-from .records import PodRecord, format_time, load_drain
+from .records import PodRecord, format_time, load_drain, parse_time
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ class DrainTimeouts:
     poll: float = 1.0
     route: float = 30.0  # live moves: for the hub to switch a server to its destination pod
     freeze_lease: float = 60.0  # live moves: a frozen kernel thaws by itself after this
+    terminal_quiet: float = 120.0  # a terminal with input or output more recent than this is in use
 
 
 @dataclass(eq=False)  # one report per move, updated in place: identity, not value, tells them apart
@@ -156,6 +157,12 @@ class Drain:
             report.outcome, report.error = "skipped", "not running in the hub"
             self.on_move(report)
             return
+        try:
+            await self._wait_terminals_quiet(server)
+        except MoveAborted as e:
+            report.outcome, report.error = "aborted", str(e)
+            self.on_move(report)
+            raise
         if self.move_method == "live" and self.kube_pods is not None and pod.server not in self.restart_only:
             try:
                 await self._move_live(pod, server, report)
@@ -249,6 +256,26 @@ class Drain:
                 return kernels
             if time.monotonic() > deadline:
                 raise MoveAborted(f"{server.key} has a kernel still running a cell after {self.t.busy:g} s")
+            await asyncio.sleep(self.t.poll)
+
+    async def _wait_terminals_quiet(self, server: HubServer) -> None:
+        """Until no terminal of the server is in use (input or output within
+        `terminal_quiet` s): a process running in one cannot move with the
+        server, so it is waited for as a running cell is; MoveAborted after
+        `busy` s. A quiet terminal is closed by the move."""
+        deadline = time.monotonic() + self.t.busy
+        while True:
+            try:
+                terminals = await self.hub.terminals(server)
+            except HubError as e:
+                raise MoveAborted(f"cannot read the terminals of {server.key}: {e}") from None
+            recent = self.clock() - self.t.terminal_quiet
+            in_use = [str(t.get("name")) for t in terminals
+                      if (parse_time(t.get("last_activity")) or self.clock()) > recent]
+            if not in_use:
+                return
+            if time.monotonic() > deadline:
+                raise MoveAborted(f"{server.key} has a terminal in use ({', '.join(in_use)}) after {self.t.busy:g} s")
             await asyncio.sleep(self.t.poll)
 
     async def _wait_stopped(self, pod: PodRecord) -> None:

@@ -177,6 +177,15 @@ class HubClient:
             raise HubError(f"kernels of {server.key}: {code} {str(payload)[:200]}", code)
         return payload
 
+    async def terminals(self, server: HubServer) -> list[dict]:
+        """Jupyter Server's terminals (name, last_activity); [] where terminals are off."""
+        code, payload, _ = await self._fetch(self._server_url(server, "/api/terminals"))
+        if code == 404:
+            return []
+        if code != 200 or not isinstance(payload, list):
+            raise HubError(f"terminals of {server.key}: {code} {str(payload)[:200]}", code)
+        return payload
+
     def proxy_base(self, server: HubServer) -> str:
         """Where the proxy serves this server (its route: whichever pod serves it)."""
         return proxied_url(self.proxy_url, server.url).rstrip("/") + "/"

@@ -1,15 +1,19 @@
 """Scale-in when a move must not happen now: a kernel running a long cell, a
-kernel that cannot checkpoint. Real hub, real kernels, the controller with
-its real adapters; each case ends with nothing lost."""
+terminal in use, a kernel that cannot checkpoint. Real hub, real kernels and
+terminals, the controller with its real adapters; each case ends with
+nothing lost."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from hubtools import open_notebook
 from orchestratortools import DIGEST, hub_client, users_on_cloud
 from podtools import node_of, until
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 from elastichub.orchestrator.drain import DrainTimeouts
 from elastichub.policy import PolicyConfig, make_strategy
@@ -17,10 +21,10 @@ from elastichub.policy import PolicyConfig, make_strategy
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 
-async def start_loop(cluster, hub, wire, busy: float):
+async def start_loop(cluster, hub, wire, busy: float, **timeouts):
     strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=3))
     ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5,
-                     drain=DrainTimeouts(busy=busy, stop=60, start=90, poll=0.2))
+                     drain=DrainTimeouts(busy=busy, stop=60, start=90, poll=0.2, **timeouts))
     return ctl, asyncio.create_task(ctl.run())
 
 
@@ -52,6 +56,43 @@ async def test_a_running_cell_is_never_killed_the_node_waits_then_the_server_mov
     nb = await open_notebook(hub, "alice", "alice.ipynb")
     assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
     assert (await nb.run("print(b)"))["stdout"] == "42\n"  # the long cell's result moved too
+    nb.close()
+
+
+async def _terminal(hub, user: str):
+    """A JupyterLab terminal of `user`: its name and its websocket."""
+    code, model = await hub.api("POST", f"/user/{user}/api/terminals", {})
+    assert code == 200, (code, model)
+    ws = await websocket_connect(HTTPRequest(f"{hub.url.replace('http', 'ws', 1)}/user/{user}/terminals/websocket/"
+                                             f"{model['name']}", headers={"Authorization": f"token {hub.token}"}))
+    return model["name"], ws
+
+
+async def test_a_terminal_in_use_is_waited_for_then_the_server_moves(hub_on_cluster, wire):
+    """A script printing in a terminal cannot move with the server: the drain
+    waits for it as for a running cell, gives the node up for now, and moves
+    the server once the terminal has been quiet for terminal_quiet."""
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    name, ws = await _terminal(hub, "alice")
+    ws.write_message(json.dumps(["stdin", "while true; do echo training; sleep 0.5; done\r"]))
+    cluster.store.delete("pods", "filler", "default")
+    ctl, loop = await start_loop(cluster, hub, wire, busy=1.5, terminal_quiet=3)
+    try:
+        await until(lambda: drain_events(ctl, "rolled-back"), timeout=30, what="a rolled-back drain")
+        assert f"has a terminal in use ({name})" in " ".join(m.error for m in ctl.moves)
+        code, terminals = await hub.api("GET", "/user/alice/api/terminals")
+        assert code == 200 and [t["name"] for t in terminals] == [name]  # never killed
+        assert node_of(cluster.store, "jupyter-alice") == "cloud-1"
+        ws.write_message(json.dumps(["stdin", "\x03"]))  # the student stops the script
+        await until(lambda: drain_events(ctl, "stopped"), timeout=120, step=0.5, what="the drain to end")
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        ws.close()
+    assert node_of(cluster.store, "jupyter-alice") == "onprem-1"
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
+    assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
     nb.close()
 
 
