@@ -245,37 +245,34 @@ class Drain:
 
     async def _wait_idle(self, server: HubServer) -> list[dict]:
         """The server's kernels once none is busy; MoveAborted after `busy` s."""
-        deadline = time.monotonic() + self.t.busy
-        while True:
-            try:
-                kernels = await self.hub.kernels(server)
-            except HubError as e:
-                raise MoveAborted(f"cannot read the kernels of {server.key}: {e}") from None
-            busy = [k.get("id") for k in kernels if k.get("execution_state") == "busy"]
-            if not busy:
-                return kernels
-            if time.monotonic() > deadline:
-                raise MoveAborted(f"{server.key} has a kernel still running a cell after {self.t.busy:g} s")
-            await asyncio.sleep(self.t.poll)
+        return await self._wait_quiet(server, self.hub.kernels, "kernel", "still running a cell", lambda kernels: [
+            str(k.get("id")) for k in kernels if k.get("execution_state") == "busy"])
 
     async def _wait_terminals_quiet(self, server: HubServer) -> None:
         """Until no terminal of the server is in use (input or output within
         `terminal_quiet` s): a process running in one cannot move with the
-        server, so it is waited for as a running cell is; MoveAborted after
-        `busy` s. A quiet terminal is closed by the move."""
+        server, so it is waited for as a running cell is. A quiet terminal
+        is closed by the move."""
+        def in_use(terminals):
+            recent = self.clock() - self.t.terminal_quiet
+            return [str(t.get("name")) for t in terminals
+                    if (parse_time(t.get("last_activity")) or self.clock()) > recent]
+        await self._wait_quiet(server, self.hub.terminals, "terminal", "in use", in_use)
+
+    async def _wait_quiet(self, server: HubServer, read, what: str, state: str, busy_of) -> list[dict]:
+        """`read(server)` once `busy_of` finds nothing busy in it; MoveAborted
+        after `busy` s (the node is given up for now), or if it cannot be read."""
         deadline = time.monotonic() + self.t.busy
         while True:
             try:
-                terminals = await self.hub.terminals(server)
+                items = await read(server)
             except HubError as e:
-                raise MoveAborted(f"cannot read the terminals of {server.key}: {e}") from None
-            recent = self.clock() - self.t.terminal_quiet
-            in_use = [str(t.get("name")) for t in terminals
-                      if (parse_time(t.get("last_activity")) or self.clock()) > recent]
-            if not in_use:
-                return
+                raise MoveAborted(f"cannot read the {what}s of {server.key}: {e}") from None
+            busy = busy_of(items)
+            if not busy:
+                return items
             if time.monotonic() > deadline:
-                raise MoveAborted(f"{server.key} has a terminal in use ({', '.join(in_use)}) after {self.t.busy:g} s")
+                raise MoveAborted(f"{server.key} has a {what} {state} ({', '.join(busy)}) after {self.t.busy:g} s")
             await asyncio.sleep(self.t.poll)
 
     async def _wait_stopped(self, pod: PodRecord) -> None:
