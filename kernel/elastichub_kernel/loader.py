@@ -201,13 +201,13 @@ def _unicode_op(text: str) -> bytes:
 _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
 
 
-def _memo_fill(stream, rec) -> list:
+def _memo_fill(stream, rec) -> list | None:
     """The memo entries a record's bytes make, in order, described so that
     a fill can make them without running the record: ("str", text),
     ("get", index) for an entry made before, ("global", module, name) with
     each part a "str" or "get" description, or ("skipped",) for anything
     the record built. Follows just enough of the stack for that: what the
-    last two opcodes pushed."""
+    last two opcodes pushed. None when its bytes cannot be read as a pickle."""
     entries: list = []
     recent: list = []  # descriptions of the last pushes (None: something built)
     data = bytes(memoryview(stream)[rec.start:rec.end])
@@ -232,8 +232,8 @@ def _memo_fill(stream, rec) -> list:
             else:
                 recent.append(None)
             del recent[:-2]
-    except Exception:  # damaged bytes: the file's checksums make this unreachable in practice
-        pass
+    except Exception:  # damaged bytes (the file's checksums make this unreachable in practice)
+        return None  # entries unknown: nothing after this record can be read in step
     return entries
 
 
@@ -267,6 +267,11 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
         for rec in records:
             if rec.name in skipped:
                 why, entries = skipped[rec.name]
+                if entries is None:  # never guess: the records after it fail, by name
+                    for later in records[records.index(rec) + 1:]:
+                        if later.name not in skipped:
+                            failed[later.name] = f"could not be loaded (after {rec.name}, whose bytes are damaged)"
+                    break
                 unpickler.fill(entries, f"shares objects with {rec.name}, which could not be loaded")
                 continue
             source.stream.seek(rec.start)

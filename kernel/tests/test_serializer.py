@@ -134,3 +134,14 @@ def test_a_reconstructor_that_fails_here_is_skipped_in_step_and_what_shares_its_
     assert set(failed) == {"fragile", "uses_fragile", "tag"}
     assert "shares objects with fragile" in failed["uses_fragile"]
     assert values == {"first": ["p", "q", "p"], "after": ["q", "r", "s", "t", "u", "r"]}
+
+
+def test_after_a_record_whose_bytes_cannot_be_read_nothing_is_guessed():
+    ns = {"first": ["p", "q", "p"], "broken": {"k": "v"}, "after": ["q", "r", "r"]}
+    dumped = serializer.dump_namespace(ns, list(ns))
+    stream = bytearray(dumped.stream)
+    rec = next(r for r in dumped.records if r.name == "broken")
+    stream[rec.start + 2:rec.end] = b"\xff" * (rec.end - rec.start - 2)  # past PROTO: no opcode reads
+    values, failed = loader.load_namespace(bytes(stream), dumped.records, list(dumped.buffers), {})
+    assert values == {"first": ["p", "q", "p"]}
+    assert set(failed) == {"broken", "after"} and "whose bytes are damaged" in failed["after"]
