@@ -79,9 +79,10 @@ def _plain_size(value) -> int | None:
     return None
 
 
-def dump_state(ns, names, recorder: HistoryRecorder, speed):
+def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     """Classify and pickle the variables (shared by full checkpoints and
-    live deltas): (dumped, index fields, recomputed, not_restorable)."""
+    live deltas): (dumped, index fields, recomputed, not_restorable).
+    ``context``: a SessionContext (context.py) whose changes are saved too."""
     from .serializer import dump_namespace
 
     migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
@@ -119,6 +120,8 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed):
         # a read-only source array (np.frombuffer(bytes)) comes back read-only
         "readonly_buffers": [i for i, b in enumerate(dumped.buffers) if b.readonly],
     }
+    if context is not None:
+        fields["context"] = context.capture()
     return dumped, fields, recomputed, not_restorable
 
 
@@ -141,12 +144,12 @@ def saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_
 
 
 def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: str,
-               keep_spare: bool = True, fingerprints: list | None = None) -> dict:
+               keep_spare: bool = True, fingerprints: list | None = None, context=None) -> dict:
     """Write the checkpoint; returns the control reply content (see kernel).
     ``fingerprints``: filled with each out-of-band buffer's xxh3_128 (the
     base of a live-migration delta)."""
     started = time.perf_counter()
-    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
+    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed, context)
     # Names this file generation: a live delta says which base it completes.
     base_id = secrets.token_hex(16)
     index = file_index(session, base_id, fields)
@@ -161,12 +164,12 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
 LIVE_BASE_KIND = "live-base"
 
 
-def precopy_dump(ns, names, recorder: HistoryRecorder, speed) -> dict:
+def precopy_dump(ns, names, recorder: HistoryRecorder, speed, context=None) -> dict:
     """The live pre-copy's first half, run under the state lock: pickle the
     state. Milliseconds even for GBs: array buffers stay out of band, as
     views of the user's memory (not copied). A bytearray's buffer is copied
     (a cell resizing it while a view is held would fail)."""
-    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
+    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed, context)
     buffers = [bytes(b) if isinstance(b.obj, bytearray) else b for b in dumped.buffers]
     return {"dumped": dumped, "fields": fields, "recomputed": recomputed, "not_restorable": not_restorable,
             "buffers": buffers}
@@ -210,14 +213,35 @@ def _pure_recompute_spec(name, value, recorder, write_bps, read_bps):
             "fingerprint": value_fingerprint(value), "duration": rec.duration}
 
 
-def restore(path: str, ns: dict, keep: dict | None = None) -> dict:
+def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict:
     """Load ``path`` into ``ns``. Raises CheckpointRejected (nothing loaded)
     when the file cannot be trusted; otherwise loads every variable it can
     and names the others. The report is a plain dict: it travels in status
     replies as is. ``keep``: receives the file's base_id and its buffers
-    (a live-migration destination builds the delta's state on them)."""
+    (a live-migration destination builds the delta's state on them).
+    ``context``: the kernel's SessionContext, given the file's saved one
+    first (its sys.path and working directory find the notebook's modules)."""
     started = time.perf_counter()
-    imports = checked_imports(path, lambda: read_index(path))
+    first = read_index(path)
+    imports = checked_imports(path, lambda: first)
+    context_report = restore_context(context, first)
+    try:
+        index, built = _load_verified(path, ns, keep, imports, first)
+    except BaseException:
+        if context is not None:  # nothing is loaded: nor is the session's context
+            context.restore({})
+        raise
+    return dict(
+        path=path,
+        created=index.get("created"),
+        **built,
+        **context_report,
+        bytes=os.path.getsize(path) if os.path.exists(path) else None,
+        seconds=round(time.perf_counter() - started, 6),
+    )
+
+
+def _load_verified(path, ns, keep, imports, first):
     # The data is read and verified in a helper thread while this thread
     # re-imports the notebook's modules (numpy, pandas... take a while):
     # both finish sooner than one after the other. Names are bound only once
@@ -227,7 +251,7 @@ def restore(path: str, ns: dict, keep: dict | None = None) -> dict:
         modules = import_modules(imports)
         loaded = pending.result()
     index = loaded.index
-    if [dict(i) for i in index.get("imports", [])] != imports:
+    if [dict(i) for i in index.get("imports", [])] != imports or index.get("context") != first.get("context"):
         raise CheckpointRejected(path, "malformed index (file changed while being read)")
     records = checked_records(path, index, len(loaded.blobs[0]), len(loaded.blobs) - 1)
     buffers = list(loaded.blobs[1:])
@@ -235,13 +259,17 @@ def restore(path: str, ns: dict, keep: dict | None = None) -> dict:
         keep.update(base_id=index.get("base_id"), buffers=buffers, path=path)
     built = build_namespace(index, loaded.blobs[0], records, buffers, imports, modules, ns)
     ns.update(built.pop("bindings"))
-    return dict(
-        path=path,
-        created=index.get("created"),
-        **built,
-        bytes=os.path.getsize(path) if os.path.exists(path) else None,
-        seconds=round(time.perf_counter() - started, 6),
-    )
+    return index, built
+
+
+def restore_context(context, index: dict) -> dict:
+    """Bring back the session's context saved in ``index`` (before its
+    modules are imported); the report fields ``context`` (what came back)
+    and ``notes`` (what could not)."""
+    if context is None:
+        return {"context": []}
+    done, problems = context.restore(index.get("context"))
+    return {"context": done, **({"notes": [f"WARNING: {p}." for p in problems]} if problems else {})}
 
 
 def checked_imports(path: str, read) -> list:
@@ -380,7 +408,8 @@ def _created(index: dict) -> float:
 
 
 def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_delta: bool = True,
-                      set_aside_files: bool = True, live_destination: bool = False, _live_base: bool = True):
+                      set_aside_files: bool = True, live_destination: bool = False, _live_base: bool = True,
+                      context=None):
     """(report, rejection) for the session's checkpoint; both None if absent.
 
     A rejected file is set aside (renamed, kept) so it is never overwritten;
@@ -388,6 +417,8 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
     would lack the variables that failed to load. ``set_aside_files=False``
     (a live-migration destination): the files belong to the source kernel,
     which is still running; they are left alone.
+
+    ``context``: the kernel's SessionContext (see restore).
 
     ``with_delta``: a live-migration delta (live-delta.ehk) completing this
     checkpoint is applied on top (the state a live move handed over).
@@ -408,17 +439,17 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
             from .live import delta_at_start
 
             base.update(base_id=None, buffers=[], path=None)
-            return delta_at_start(directory, ns, None, base, set_aside_files), None
+            return delta_at_start(directory, ns, None, base, set_aside_files, context), None
         return None, None
     try:
-        report = restore(path, ns, keep=base)
+        report = restore(path, ns, keep=base, context=context)
     except CheckpointRejected as bad:
         kept = aside(path, "rejected")
         if os.path.basename(path) == LIVE_BASE_NAME:
             # Only the base of a live move: the last full checkpoint is restored instead.
             base.clear()
             report, rejected = restore_or_reject(directory, ns, keep, with_delta, set_aside_files,
-                                                 live_destination, _live_base=False)
+                                                 live_destination, _live_base=False, context=context)
             note = (f"WARNING: the live-migration pre-copy {path} was NOT restored ({bad.reason}); "
                     + (f"it was set aside as {kept}. " if kept else "") + "The last full checkpoint was used.")
             if report is not None:
@@ -433,5 +464,5 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
     if delta:
         from .live import delta_at_start
 
-        report = delta_at_start(directory, ns, report, base, set_aside_files)
+        report = delta_at_start(directory, ns, report, base, set_aside_files, context)
     return report, None

@@ -25,6 +25,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
+from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
                       ensure_private_dir, session_key)
@@ -128,6 +129,9 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         self._notes: list[str] = []
         self.last_checkpoint: dict | None = None
         self.restored: dict | None = None
+        # The working directory, sys.path and environment at start: the
+        # session's changes to them are saved with its variables.
+        self.session_context: SessionContext | None = None
         self._live_init()
         # Widgets change variables through comm messages, not cells.
         for msg_type in ("comm_open", "comm_msg", "comm_close"):
@@ -156,6 +160,9 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
 
     # -- start ------------------------------------------------------------
     def start(self):
+        # Taken here, not in __init__: ipykernel's app sets up the process
+        # (MPLBACKEND...) between the two, and that is no change of the user's.
+        self.session_context = SessionContext.now()
         if self.restore_on_start:
             self._restore_at_start()
         super().start()
@@ -202,7 +209,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
                 base: dict = {}
                 report, rejected = restore_or_reject(self.session_dir, self.shell.user_ns, keep=base,
                                                      set_aside_files=not self._live_pending,
-                                                     live_destination=self._live_pending)
+                                                     live_destination=self._live_pending,
+                                                     context=self._context())
                 note = None
                 self._live_base = {"base_id": base.get("base_id"),
                                    "buffers": base.get("buffers") if self._live_pending else None}
@@ -294,7 +302,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             names = user_variable_names(ns, self.shell.user_ns_hidden)
             ensure_private_dir(self.checkpoint_root, tighten=False)
             reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
-                               self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints)
+                               self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints,
+                               context=self._context())
             if self._live_phase == "running":
                 # A live delta completes an older generation: superseded now.
                 # (Frozen: the delta is the one a destination is applying.)
@@ -318,6 +327,11 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             return _error_reply(f"{type(exc).__name__}: {exc}")
         finally:
             self._state_lock.release()
+
+    def _context(self) -> SessionContext:
+        if self.session_context is None:  # a kernel driven without start() (embedded)
+            self.session_context = SessionContext.now()
+        return self.session_context
 
     def _restored_file_reply(self, path):
         r = self.restored

@@ -30,7 +30,7 @@ import time
 import xxhash
 
 from .engine import (build_namespace, checked_imports, checked_records, dump_state, file_index, import_modules,
-                     migrated_names)
+                     migrated_names, restore_context)
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 
@@ -46,10 +46,10 @@ def buffer_fingerprint(buf) -> str:
 
 
 def write_delta(directory, ns, names, recorder, speed, session, base_id, base_fingerprints,
-                execution_count) -> dict:
+                execution_count, context=None) -> dict:
     """Write ``live-delta.ehk`` for the frozen namespace; the reply fields."""
     started = time.perf_counter()
-    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed)
+    dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed, context)
     pool: dict[str, list] = {}
     for j, fp in enumerate(base_fingerprints or []):
         pool.setdefault(fp, []).append(j)
@@ -183,7 +183,8 @@ def load_delta(directory, base: dict | None, delta_id: str | None = None, base_i
     imports = checked_imports(path, lambda: first)
     loaded = read_checkpoint(path)
     index = loaded.index
-    if index.get("delta_id") != first.get("delta_id") or [dict(i) for i in index.get("imports", [])] != imports:
+    if (index.get("delta_id") != first.get("delta_id") or [dict(i) for i in index.get("imports", [])] != imports
+            or index.get("context") != first.get("context")):
         raise CheckpointRejected(path, "the file changed while being read")
     entries = _checked_map(path, index, len(loaded.blobs) - 1)
     records = checked_records(path, index, len(loaded.blobs[0]), len(entries))
@@ -208,15 +209,18 @@ def load_delta(directory, base: dict | None, delta_id: str | None = None, base_i
     return index, loaded.blobs[0], records, buffers, imports
 
 
-def build(directory, ns, base, delta_id=None, base_id=...) -> tuple[dict, dict]:
+def build(directory, ns, base, delta_id=None, base_id=..., context=None) -> tuple[dict, dict]:
     """(bindings, report) of the delta's state; ``ns`` untouched (its dict is
-    only the globals of notebook functions)."""
+    only the globals of notebook functions). ``context``: the kernel's
+    SessionContext, given the delta's saved one before its modules are
+    imported (the destination is discarded if its apply fails)."""
     started = time.perf_counter()
     index, stream, records, buffers, imports = load_delta(directory, base, delta_id, base_id)
+    context_report = restore_context(context, index)
     built = build_namespace(index, stream, records, buffers, imports, import_modules(imports), ns)
     bindings = built.pop("bindings")
     path = os.path.join(directory, DELTA_NAME)
-    report = dict(path=path, created=index.get("created"), **built,
+    report = dict(path=path, created=index.get("created"), **built, **context_report,
                   bytes=os.path.getsize(path), seconds=round(time.perf_counter() - started, 6),
                   delta_id=index.get("delta_id"), base_id=index.get("base_id"),
                   execution_count=index["execution_count"],
@@ -232,7 +236,7 @@ def swap(ns: dict, old_names, bindings: dict) -> None:
     ns.update(bindings)
 
 
-def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bool = True) -> dict:
+def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bool = True, context=None) -> dict:
     """Apply a delta completing the checkpoint just restored (a restart of
     a live-migration destination). A delta made against another base is
     older than the checkpoint (a full checkpoint supersedes it): removed.
@@ -251,7 +255,7 @@ def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bo
             if own_files:
                 remove_delta(directory)  # a checkpoint written after this self-contained delta
             return report
-        bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"))
+        bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"), context=context)
     except LiveError as exc:
         if str(exc).startswith("base mismatch"):
             if own_files:

@@ -187,7 +187,7 @@ class LiveMigrationMixin:
             ns = self.shell.user_ns
             ensure_private_dir(self.checkpoint_root, tighten=False)
             prepared = precopy_dump(ns, user_variable_names(ns, self.shell.user_ns_hidden), self.recorder,
-                                    self.disk_speed)
+                                    self.disk_speed, context=self._context())
             locked_s = time.perf_counter()
         except Exception as exc:
             self.log.exception("ElasticHub live pre-copy failed")
@@ -246,7 +246,7 @@ class LiveMigrationMixin:
                 ensure_private_dir(self.checkpoint_root, tighten=False)
                 reply = write_delta(self.session_dir, ns, user_variable_names(ns, self.shell.user_ns_hidden),
                                     self.recorder, self.disk_speed, self.session_name, held["base_id"],
-                                    held["fingerprints"], self.shell.execution_count)
+                                    held["fingerprints"], self.shell.execution_count, context=self._context())
             except Exception as exc:
                 with self._live_lock:
                     self._live_phase = "running"
@@ -335,7 +335,7 @@ class LiveMigrationMixin:
             ns = self.shell.user_ns
             try:
                 bindings, report = build(self.session_dir, ns, self._live_base, delta_id,
-                                         base_id=self._live_base.get("base_id"))
+                                         base_id=self._live_base.get("base_id"), context=self._context())
             except LiveError as exc:
                 return _fail(f"{exc}; namespace unchanged")
             except CheckpointRejected as bad:

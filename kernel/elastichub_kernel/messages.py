@@ -18,6 +18,8 @@ def format_restore(report: dict) -> str:
         f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
         f"({len(report['migrated'])} loaded, {len(report['recomputed'])} recomputed) in {report['seconds']:.2f} s."
     ]
+    if report.get("context"):
+        lines.append("Also as before: " + "; ".join(report["context"]) + ".")
     if report["not_restorable"]:
         lines.append("Not restored (re-create them by re-running their cells):")
         lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
@@ -50,6 +52,7 @@ def format_live_arrival(report: dict) -> str:
     if report["not_restorable"]:
         lines.append("Not carried over (re-create them by re-running their cells):")
         lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
+    lines += [str(note) for note in report.get("notes", [])]
     for item in report.get("differs", []):
         lines.append(f"Note: {item['name']}: {item['reason']}")
     return "\n".join(lines)

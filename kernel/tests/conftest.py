@@ -45,7 +45,7 @@ class _Kernels:
         self.kernels_dir = kernels_dir
         self.started = []
 
-    def start(self, checkpoint_dir, session_name="work/analysis.ipynb", env=None, args=(), timeout=60):
+    def start(self, checkpoint_dir, session_name="work/analysis.ipynb", env=None, args=(), timeout=60, cwd=None):
         full_env = {k: v for k, v in os.environ.items() if k not in ("JPY_SESSION_NAME", "JUPYTERHUB_SERVER_NAME")}
         full_env["ELASTICHUB_CHECKPOINT_DIR"] = str(checkpoint_dir)
         # A fixed speed keeps tests off the background disk probe.
@@ -57,7 +57,7 @@ class _Kernels:
             kernel_name=KERNEL_NAME,
             kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(self.kernels_dir)]),
         )
-        km.start_kernel(env=full_env, extra_arguments=list(args))
+        km.start_kernel(env=full_env, extra_arguments=list(args), **({"cwd": str(cwd)} if cwd else {}))
         kc = km.client()
         kc.start_channels()
         self.started.append((km, kc))

@@ -356,3 +356,31 @@ def test_a_forced_retire_answers_the_waiting_cell_without_running_it(tmp_path, s
     assert "it did not run. Run it again." in stream_text(kc, msg_id)
     assert live(control_request, kc, "thaw")["ok"] is True  # an undone move: the source serves again
     assert run_cell(kc, "print(n)")["stdout"].strip() == "1"  # the refused cell never ran
+
+
+def test_the_sessions_directory_sys_path_and_environment_move_live(tmp_path, start_elastic_kernel, run_cell,
+                                                                   control_request):
+    """What the session changed after the pre-copy arrives with the delta,
+    before the delta's modules are imported (its helper is found through
+    the session's sys.path entry)."""
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "lab_helper.py").write_text("def double(x):\n    return 2 * x\n")
+    (home / "data").mkdir()
+    _, src = start_elastic_kernel(tmp_path, session_name=SESSION, cwd=home)
+    assert run_cell(src, "import os, sys\nn = 1\nos.environ['BEFORE'] = 'pre'")["error"] is None
+    assert live(control_request, src, "precopy")["ok"] is True
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV, cwd=home)
+
+    change = ("sys.path.append('lib')\nfrom lab_helper import double\n%cd data\n"
+              "os.environ['AFTER'] = 'post'\ndel os.environ['BEFORE']")
+    assert run_cell(src, change)["error"] is None
+    probe = "print(repr((os.getcwd(), 'lib' in sys.path, os.environ.get('BEFORE'), os.environ.get('AFTER'), double(n))))"
+    before = run_cell(src, probe)["stdout"]
+    assert before.strip() == repr((str(home / "data"), True, None, "post", 2))
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] is True, frozen
+    applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert applied["ok"] is True and "double" in applied["migrated"], applied
+    assert live(control_request, src, "retire")["ok"] is True
+    assert run_cell(dst, probe)["stdout"] == before

@@ -1,0 +1,224 @@
+"""The session's process context, saved with its variables: the working
+directory, the ``sys.path`` entries and the environment variables the
+notebook changed. A notebook that ran ``%cd data``,
+``sys.path.insert(0, "../src")`` or ``%env OMP_NUM_THREADS=4`` goes on
+after a move as it was: its relative paths still resolve, and the modules
+its variables were built with (imported through those entries) are found
+again when they are loaded. A module imported through an entry that no
+longer leads to it (a relative entry, then ``%cd`` elsewhere) is still
+found: the directory it came from is kept too.
+
+Only what the session changed is saved, as a difference from the kernel's
+context when it started (its *baseline*): the rest is the new pod's own
+(host name, service addresses). Variables the hub, the spawner or Jupyter
+set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
+are never carried over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import sys
+
+PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
+
+
+def _session_variable(name: str) -> bool:
+    return not name.startswith(PLATFORM_PREFIXES)
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the directory was removed under the kernel
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionContext:
+    """The kernel's context at start; saves and restores the session's
+    changes to it."""
+
+    cwd: str | None
+    path: tuple[str, ...]
+    environ: dict
+    modules: frozenset = frozenset()  # loaded already: the kernel's own, not the session's
+
+    @classmethod
+    def now(cls) -> SessionContext:
+        return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
+                   frozenset(sys.modules))
+
+    def capture(self) -> dict:
+        """The session's changes since start (JSON-able; empty when none).
+        An added ``sys.path`` entry is kept with the start entry it follows
+        (None: before all of them), so it goes back in the same place."""
+        saved: dict = {}
+        cwd = _cwd()
+        if cwd and cwd != self.cwd:
+            saved["cwd"] = cwd
+        start = set(self.path)
+        now = [p for p in sys.path if isinstance(p, str)]
+        added, anchor, seen = [], None, set()
+        for entry in now:
+            if entry in start:
+                anchor = entry
+            elif entry not in seen:
+                added.append([anchor, entry])
+            seen.add(entry)
+        if added:
+            saved["path_added"] = added
+        removed = [p for p in self.path if p not in seen]
+        if removed:
+            saved["path_removed"] = removed
+        env = {k: v for k, v in os.environ.items() if _session_variable(k) and self.environ.get(k) != v}
+        if env:
+            saved["env"] = env
+        unset = sorted(k for k in self.environ if k not in os.environ and _session_variable(k))
+        if unset:
+            saved["env_unset"] = unset
+        # Cython's shared modules live inside packages under names of their
+        # own: nothing under the start's library directories is stranded.
+        libraries = tuple(d + os.sep for d in _resolved(self.path, self.cwd) - {self.cwd})
+        stranded = sorted(d for d in module_roots(self.modules) - _resolved(self.path, self.cwd) - _resolved(now, cwd)
+                          if not (d + os.sep).startswith(libraries))
+        if stranded:
+            saved["import_roots"] = stranded
+        return saved
+
+    def restore(self, saved) -> tuple[list[str], list[str]]:
+        """Make the context this kernel's start context changed as
+        ``saved`` says (so applying a newer one replaces an older one).
+        Returns (what was brought back, problems), lines for the user."""
+        if saved is None:
+            return [], []
+        try:
+            checked(saved)
+        except ValueError as exc:
+            return [], [f"the working directory, sys.path and environment variables of the session were not "
+                        f"restored: the checkpoint's context is malformed ({exc})"]
+        done, problems = [], []
+        env, unset = saved.get("env", {}), saved.get("env_unset", [])
+        # What an earlier restore (or a cell) changed and this context does not: back to the start value.
+        for name in [k for k in os.environ if _session_variable(k) and self.environ.get(k) != os.environ[k]]:
+            if name not in env and name not in unset:
+                _set_env(name, self.environ.get(name), problems)
+        for name, value in env.items():
+            _set_env(name, value, problems)
+        for name in unset:
+            _set_env(name, None, problems)
+        # Not listed for the user: libraries set some at import (sklearn: KMP_*),
+        # and a list of names nobody typed would only puzzle.
+
+        cwd = saved.get("cwd") or self.cwd
+        if cwd and cwd != _cwd():
+            try:
+                os.chdir(cwd)
+                if saved.get("cwd"):
+                    done.append(f"working directory {cwd}")
+            except OSError as exc:
+                problems.append(f"the working directory {cwd} cannot be entered here ({exc.strerror}); "
+                                f"the kernel stays in {_cwd()}")
+
+        path = merged_path(self.path, saved.get("path_added", []), saved.get("path_removed", []))
+        if path != [p for p in sys.path if isinstance(p, str)]:
+            sys.path[:] = path
+            importlib.invalidate_caches()
+        # Last, so they shadow nothing: only an import that would fail finds them.
+        stranded = [d for d in saved.get("import_roots", []) if d not in sys.path and os.path.isdir(d)]
+        if stranded:
+            sys.path.extend(stranded)
+            importlib.invalidate_caches()
+        added = [entry for _, entry in saved.get("path_added", [])]
+        if added:
+            done.append("sys.path entr" + ("y " if len(added) == 1 else "ies ") + ", ".join(added))
+        return done, problems
+
+
+def _resolved(entries, cwd) -> set:
+    base = cwd or ""
+    return {os.path.normpath(os.path.join(base, e)) if base or os.path.isabs(e) else e for e in entries}
+
+
+def module_roots(known=frozenset()) -> set:
+    """The directories the loaded modules, bar ``known``, were imported from
+    (the sys.path entry each top-level package was found under), read off
+    their files."""
+    roots = set()
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name in known or not isinstance(file, str) or not os.path.isabs(file) or name == "__main__":
+            continue
+        parts = name.split(".")
+        directory, stem = os.path.dirname(file), os.path.basename(file).split(".")[0]
+        if stem == "__init__":
+            expected = parts
+        elif stem == parts[-1]:
+            expected = parts[:-1]
+        else:
+            continue  # registered under another name (an alias): its file tells no root
+        for part in reversed(expected):
+            if os.path.basename(directory) != part:
+                break  # not laid out as its name says (a loader of its own): no root to tell
+            directory = os.path.dirname(directory)
+        else:
+            roots.add(directory)
+    return roots
+
+
+def merged_path(start, added, removed) -> list[str]:
+    """``start`` without ``removed``, each added entry after its anchor (or
+    first when its anchor is None or not in ``start``), in saved order."""
+    gone = set(removed)
+    after: dict = {}
+    for anchor, entry in added:
+        after.setdefault(anchor if anchor in start else None, []).append(entry)
+    result = list(after.get(None, []))
+    for entry in start:
+        if entry not in gone:
+            result.append(entry)
+        result.extend(after.get(entry, []))
+    unique, seen = [], set()
+    for entry in result:
+        if entry not in seen:
+            unique.append(entry)
+            seen.add(entry)
+    return unique
+
+
+def checked(saved) -> None:
+    """ValueError naming the field when ``saved`` is not a context."""
+    if not isinstance(saved, dict):
+        raise ValueError("not an object")
+    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots"}
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    if "cwd" in saved and not isinstance(saved["cwd"], str):
+        raise ValueError("cwd")
+    added = saved.get("path_added", [])
+    if not (isinstance(added, list) and all(
+            isinstance(a, list) and len(a) == 2 and (a[0] is None or isinstance(a[0], str)) and isinstance(a[1], str)
+            for a in added)):
+        raise ValueError("path_added")
+    for field in ("path_removed", "env_unset", "import_roots"):
+        value = saved.get(field, [])
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ValueError(field)
+    env = saved.get("env", {})
+    if not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise ValueError("env")
+    for name in [*env, *saved.get("env_unset", [])]:
+        if not _session_variable(name):
+            raise ValueError(f"env: {name} is the platform's, not the session's")
+
+
+def _set_env(name: str, value: str | None, problems: list) -> None:
+    try:
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    except (ValueError, OSError) as exc:  # a name or value the OS refuses
+        problems.append(f"the environment variable {name!r} cannot be set here ({exc})")

@@ -1,0 +1,148 @@
+"""SessionContext (context.py) in this process: what is saved, how it is
+put back, and what a malformed one does."""
+
+import os
+import re
+import sys
+
+import pytest
+
+from elastichub_kernel.context import SessionContext, checked, merged_path
+
+
+@pytest.fixture
+def process(monkeypatch, tmp_path):
+    """This process's sys.path, environment and directory, put back after the test."""
+    monkeypatch.setattr(sys, "path", ["/start/a", "/start/b", "/start/c"])
+    saved_env = dict(os.environ)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KEEP", "1")
+    monkeypatch.setenv("DROP", "1")
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(saved_env)
+
+
+def test_nothing_changed_saves_nothing(process):
+    assert SessionContext.now().capture() == {}
+
+
+def test_changes_are_saved_and_put_back_on_another_start(process):
+    start = SessionContext.now()
+    (process / "data").mkdir()
+    os.chdir(process / "data")
+    sys.path.insert(0, "../src")
+    sys.path.insert(2, "/mine/after-a")
+    sys.path.remove("/start/c")
+    sys.path.append("/mine/last")
+    os.environ["OMP_NUM_THREADS"] = "3"
+    os.environ["KEEP"] = "2"
+    del os.environ["DROP"]
+    os.environ["JUPYTERHUB_API_TOKEN"] = "not the session's"
+    saved = start.capture()
+    assert saved == {"cwd": str(process / "data"),
+                     "path_added": [[None, "../src"], ["/start/a", "/mine/after-a"], ["/start/b", "/mine/last"]],
+                     "path_removed": ["/start/c"],
+                     "env": {"OMP_NUM_THREADS": "3", "KEEP": "2"}, "env_unset": ["DROP"]}
+
+    # Another pod: its own start context.
+    os.chdir(process)
+    sys.path[:] = ["/start/a", "/start/b", "/start/c", "/pod-b/only"]
+    os.environ.pop("OMP_NUM_THREADS")
+    os.environ.update(KEEP="1", DROP="1", JUPYTERHUB_API_TOKEN="pod b's")
+    done, problems = SessionContext.now().restore(saved)
+    assert problems == []
+    assert os.getcwd() == str(process / "data")
+    assert sys.path == ["../src", "/start/a", "/mine/after-a", "/start/b", "/mine/last", "/pod-b/only"]
+    assert (os.environ["OMP_NUM_THREADS"], os.environ["KEEP"], "DROP" in os.environ) == ("3", "2", False)
+    assert os.environ["JUPYTERHUB_API_TOKEN"] == "pod b's"
+    assert done == [f"working directory {process / 'data'}", "sys.path entries ../src, /mine/after-a, /mine/last"]
+
+
+def test_a_newer_context_replaces_an_older_one(process):
+    """A live-move destination restores the pre-copy's context, then the
+    freeze's: what the session undid in between is undone here too."""
+    start = SessionContext.now()
+    os.environ["A"] = "1"
+    sys.path.append("/mine")
+    (process / "sub").mkdir()
+    os.chdir(process / "sub")
+    older = start.capture()
+    os.environ.pop("A")
+    sys.path.remove("/mine")
+    os.chdir(process)
+    newer = start.capture()
+    assert newer == {}
+
+    os.environ.pop("A", None)
+    here = SessionContext.now()
+    here.restore(older)
+    assert (os.environ.get("A"), sys.path[-1], os.getcwd()) == ("1", "/mine", str(process / "sub"))
+    assert here.restore(newer) == ([], [])
+    assert ("A" in os.environ, "/mine" in sys.path, os.getcwd()) == (False, False, str(process))
+
+
+def test_restoring_nothing_leaves_the_process_as_it_is(process):
+    here = SessionContext.now()
+    assert here.restore(None) == ([], [])
+    assert here.restore({}) == ([], [])
+    assert sys.path == ["/start/a", "/start/b", "/start/c"] and os.getcwd() == str(process)
+
+
+@pytest.mark.parametrize("saved, field", [
+    ("cwd", "not an object"),
+    ({"cwd": 3}, "cwd"),
+    ({"path_added": [["/a"]]}, "path_added"),
+    ({"path_added": [[1, "/a"]]}, "path_added"),
+    ({"path_removed": "/a"}, "path_removed"),
+    ({"env": {"A": 1}}, "env"),
+    ({"env_unset": [None]}, "env_unset"),
+    ({"env": {"JPY_SESSION_NAME": "x"}}, "JPY_SESSION_NAME is the platform's"),
+    ({"shell": "rm -rf"}, "unknown field(s) shell"),
+])
+def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
+    with pytest.raises(ValueError, match=re.escape(field)):
+        checked(saved)
+    done, problems = SessionContext.now().restore(saved)
+    assert done == [] and len(problems) == 1
+    assert "were not restored: the checkpoint's context is malformed" in problems[0] and field in problems[0]
+    assert sys.path == ["/start/a", "/start/b", "/start/c"] and os.getcwd() == str(process)
+
+
+def test_a_value_the_os_refuses_is_a_problem_not_a_crash(process):
+    done, problems = SessionContext.now().restore({"env": {"BAD": "a\x00b", "GOOD": "1"}})
+    assert os.environ["GOOD"] == "1" and "BAD" not in os.environ
+    assert problems == ["the environment variable 'BAD' cannot be set here (embedded null byte)"]
+
+
+def test_merged_path_keeps_order_and_anchors():
+    start = ["/a", "/b"]
+    assert merged_path(start, [], []) == ["/a", "/b"]
+    # An anchor this pod lacks: the entry goes first; duplicates once.
+    assert merged_path(start, [["/gone", "/x"], [None, "/y"], ["/b", "/a"]], ["/b"]) == ["/x", "/y", "/a"]
+
+
+def test_a_module_whose_entry_no_longer_leads_to_it_keeps_its_directory(process, monkeypatch):
+    """`sys.path.append('lib')`, `import`, then `%cd` elsewhere: 'lib' now
+    points nowhere, yet the loaded module's variables must load again."""
+    (process / "lib").mkdir()
+    (process / "lib" / "ctx_stranded_helper.py").write_text("X = 1\n")
+    (process / "data").mkdir()
+    monkeypatch.delitem(sys.modules, "ctx_stranded_helper", raising=False)
+    start = SessionContext.now()
+    sys.path.append("lib")
+    import ctx_stranded_helper  # noqa: F401
+    os.chdir(process / "data")
+    saved = start.capture()
+    assert saved["import_roots"] == [str(process / "lib")]
+    assert saved["path_added"] == [["/start/c", "lib"]]
+    del sys.modules["ctx_stranded_helper"]
+
+    os.chdir(process)
+    sys.path[:] = ["/start/a", "/start/b", "/start/c"]
+    SessionContext.now().restore(saved)
+    assert sys.path == ["/start/a", "/start/b", "/start/c", "lib", str(process / "lib")]
+    import ctx_stranded_helper as again
+    assert again.__file__ == str(process / "lib" / "ctx_stranded_helper.py")
+    # Modules loaded before the start are the kernel's own: never a root to keep.
+    assert SessionContext.now().capture().get("import_roots") is None

@@ -1,0 +1,88 @@
+"""A notebook's working directory, sys.path and environment are session
+state: a course notebook that ran `sys.path.insert(0, "../src")`, `%cd
+../data` and `%env OMP_NUM_THREADS=3` gets them back after a move, so the
+variables built with its helper module load and its relative paths still
+resolve. Before, the helper's variables were named as lost although the
+module was still there."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
+
+SESSION = "course/week1/lab.ipynb"
+
+CELLS = [
+    "import os, sys\nsys.path.insert(0, '../src')",
+    "import course_helper\nfrom course_helper import triple, Box\nbox = Box(); box.items = ['x', 'y']",
+    "%cd ../data",
+    "rows = open('values.csv').read().split()",
+    "%env OMP_NUM_THREADS=3",
+    "os.environ['COURSE_TOKEN'] = 's3cret'\ndel os.environ['DROP_ME']\n"
+    "os.environ['JUPYTERHUB_ACTIVITY_URL'] = 'changed by the session'",
+]
+
+DIGEST = ("print(repr((os.getcwd(), sys.path[0], os.environ.get('OMP_NUM_THREADS'), os.environ.get('COURSE_TOKEN'),"
+          " 'DROP_ME' in os.environ, triple(2), box.items, rows, open('values.csv').read().split(),"
+          " type(box) is course_helper.Box)))")
+
+
+def course(tmp_path):
+    home = tmp_path / "home"
+    (home / "course" / "week1").mkdir(parents=True)
+    (home / "course" / "src").mkdir()
+    (home / "course" / "data").mkdir()
+    (home / "course" / "src" / "course_helper.py").write_text(
+        "def triple(x):\n    return 3 * x\nclass Box:\n    pass\n")
+    (home / "course" / "data" / "values.csv").write_text("1\n2\n3\n")
+    return home
+
+
+def test_the_working_directory_sys_path_and_environment_come_back(tmp_path, start_elastic_kernel,
+                                                                  stop_elastic_kernel, run_cell):
+    home = course(tmp_path)
+    week1 = home / "course" / "week1"
+    env = {"DROP_ME": "1", "JUPYTERHUB_ACTIVITY_URL": "http://hub-a/activity"}
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1, env=env)
+    for cell in CELLS:
+        assert run_cell(kc, cell)["error"] is None, cell
+    before = run_cell(kc, DIGEST)
+    assert before["error"] is None, before
+    assert "('" + str(home / "course" / "data") + "', '../src', '3', 's3cret', False, 6" in before["stdout"]
+    stop_elastic_kernel(km, kc)
+
+    # The new pod's kernel starts where Jupyter starts it (the notebook's
+    # directory), with the platform's variables of the new pod.
+    env = {"DROP_ME": "1", "JUPYTERHUB_ACTIVITY_URL": "http://hub-b/activity"}
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1, env=env)
+    out = run_cell(kc, DIGEST)
+    assert out["error"] is None, out
+    assert out["stdout"] == before["stdout"]
+    report = out["stderr"]
+    assert "Not restored" not in report, report
+    assert f"working directory {home / 'course' / 'data'}" in report
+    assert "sys.path entry ../src" in report
+    assert "s3cret" not in report and "OMP_NUM_THREADS" not in report
+    # The platform's own variable is the new pod's, whatever the session did with it.
+    url = run_cell(kc, "print(os.environ['JUPYTERHUB_ACTIVITY_URL'])")["stdout"].strip()
+    assert url == "http://hub-b/activity"
+
+
+def test_a_working_directory_that_is_gone_is_said_and_the_rest_comes_back(tmp_path, start_elastic_kernel,
+                                                                          stop_elastic_kernel, run_cell):
+    home = course(tmp_path)
+    week1 = home / "course" / "week1"
+    scratch = home / "course" / "scratch"
+    scratch.mkdir()
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1)
+    for cell in [*CELLS[:2], f"%cd {scratch}", "total = sum(range(10))"]:
+        assert run_cell(kc, cell)["error"] is None, cell
+    stop_elastic_kernel(km, kc)
+    scratch.rmdir()
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1)
+    out = run_cell(kc, "print(repr((os.getcwd(), total, triple(3))))")
+    assert out["error"] is None, out
+    # '../src' is relative: from the notebook's directory it is the same one.
+    assert out["stdout"].strip() == repr((str(week1), 45, 9))
+    assert f"WARNING: the working directory {scratch} cannot be entered here" in out["stderr"]
+    assert f"the kernel stays in {week1}" in out["stderr"]
