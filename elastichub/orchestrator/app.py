@@ -125,8 +125,9 @@ class ElasticOrchestrator(Application):
     busy_timeout = Float(300.0, config=True, help="""Seconds to wait for a kernel that is running a cell
         before a move; past that the node is given up for now (uncordoned) and tried in a later cycle.""")
     terminal_quiet = Float(120.0, config=True, help="""A terminal whose last input or output is more recent
-        than this many seconds is in use: its process (a script, an install) cannot move with the server, so
-        the move waits for it as for a running cell (busy_timeout). A quieter terminal is closed by the move.""")
+        than this many seconds is in use, as is one whose shell runs a process: that process (a script, an
+        install) cannot move with the server, so the move waits for it as for a running cell (busy_timeout).
+        A terminal at its prompt and quieter than this is closed by the move.""")
     checkpoint_timeout = Float(1800.0, config=True, help="Seconds one server's checkpoint may take.")
     stop_timeout = Float(180.0, config=True, help="Seconds for a server (or a VM) to stop.")
     start_timeout = Float(600.0, config=True, help="Seconds for a moved server to start and answer again.")

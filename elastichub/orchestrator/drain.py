@@ -249,14 +249,21 @@ class Drain:
             str(k.get("id")) for k in kernels if k.get("execution_state") == "busy"])
 
     async def _wait_terminals_quiet(self, server: HubServer) -> None:
-        """Until no terminal of the server is in use (input or output within
-        `terminal_quiet` s): a process running in one cannot move with the
-        server, so it is waited for as a running cell is. A quiet terminal
-        is closed by the move."""
+        """Until no terminal of the server is in use (a process started from
+        its shell, or input or output within `terminal_quiet` s): a process
+        running in one cannot move with the server, so it is waited for as
+        a running cell is. A quiet terminal at its prompt is closed by the move."""
         def in_use(terminals):
             recent = self.clock() - self.t.terminal_quiet
-            return [str(t.get("name")) for t in terminals
-                    if (parse_time(t.get("last_activity")) or self.clock()) > recent]
+            busy = []
+            for t in terminals:
+                running = [p.get("command") or str(p.get("pid")) for p in t.get("processes") or []
+                           if isinstance(p, dict)]
+                if running:
+                    busy.append(f"{t.get('name')}: running {', '.join(running[:3])}")
+                elif (parse_time(t.get("last_activity")) or self.clock()) > recent:
+                    busy.append(str(t.get("name")))
+            return busy
         await self._wait_quiet(server, self.hub.terminals, "terminal", "in use", in_use)
 
     async def _wait_quiet(self, server: HubServer, read, what: str, state: str, busy_of) -> list[dict]:

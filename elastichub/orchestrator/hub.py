@@ -178,13 +178,23 @@ class HubClient:
         return payload
 
     async def terminals(self, server: HubServer) -> list[dict]:
-        """Jupyter Server's terminals (name, last_activity); [] where terminals are off."""
+        """Jupyter Server's terminals (name, last_activity), each with the
+        `processes` its shell started (the kernel package's extension; None
+        where it cannot tell); [] where terminals are off."""
         code, payload, _ = await self._fetch(self._server_url(server, "/api/terminals"))
         if code == 404:
             return []
-        if code != 200 or not isinstance(payload, list):
+        if code != 200 or not isinstance(payload, list) or not all(isinstance(t, dict) for t in payload):
             raise HubError(f"terminals of {server.key}: {code} {str(payload)[:200]}", code)
-        return payload
+        if not payload:
+            return payload
+        code, running, _ = await self._fetch(self._server_url(server, "/api/elastichub/terminals"))
+        if code == 404:  # an image without the kernel package: activity alone tells
+            running = []
+        elif code != 200 or not isinstance(running, list) or not all(isinstance(t, dict) for t in running):
+            raise HubError(f"terminal processes of {server.key}: {code} {str(running)[:200]}", code)
+        processes = {t.get("name"): t.get("processes") for t in running}
+        return [dict(t, processes=processes.get(t.get("name"))) for t in payload]
 
     def proxy_base(self, server: HubServer) -> str:
         """Where the proxy serves this server (its route: whichever pod serves it)."""

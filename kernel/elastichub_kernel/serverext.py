@@ -11,6 +11,9 @@ means every running kernel of the server) answers one result per kernel::
 and settings and, per kernel, whether it is an Elastic kernel and what it
 reports about itself.
 
+``GET /api/elastichub/terminals`` answers, per terminal, the processes its
+shell started (processes.py): a move waits for them.
+
 ``POST /api/elastichub/live`` (JSON body ``{"phase", "kernel_id"?, "wait_s"?,
 "lease_s"?, "delta_id"?}``) relays one live-migration phase (precopy, freeze,
 retire, thaw, apply: see livekernel.py) to the kernel(s) and answers one
@@ -223,6 +226,7 @@ class ElasticHubExtension(ExtensionApp):
                 (r"/api/elastichub/checkpoint", CheckpointHandler),
                 (r"/api/elastichub/status", StatusHandler),
                 (r"/api/elastichub/live", LiveHandler),
+                (r"/api/elastichub/terminals", TerminalsHandler),
             ]
         )
 
@@ -470,6 +474,29 @@ class LiveHandler(_Handler):
         targets = self.ext.kernels(kernel_id)
         results = await asyncio.gather(*(self.ext.live(kid, k, content) for kid, k in targets))
         self.finish(json.dumps(list(results)))
+
+
+class TerminalsHandler(ExtensionHandlerMixin, APIHandler):
+    """Per terminal, the processes its shell started: ``[{"name",
+    "processes": [{"pid", "command"}]}]`` (``processes`` null where they
+    cannot be read). Authorized like Jupyter Server's own terminal API."""
+
+    auth_resource = "terminals"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from .processes import descendants
+
+        manager = self.settings.get("terminal_manager")
+        shells = {}
+        for name, term in list(getattr(manager, "terminals", {}).items()):
+            pid = getattr(getattr(term, "ptyproc", None), "pid", None)
+            if isinstance(pid, int):
+                shells[name] = pid
+        found = descendants(shells) if shells else {}
+        self.finish(json.dumps([{"name": name, "processes": None if found is None else found.get(name, [])}
+                                for name in shells]))
 
 
 def close_kernel_websockets(kernel_id: str) -> int:

@@ -405,3 +405,47 @@ def test_a_2gb_state_survives_stop_and_start_through_the_endpoint(tmp_path, run_
         assert after.splitlines() == ["float64 (268435456,)", before]
     finally:
         srv.stop()
+
+
+def test_terminals_report_the_processes_their_shell_started(server):
+    """A silent command in a terminal shows no activity: the endpoint names
+    it, so a move can wait for it (and the token is required, as for
+    Jupyter's own terminal API)."""
+    import asyncio
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    status, model = server.request("POST", "/api/terminals", {})
+    assert status == 200
+    name = model["name"]
+
+    async def type_in(text):
+        ws = await websocket_connect(HTTPRequest(f"{server.url.replace('http', 'ws', 1)}/terminals/websocket/{name}",
+                                                 headers={"Authorization": f"token {server.token}"}))
+        ws.write_message(json.dumps(["stdin", text]))
+        await asyncio.sleep(0.2)
+        ws.close()
+
+    def running():
+        _, body = server.request("GET", "/api/elastichub/terminals")
+        return [p["command"] for t in body if t["name"] == name for p in t["processes"]]
+
+    def until(predicate):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = running()
+            if predicate(found):
+                return found
+            time.sleep(0.1)
+        raise AssertionError(f"terminal {name} runs {running()}")
+
+    try:
+        asyncio.run(type_in("sleep 321\r"))
+        assert until(lambda found: "sleep 321" in found) == ["sleep 321"]
+        asyncio.run(type_in("\x03"))  # Ctrl-C: back at the prompt
+        until(lambda found: found == [])
+        code, _ = server.error("GET", "/api/elastichub/terminals", token=None)
+        assert code == 403
+    finally:
+        server.request("DELETE", f"/api/terminals/{name}")

@@ -68,19 +68,24 @@ async def _terminal(hub, user: str):
     return model["name"], ws
 
 
-async def test_a_terminal_in_use_is_waited_for_then_the_server_moves(hub_on_cluster, wire):
-    """A script printing in a terminal cannot move with the server: the drain
+@pytest.mark.parametrize("command, said", [
+    ("while true; do echo training; sleep 0.5; done", ""),  # output: activity
+    ("sleep 600", ": running sleep 600"),  # silent: seen only as the shell's child process
+], ids=["printing", "silent"])
+async def test_a_terminal_in_use_is_waited_for_then_the_server_moves(hub_on_cluster, wire, command, said):
+    """A script running in a terminal cannot move with the server: the drain
     waits for it as for a running cell, gives the node up for now, and moves
-    the server once the terminal has been quiet for terminal_quiet."""
+    the server once the terminal is back at its prompt and has been quiet
+    for terminal_quiet."""
     cluster, hub = hub_on_cluster
     digests = await users_on_cloud(cluster, hub, ["alice"])
     name, ws = await _terminal(hub, "alice")
-    ws.write_message(json.dumps(["stdin", "while true; do echo training; sleep 0.5; done\r"]))
+    ws.write_message(json.dumps(["stdin", command + "\r"]))
     cluster.store.delete("pods", "filler", "default")
     ctl, loop = await start_loop(cluster, hub, wire, busy=1.5, terminal_quiet=3)
     try:
         await until(lambda: drain_events(ctl, "rolled-back"), timeout=30, what="a rolled-back drain")
-        assert f"has a terminal in use ({name})" in " ".join(m.error for m in ctl.moves)
+        assert f"has a terminal in use ({name}{said}" in " ".join(m.error for m in ctl.moves)
         code, terminals = await hub.api("GET", "/user/alice/api/terminals")
         assert code == 200 and [t["name"] for t in terminals] == [name]  # never killed
         assert node_of(cluster.store, "jupyter-alice") == "cloud-1"
