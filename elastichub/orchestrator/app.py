@@ -29,7 +29,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
-from ..policy import PolicyConfig, Resources, make_strategy
+from ..policy import PolicyConfig, Resources, make_strategy, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
@@ -191,6 +191,13 @@ class ElasticOrchestrator(Application):
         if not value > 0:
             raise TraitError(f"ElasticOrchestrator.{proposal['trait'].name} must be > 0 seconds, not {value!r}")
         return value
+
+    @validate("theta_out")
+    def _theta_out(self, proposal):
+        mistake = theta_out_mistake(proposal["value"])
+        if mistake:
+            raise TraitError(f"ElasticOrchestrator.{mistake}")
+        return proposal["value"]
 
     @validate("cloud_node_mapping")
     def _mapping(self, proposal):

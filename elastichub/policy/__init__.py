@@ -15,6 +15,7 @@ from .controller import (
     ScaleIn,
     ScaleOut,
     Strategy,
+    theta_out_mistake,
 )
 from .model import GiB, ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 from .calendar import ScheduledClass, parse_schedule
@@ -59,4 +60,5 @@ __all__ = [
     "plan_migration",
     "scale_in_candidate",
     "scale_out_needed",
+    "theta_out_mistake",
 ]

@@ -101,7 +101,7 @@ def _list(option: str, text: str) -> list[str]:
 
 
 def _parse(args: argparse.Namespace):
-    from ..policy import STRATEGIES
+    from ..policy import STRATEGIES, theta_out_mistake
     from .params import ClusterParams
     from .runner import MODES
     from .workload import LifetimeModel, workload_names
@@ -138,6 +138,8 @@ def _parse(args: argparse.Namespace):
     for theta in thetas:
         if theta < 0:
             raise UsageError(f"--theta-out: must not be negative, got {theta:g}")
+        if theta_out_mistake(theta):
+            raise UsageError(f"--theta-out: {theta_out_mistake(theta)}")
     seed = int(_number("--seed", args.seed, int))
     days = None
     if args.days is not None:

@@ -84,6 +84,7 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
     (["--theta-out", "abc"], "--theta-out: expected a number, got 'abc'"),
     (["--theta-out", "80,,90"], "--theta-out: expected a comma-separated list"),
     (["--theta-out", "-5"], "--theta-out: must not be negative"),
+    (["--theta-out", "80,0.95"], "--theta-out: theta_out is a percentage of RAM occupancy (80 means 80 %); 0.95 looks"),
     (["--cloud-boot-s", "inf"], "--cloud-boot-s: expected a finite number"),
     (["--days", "0"], "--days: must be > 0"),
     (["--seed", "x"], "--seed: expected a whole number"),
