@@ -12,7 +12,8 @@ Only what the session changed is saved, as a difference from the kernel's
 context when it started (its *baseline*): the rest is the new pod's own
 (host name, service addresses). Variables the hub, the spawner or Jupyter
 set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
-are never carried over.
+are never carried over. The global random generators (``random``, and
+``numpy.random`` where the session loaded it) go on from where they were.
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ class SessionContext:
                           if not (d + os.sep).startswith(libraries))
         if stranded:
             saved["import_roots"] = stranded
+        generators = _generator_states()
+        if generators:
+            saved["random_state"] = generators
         return saved
 
     def restore(self, saved) -> tuple[list[str], list[str]]:
@@ -135,6 +139,59 @@ class SessionContext:
         if added:
             done.append("sys.path entr" + ("y " if len(added) == 1 else "ies ") + ", ".join(added))
         return done, problems
+
+
+    def restore_generators(self, saved) -> list[str]:
+        """Put back the global random generators' state (``random``, and
+        ``numpy.random`` where the session had loaded it), after the
+        variables: a notebook that seeded once draws on from where it was,
+        whatever importing its modules drew meanwhile. Returns problems."""
+        try:
+            checked(saved)
+        except ValueError:  # restore() said so already
+            return []
+        states = saved.get("random_state")
+        if not states:
+            return []
+        problems = []
+        if "random" in states:
+            import random
+
+            version, internal, gauss = states["random"]
+            try:
+                random.setstate((version, tuple(internal), gauss))
+            except (TypeError, ValueError) as exc:
+                problems.append(f"the state of the random module was not restored ({exc})")
+        if "numpy" in states:
+            try:
+                import numpy.random
+            except ImportError as exc:
+                problems.append(f"the state of numpy's global random generator was not restored ({exc})")
+            else:
+                name, keys, pos, has_gauss, cached = states["numpy"]
+                try:
+                    numpy.random.set_state((name, numpy.array(keys, dtype=numpy.uint32), pos, has_gauss, cached))
+                except (TypeError, ValueError) as exc:
+                    problems.append(f"the state of numpy's global random generator was not restored ({exc})")
+        return problems
+
+
+def _generator_states() -> dict:
+    """The global generators' states, JSON-able; numpy's only if the
+    session loaded it (nothing is imported here)."""
+    states = {}
+    random = sys.modules.get("random")
+    if random is not None:
+        version, internal, gauss = random.getstate()
+        states["random"] = [version, list(internal), gauss]
+    np_random = sys.modules.get("numpy.random")
+    if np_random is not None and hasattr(np_random, "get_state"):
+        try:
+            name, keys, pos, has_gauss, cached = np_random.get_state(legacy=True)
+            states["numpy"] = [name, [int(k) for k in keys], int(pos), int(has_gauss), float(cached)]
+        except (TypeError, ValueError):  # a numpy whose global generator is not the legacy one
+            pass
+    return states
 
 
 def _resolved(entries, cwd) -> set:
@@ -192,7 +249,7 @@ def checked(saved) -> None:
     """ValueError naming the field when ``saved`` is not a context."""
     if not isinstance(saved, dict):
         raise ValueError("not an object")
-    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots"}
+    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -212,6 +269,23 @@ def checked(saved) -> None:
     for name in [*env, *saved.get("env_unset", [])]:
         if not _session_variable(name):
             raise ValueError(f"env: {name} is the platform's, not the session's")
+    states = saved.get("random_state", {})
+    if not isinstance(states, dict) or set(states) - {"random", "numpy"}:
+        raise ValueError("random_state")
+    if "random" in states and not (_ints_list(states["random"], 3, 1)
+                                   and isinstance(states["random"][0], int)
+                                   and (states["random"][2] is None or isinstance(states["random"][2], float))):
+        raise ValueError("random_state: random")
+    if "numpy" in states and not (_ints_list(states["numpy"], 5, 1) and isinstance(states["numpy"][0], str)
+                                  and all(isinstance(v, int) for v in states["numpy"][2:4])
+                                  and isinstance(states["numpy"][4], float)):
+        raise ValueError("random_state: numpy")
+
+
+def _ints_list(value, length: int, at: int) -> bool:
+    """``value`` is a list of ``length`` items whose item ``at`` is a list of ints."""
+    return (isinstance(value, list) and len(value) == length and isinstance(value[at], list)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value[at]))
 
 
 def _set_env(name: str, value: str | None, problems: list) -> None:

@@ -231,6 +231,7 @@ def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict
         if context is not None:  # nothing is loaded: nor is the session's context
             context.restore({})
         raise
+    restore_generators(context, first, context_report)
     return dict(
         path=path,
         created=index.get("created"),
@@ -270,6 +271,16 @@ def restore_context(context, index: dict) -> dict:
         return {"context": []}
     done, problems = context.restore(index.get("context"))
     return {"context": done, **({"notes": [f"WARNING: {p}." for p in problems]} if problems else {})}
+
+
+def restore_generators(context, index: dict, context_report: dict) -> None:
+    """After the variables are loaded: the random generators' state (see
+    context.py); problems go to the report's notes."""
+    if context is None or index.get("context") is None:
+        return
+    problems = context.restore_generators(index["context"])
+    if problems:
+        context_report["notes"] = [*context_report.get("notes", []), *(f"WARNING: {p}." for p in problems)]
 
 
 def checked_imports(path: str, read) -> list:

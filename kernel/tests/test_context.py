@@ -2,9 +2,11 @@
 put back, and what a malformed one does."""
 
 import os
+import random
 import re
 import sys
 
+import numpy as np
 import pytest
 
 from elastichub_kernel.context import SessionContext, checked, merged_path
@@ -23,8 +25,13 @@ def process(monkeypatch, tmp_path):
     os.environ.update(saved_env)
 
 
+def changes(saved: dict) -> dict:
+    """A capture without the generators' state (always saved)."""
+    return {k: v for k, v in saved.items() if k != "random_state"}
+
+
 def test_nothing_changed_saves_nothing(process):
-    assert SessionContext.now().capture() == {}
+    assert changes(SessionContext.now().capture()) == {}
 
 
 def test_changes_are_saved_and_put_back_on_another_start(process):
@@ -39,7 +46,7 @@ def test_changes_are_saved_and_put_back_on_another_start(process):
     os.environ["KEEP"] = "2"
     del os.environ["DROP"]
     os.environ["JUPYTERHUB_API_TOKEN"] = "not the session's"
-    saved = start.capture()
+    saved = changes(start.capture())
     assert saved == {"cwd": str(process / "data"),
                      "path_added": [[None, "../src"], ["/start/a", "/mine/after-a"], ["/start/b", "/mine/last"]],
                      "path_removed": ["/start/c"],
@@ -67,11 +74,11 @@ def test_a_newer_context_replaces_an_older_one(process):
     sys.path.append("/mine")
     (process / "sub").mkdir()
     os.chdir(process / "sub")
-    older = start.capture()
+    older = changes(start.capture())
     os.environ.pop("A")
     sys.path.remove("/mine")
     os.chdir(process)
-    newer = start.capture()
+    newer = changes(start.capture())
     assert newer == {}
 
     os.environ.pop("A", None)
@@ -99,6 +106,9 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"env_unset": [None]}, "env_unset"),
     ({"env": {"JPY_SESSION_NAME": "x"}}, "JPY_SESSION_NAME is the platform's"),
     ({"shell": "rm -rf"}, "unknown field(s) shell"),
+    ({"random_state": {"random": [3, [1, "2"], None]}}, "random_state: random"),
+    ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
+    ({"random_state": {"torch": []}}, "random_state"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
     with pytest.raises(ValueError, match=re.escape(field)):
@@ -146,3 +156,22 @@ def test_a_module_whose_entry_no_longer_leads_to_it_keeps_its_directory(process,
     assert again.__file__ == str(process / "lib" / "ctx_stranded_helper.py")
     # Modules loaded before the start are the kernel's own: never a root to keep.
     assert SessionContext.now().capture().get("import_roots") is None
+
+
+def test_the_global_generators_go_on_from_where_they_were():
+    start = SessionContext.now()
+    random.seed(7)
+    np.random.seed(8)
+    random.random(), np.random.standard_normal()  # a cached gaussian is state too
+    saved = start.capture()
+    expected = (random.random(), np.random.standard_normal(), np.random.rand())
+    random.seed(99)
+    np.random.seed(99)
+    assert start.restore_generators(saved) == []
+    assert (random.random(), np.random.standard_normal(), np.random.rand()) == expected
+
+
+def test_a_generator_state_the_library_refuses_is_a_problem_not_a_crash():
+    bad = {"random_state": {"random": [99, [1, 2, 3], None]}}
+    problems = SessionContext.now().restore_generators(bad)
+    assert len(problems) == 1 and problems[0].startswith("the state of the random module was not restored")

@@ -86,3 +86,26 @@ def test_a_working_directory_that_is_gone_is_said_and_the_rest_comes_back(tmp_pa
     assert out["stdout"].strip() == repr((str(week1), 45, 9))
     assert f"WARNING: the working directory {scratch} cannot be entered here" in out["stderr"]
     assert f"the kernel stays in {week1}" in out["stderr"]
+
+
+def test_seeded_random_generators_draw_on_from_where_they_were(tmp_path, start_elastic_kernel,
+                                                               stop_elastic_kernel, run_cell):
+    """`random.seed(1)` / `np.random.seed(2)` at the top, draws in later
+    cells: a move in between must not change what the later cells draw."""
+    import random
+
+    import numpy as np
+
+    seeded = random.Random(1)
+    first = seeded.random()
+    expected = repr((seeded.random(), float(np.random.RandomState(2).rand())))
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    out = run_cell(kc, "import random\nimport numpy as np\nrandom.seed(1); np.random.seed(2)\nfirst = random.random()")
+    assert out["error"] is None, out
+    stop_elastic_kernel(km, kc)
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    out = run_cell(kc, "print(repr((random.random(), float(np.random.rand()))))")
+    assert out["error"] is None, out
+    assert out["stdout"].strip() == expected
+    assert run_cell(kc, "print(first)")["stdout"].strip() == repr(first)
