@@ -22,6 +22,7 @@ from typing import Iterable
 
 from ..policy import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 from .cloud import PENDING, RUNNING, STOPPED, STOPPING, UNKNOWN, VM
+from .nodefit import misfit
 from .records import NodeRecord, PodRecord, load_drain, parse_time
 
 
@@ -65,6 +66,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     used: dict[str, list[float]] = {}
     servers: dict[str, list[Server]] = {}
     pending: list[Server] = []
+    needs: dict[str, object] = {}  # waiting servers with node constraints
     no_ram: list[str] = []
     for pod in pods:
         if pod.problem:
@@ -94,6 +96,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                 here.append(server)
         elif pod.phase == "Pending" and not pod.terminating:
             pending.append(server)
+            if pod.needs is not None:
+                needs[server.name] = pod.needs
+    if needs:
+        pending = _cloud_can_take(pending, needs, nodes, tiers, problems)
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
     if no_ram:
         problems.append(no_ram_problem(no_ram))
@@ -170,6 +176,30 @@ def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
             if when is not None:
                 asked[key] = when
     return asked
+
+
+def _cloud_can_take(pending: list[Server], needs: dict, nodes: list[NodeRecord], tiers: dict,
+                    problems: list[str]) -> list[Server]:
+    """The waiting servers a cloud node could run. The others (a GPU
+    profile's node selector only on-prem nodes match) wait for on-prem room:
+    in the queue the policy reads, they would start cloud nodes they can
+    never use and, as nothing scales in while users queue, hold them up.
+    With no cloud node seen yet there is nothing to judge by: all stay."""
+    cloud = [rec.offers for rec in nodes if rec.offers is not None and tiers.get(rec.tier) is Tier.CLOUD]
+    if not cloud:
+        return pending
+    kept, left_out = [], []
+    for server in pending:
+        c = needs.get(server.name)
+        reasons = [misfit(c, template) for template in cloud] if c is not None else [None]
+        if all(reasons):
+            left_out.append(f"{server.name}: {reasons[0]}")
+        else:
+            kept.append(server)
+    if left_out:
+        problems.append(f"servers no cloud node can take wait for on-prem room: {len(left_out)} ("
+                        + ", ".join(sorted(left_out)[:3]) + (", ..." if len(left_out) > 3 else "") + ")")
+    return kept
 
 
 def no_ram_problem(servers: list[str]) -> str:

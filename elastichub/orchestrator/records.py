@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .. import podmeta
 from ..policy import Resources, Server
 from ..quantity import QuantityError, parse_cpu, parse_memory
+from .nodefit import Constraints, NodeTemplate, node_template, pod_constraints
 
 MILLI = 1000.0
 READY_CONDITION = "Ready"
@@ -33,6 +34,7 @@ class NodeRecord:
     drain_taint: bool = False  # our NoSchedule taint: the orchestrator cordoned it
     drain: str | None = None  # our drain annotation (JSON), None when no drain is recorded
     problem: str = ""
+    offers: NodeTemplate | None = None  # labels, lasting taints, extended resources (nodefit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class PodRecord:
     holds_resources: bool = True  # counts towards its node's O_i: not finished
     as_server: Server | None = None  # the policy's view of it (managed pods), built once per event
     move_of: str = ""  # a live move's destination: the source pod's key (namespace/name)
+    needs: Constraints | None = None  # a waiting server's node constraints (nodefit); None once placed
 
 
 def parse_time(text: str | None) -> float | None:
@@ -100,6 +103,7 @@ def node_record(obj: dict, tier_label: str = podmeta.TIER_LABEL) -> NodeRecord:
         drain_taint=any(isinstance(t, dict) and t.get("key") == podmeta.DRAIN_TAINT for t in taints),
         drain=annotations.get(podmeta.DRAIN_ANNOTATION),
         problem=problem,
+        offers=node_template(str(meta.get("name", "")), labels, spec, alloc),
     )
 
 
@@ -162,6 +166,7 @@ def pod_record(obj: dict) -> PodRecord:
         holds_resources=phase not in ("Succeeded", "Failed"),
         as_server=Server(key, Resources(cpu, ram), node, started, created, migratable) if managed else None,
         move_of=f"{meta.get('namespace', '')}/{move_of}" if managed and move_of else "",
+        needs=pod_constraints(spec) if managed and node is None else None,
     )
 
 

@@ -246,3 +246,38 @@ def test_a_moved_server_is_no_new_arrival():
 
     elastic = make_strategy("elastic", PolicyConfig(theta_out=80))
     assert elastic._inflow(obs.snapshot, parse_time("2027-01-15T10:00:00Z")) == Resources(0, 0)
+
+
+def waiting(name, **spec):
+    return pod_record({"metadata": {"name": name, "namespace": "jh", "creationTimestamp": "2027-01-15T08:00:00Z",
+                                    "labels": {podmeta.MANAGED_LABEL: "true"},
+                                    "annotations": {podmeta.USER_ANNOTATION: name,
+                                                    podmeta.SERVER_NAME_ANNOTATION: ""}},
+                       "spec": {"containers": [{"name": "notebook", "resources": {"requests": {
+                           "cpu": "1", "memory": "2Gi"}}}], **spec},
+                       "status": {"phase": "Pending"}})
+
+
+def test_a_server_no_cloud_node_can_take_is_left_out_of_the_queue_and_named():
+    """A GPU profile pinned to on-prem GPU nodes: in the queue the policy
+    sizes the cloud on, it would start cloud nodes it can never use, and
+    hold them up (nothing scales in while users queue)."""
+    nodes = [node("onprem-1"), node("cloud-1", tier="cloud")]
+    pods = [waiting("gpu", nodeSelector={"example.org/gpu": "a100"}), waiting("plain")]
+    obs = observe(nodes, pods, None, CONFIG, NOW)
+    assert [s.name for s in obs.snapshot.pending] == ["plain"]
+    assert ("servers no cloud node can take wait for on-prem room: 1 (gpu: node selector example.org/gpu=a100)"
+            in obs.problems)
+    # A selector the cloud nodes match: the cloud can help, so it waits in the queue.
+    matching = pod_record({**{"metadata": {"name": "burst", "namespace": "jh", "labels": {
+        podmeta.MANAGED_LABEL: "true"}, "annotations": {podmeta.USER_ANNOTATION: "burst"}}},
+        "spec": {"nodeSelector": {podmeta.TIER_LABEL: "cloud"}, "containers": [{"name": "n"}]},
+        "status": {"phase": "Pending"}})
+    assert [s.name for s in observe(nodes, [matching], None, CONFIG, NOW).snapshot.pending] == ["burst"]
+
+
+def test_with_no_cloud_node_seen_every_waiting_server_stays_in_the_queue():
+    pods = [waiting("gpu", nodeSelector={"example.org/gpu": "a100"}), waiting("plain")]
+    obs = observe([node("onprem-1")], pods, None, CONFIG, NOW)
+    assert [s.name for s in obs.snapshot.pending] == ["gpu", "plain"]
+    assert not [p for p in obs.problems if "no cloud node can take" in p]
