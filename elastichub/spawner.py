@@ -20,7 +20,7 @@ from kubespawner.utils import get_k8s_model
 from sqlalchemy.orm import object_session
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
-from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
+from traitlets import Bool, Float, Integer, TraitError, Unicode, default, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
@@ -87,6 +87,13 @@ class ElasticSpawner(KubeSpawner):
         requested`). The hub switches the server to that pod within about
         this time: it is part of the user's pause during a live move.""",
     )
+
+    @default("start_timeout")
+    def _start_timeout_for_a_boot(self):
+        # JupyterHub's 60 s: a server that finds on-prem full waits for a
+        # cloud node's boot (minutes, 290 s in the paper) before its pod can
+        # start, then for its image. An explicit start_timeout still wins.
+        return 600
 
     # Every server's spawner in this hub, by (user, server name): one task per
     # hub answers the orchestrator's route requests for all of them.

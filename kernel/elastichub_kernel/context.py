@@ -82,8 +82,9 @@ class SessionContext:
             saved["env_unset"] = unset
         # Cython's shared modules live inside packages under names of their
         # own: nothing under the start's library directories is stranded.
-        libraries = tuple(d + os.sep for d in _resolved(self.path, self.cwd) - {self.cwd})
-        stranded = sorted(d for d in module_roots(self.modules) - _resolved(self.path, self.cwd) - _resolved(now, cwd)
+        at_start = _resolved(self.path, self.cwd)
+        libraries = tuple(d + os.sep for d in at_start - {self.cwd})
+        stranded = sorted(d for d in module_roots(self.modules) - at_start - _resolved(now, cwd)
                           if not (d + os.sep).startswith(libraries))
         if stranded:
             saved["import_roots"] = stranded
@@ -101,8 +102,8 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the working directory, sys.path and environment variables of the session were not "
-                        f"restored: the checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment variables and random generators "
+                        f"were not restored: the checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.

@@ -375,7 +375,8 @@ def test_the_sessions_directory_sys_path_and_environment_move_live(tmp_path, sta
     change = ("sys.path.append('lib')\nfrom lab_helper import double\n%cd data\n"
               "os.environ['AFTER'] = 'post'\ndel os.environ['BEFORE']")
     assert run_cell(src, change)["error"] is None
-    probe = "print(repr((os.getcwd(), 'lib' in sys.path, os.environ.get('BEFORE'), os.environ.get('AFTER'), double(n))))"
+    probe = ("print(repr((os.getcwd(), 'lib' in sys.path, os.environ.get('BEFORE'), os.environ.get('AFTER'), "
+             "double(n))))")
     before = run_cell(src, probe)["stdout"]
     assert before.strip() == repr((str(home / "data"), True, None, "post", 2))
     frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)

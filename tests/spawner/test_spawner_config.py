@@ -234,3 +234,12 @@ async def test_stop_now_and_a_pod_not_running_skip_the_checkpoint(stoppable, mon
     monkeypatch.setattr(s, "is_pod_running", lambda pod: False)
     await s.stop()
     assert calls == [("delete", True), ("delete", False)] and s.last_checkpoint is None
+
+
+async def test_a_server_may_wait_for_a_cloud_nodes_boot_unless_the_admin_says_otherwise():
+    """JupyterHub's 60 s start_timeout would fail every user who came with
+    on-prem full: their pod waits for a cloud node's boot."""
+    assert spawner().start_timeout == 600
+    c = Config()
+    c.KubeSpawner.start_timeout = 300  # zero-to-jupyterhub's singleuser.startTimeout
+    assert ElasticSpawner(config=c, _mock=True).start_timeout == 300
