@@ -26,6 +26,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
 from .cloud import CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
@@ -33,6 +35,7 @@ from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods
 from .metrics import Metrics
+from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, observe
 from .timetable import TimetableFile
 
@@ -97,6 +100,9 @@ class Controller:
         # that stays (a spawner that cannot switch routes, a kernel outside any session) neither keeps
         # a cloud node up nor pauses its user again at every drain.
         self.restart_next: dict[str, str] = {}
+        self.told: dict[str, str] = {}  # waiting pod -> the situation its Event told (notices.py)
+        self._tell_failing = False
+        self.boot_seconds: deque[float] = deque(maxlen=5)  # the last boots, start to Ready
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -144,7 +150,9 @@ class Controller:
             self._reload_timetable()
         snapshot = self._without_backed_off(obs.snapshot, now)
         action, self.state = self.strategy.decide(snapshot, self.state, now)
-        return self._decided(now, action, getattr(action, "reason", ""), t0)
+        record = self._decided(now, action, getattr(action, "reason", ""), t0)
+        self._tell_waiting(obs, now)
+        return record
 
     def _decided(self, now: float, action, reason: str, t0: float) -> dict:
         seconds = time.perf_counter() - t0
@@ -235,6 +243,41 @@ class Controller:
             self.metrics.migrations.labels(report.outcome, report.method).inc()
             if report.downtime_s is not None:
                 self.metrics.migration_downtime.labels(report.method).observe(report.downtime_s)
+
+    def _tell_waiting(self, obs: Observation, now: float) -> None:
+        """An Event on each waiting server's pod saying why it waits and for
+        what (notices.py): the hub's spawn page shows it."""
+        queued = {s.name for s in obs.snapshot.pending}
+        if (not queued and not obs.onprem_only) or self.kube_pods is None or self.settings.dry_run:
+            self.told = {}
+            return
+        waiting, onprem_only = [], []
+        for pod in self.pods.records.values():
+            if pod.managed and pod.node is None and not pod.terminating and pod.phase == "Pending":
+                if pod.server in queued:
+                    waiting.append(pod)
+                elif pod.server in obs.onprem_only:
+                    onprem_only.append((pod, obs.onprem_only[pod.server]))
+        boot_s = boot_estimate(self.boot_seconds, getattr(self.strategy, "boot_s", None))
+        send, told = notices(obs.snapshot, waiting, self.boot_started, boot_s, now, self.told, onprem_only)
+        if send and self._busy("tell"):
+            return  # the last cycle's are still on their way: these go next cycle
+        self.told = told
+        if send:
+            self._spawn("tell", self._send_notices(send))
+
+    async def _send_notices(self, send: list) -> None:
+        for pod, message in send:
+            namespace, name = pod.key.split("/", 1)
+            try:
+                await self.kube_pods.event(namespace, name, pod.uid, REASON, message)
+            except ApiException as e:
+                if not self._tell_failing:
+                    self.event("error", f"cannot write Events ({e.status} {e.reason}): users waiting for a "
+                                        "server are not told why; `elastichub rbac` grants events create")
+                self._tell_failing = True
+                return
+        self._tell_failing = False
 
     def _account(self, obs: Observation, now: float) -> None:
         snap = obs.snapshot
@@ -399,6 +442,8 @@ class Controller:
                 if rec is not None and rec.ready:
                     await self.kube.uncordon(node)
                     took = self.clock() - self.boot_started.get(node, self.clock())
+                    if start:
+                        self.boot_seconds.append(took)
                     self.event("node-ready", f"{node} is Ready and schedulable ({took:.0f} s after the start)")
                     self.backoff.pop(node, None)
                     return

@@ -13,9 +13,11 @@ node's resourceVersion so two writers never silently overwrite each other.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import random
+import secrets
 from typing import Any, Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -255,6 +257,17 @@ class KubePods:
 
     async def annotate(self, namespace: str, name: str, annotations: dict) -> None:
         await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}})
+
+    async def event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
+        """A Normal Event about a pod: what `kubectl describe` and the hub's
+        spawn page show."""
+        at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        await self.core.create_namespaced_event(namespace, {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{name}.{secrets.token_hex(8)}", "namespace": namespace},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid},
+            "reason": reason, "message": message, "type": "Normal", "count": 1,
+            "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "elastichub-orchestrator"}})
 
     async def delete(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """Delete a pod; gone already is fine."""

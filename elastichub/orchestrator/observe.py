@@ -40,6 +40,7 @@ class Observation:
     drains: dict[str, str] = field(default_factory=dict)  # node name -> drain annotation text
     tainted: set[str] = field(default_factory=set)  # nodes carrying our taint
     problems: list[str] = field(default_factory=list)
+    onprem_only: dict[str, str] = field(default_factory=dict)  # waiting server -> why no cloud node can run it
 
 
 def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterable[VM] | None,
@@ -98,8 +99,9 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
             pending.append(server)
             if pod.needs is not None:
                 needs[server.name] = pod.needs
+    onprem_only: dict[str, str] = {}
     if needs:
-        pending = _cloud_can_take(pending, needs, nodes, tiers, problems)
+        pending = _cloud_can_take(pending, needs, nodes, tiers, problems, onprem_only)
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
     if no_ram:
         problems.append(no_ram_problem(no_ram))
@@ -157,7 +159,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                               boot_started.get(name) if status is NodeStatus.BOOTING else None))
 
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
-                       tainted=tainted, problems=problems)
+                       tainted=tainted, problems=problems, onprem_only=onprem_only)
 
 
 def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
@@ -179,7 +181,7 @@ def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
 
 
 def _cloud_can_take(pending: list[Server], needs: dict, nodes: list[NodeRecord], tiers: dict,
-                    problems: list[str]) -> list[Server]:
+                    problems: list[str], onprem_only: dict[str, str]) -> list[Server]:
     """The waiting servers a cloud node could run. The others (a GPU
     profile's node selector only on-prem nodes match) wait for on-prem room:
     in the queue the policy reads, they would start cloud nodes they can
@@ -194,6 +196,7 @@ def _cloud_can_take(pending: list[Server], needs: dict, nodes: list[NodeRecord],
         reasons = [misfit(c, template) for template in cloud] if c is not None else [None]
         if all(reasons):
             left_out.append(f"{server.name}: {reasons[0]}")
+            onprem_only[server.name] = reasons[0]
         else:
             kept.append(server)
     if left_out:

@@ -11,7 +11,8 @@ namespace. ElasticHub adds:
   node's occupancy counts every pod on it, system pods included);
 - in the single-user namespace: pods patch (a live move's route request and
   its answer), plus get/create/delete, so that an orchestrator run under a
-  service account of its own needs nothing else.
+  service account of its own needs nothing else; events create (a waiting
+  server's pod says why it waits, on the hub's spawn page).
 
 With KubeSpawner's `enable_user_namespaces` each server runs in a namespace
 of its own, so the pod rules are cluster-wide too (`user_namespaces`).
@@ -35,6 +36,7 @@ CLUSTER_RULES = (
 )
 NAMESPACE_RULES = (
     (("pods",), ("get", "create", "patch", "delete")),
+    (("events",), ("create",)),
 )
 
 # RFC 1123 label (a namespace) and subdomain (a service account, an object name)

@@ -57,6 +57,7 @@ class PodRecord:
     as_server: Server | None = None  # the policy's view of it (managed pods), built once per event
     move_of: str = ""  # a live move's destination: the source pod's key (namespace/name)
     needs: Constraints | None = None  # a waiting server's node constraints (nodefit); None once placed
+    uid: str = ""  # what an Event about the pod names (the spawner follows a pod's events by uid)
 
 
 def parse_time(text: str | None) -> float | None:
@@ -167,6 +168,7 @@ def pod_record(obj: dict) -> PodRecord:
         as_server=Server(key, Resources(cpu, ram), node, started, created, migratable) if managed else None,
         move_of=f"{meta.get('namespace', '')}/{move_of}" if managed and move_of else "",
         needs=pod_constraints(spec) if managed and node is None else None,
+        uid=str(meta.get("uid") or ""),
     )
 
 

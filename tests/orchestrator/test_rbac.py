@@ -28,6 +28,7 @@ def test_the_roles_bind_the_hubs_service_account_in_its_namespace():
     assert {("nodes", "patch"), ("pods", "watch")} <= granted and ("pods", "delete") not in granted
     local = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert ("pods", "patch") in local  # zero-to-jupyterhub's hub Role has no patch: a live move needs it
+    assert ("events", "create") in local  # a waiting server's pod says why it waits
 
 
 async def test_the_objects_are_what_the_kubernetes_api_reads():
@@ -43,7 +44,7 @@ def test_with_user_namespaces_every_rule_is_cluster_wide():
     assert [o["kind"] for o in objects] == ["ClusterRole", "ClusterRoleBinding"]
     granted = {(r, v) for rule in objects[0]["rules"] for r in rule["resources"] for v in rule["verbs"]}
     assert granted == {("nodes", v) for v in ("get", "list", "watch", "patch")} | {
-        ("pods", v) for v in ("get", "list", "watch", "create", "patch", "delete")}
+        ("pods", v) for v in ("get", "list", "watch", "create", "patch", "delete")} | {("events", "create")}
 
 
 @pytest.mark.parametrize("args, problem", [

@@ -1,0 +1,66 @@
+"""What a user whose server waits for room is told, and when.
+
+The hub's spawn page shows the Kubernetes Events of the server's pod, so
+the orchestrator writes one there: the scheduler's "0/9 nodes are
+available: 9 Insufficient memory" becomes "a cloud node is starting for
+this server; about 4 min". Pure: the controller sends what `notices`
+returns, once per pod and situation (not every cycle as the estimate
+ticks down).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Iterable
+
+from ..policy import ClusterSnapshot, NodeStatus, Tier
+from .records import PodRecord
+
+REASON = "ElasticHubWaiting"
+
+
+def boot_estimate(measured: Iterable[float], fallback: float | None) -> float | None:
+    """Seconds a cloud node takes to be Ready: the median of the last boots
+    seen here, else the strategy's figure (None: say no time)."""
+    measured = list(measured)
+    return statistics.median(measured) if measured else fallback
+
+
+def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: dict[str, float],
+            boot_s: float | None, now: float, told: dict[str, str],
+            onprem_only: list[tuple[PodRecord, str]] = ()) -> tuple[list[tuple[PodRecord, str]], dict]:
+    """([(pod, message)] to send, the new `told`): `waiting` are the pods of
+    the servers in the policy's queue, `onprem_only` those no cloud node
+    can run, with why (observe); `told` maps a pod's key to the situation
+    it was last told about."""
+    booting = sorted({n.name for n in snapshot.nodes if n.tier is Tier.CLOUD and n.status is NodeStatus.BOOTING}
+                     | set(boot_started))
+    clouds = [n for n in snapshot.nodes if n.tier is Tier.CLOUD]
+    if booting:
+        situation = "booting:" + ",".join(booting)
+        starts = [boot_started[n] for n in booting if n in boot_started]
+        eta = ""
+        if boot_s is not None and starts:
+            left = max(min(starts) + boot_s - now, 0.0)
+            eta = f" (about {max(round(left / 60), 1)} min)"
+        which = (f"cloud node {booting[0]} is starting" if len(booting) == 1
+                 else f"cloud nodes {', '.join(booting)} are starting")
+        message = (f"ElasticHub: the on-premises nodes are full, so {which} for the servers waiting; "
+                   f"this server starts as soon as there is room{eta}.")
+    elif not any(n.status is NodeStatus.STOPPED for n in clouds):
+        situation = "full"
+        message = ("ElasticHub: every node is full" + (", cloud nodes included" if clouds else "")
+                   + "; this server starts as soon as another one ends.")
+    else:
+        situation, message = "", ""  # the policy may still start a node for it: nothing to say yet
+    out, now_told = [], {}
+    for pod in waiting:
+        now_told[pod.key] = situation or told.get(pod.key, "")
+        if situation and told.get(pod.key) != situation:
+            out.append((pod, message))
+    for pod, why in onprem_only:
+        now_told[pod.key] = "on-prem only"
+        if told.get(pod.key) != "on-prem only":
+            out.append((pod, f"ElasticHub: the on-premises nodes that can run this server are full, and the "
+                             f"cloud nodes cannot run it ({why}); it starts as soon as one of them has room."))
+    return out, now_told

@@ -1,0 +1,66 @@
+"""What a user waiting for a server is told (notices.py): once per situation."""
+
+from __future__ import annotations
+
+from elastichub.orchestrator.notices import boot_estimate, notices
+from elastichub.orchestrator.records import PodRecord
+from elastichub.policy import ClusterSnapshot, GiB, Node, NodeStatus, Resources, Tier
+
+NOW = 1_800_000_000.0
+
+
+def nodes(*cloud: NodeStatus) -> ClusterSnapshot:
+    full = Node("onprem-1", Tier.ONPREM, Resources(4, 8 * GiB), Resources(4, 8 * GiB))
+    return ClusterSnapshot((full, *(Node(f"cloud-{i}", Tier.CLOUD, Resources(4, 8 * GiB), status=s)
+                                    for i, s in enumerate(cloud, 1))))
+
+
+def waiting(*users: str) -> list[PodRecord]:
+    return [PodRecord(f"jh/jupyter-{u}", None, "Pending", 1, GiB, False, True, True, user=u, server=u, uid=f"uid-{u}")
+            for u in users]
+
+
+def test_a_booting_cloud_node_is_named_with_the_time_left_once_per_situation():
+    snap = nodes(NodeStatus.BOOTING, NodeStatus.STOPPED)
+    send, told = notices(snap, waiting("ann", "bob"), {"cloud-1": NOW - 60}, 290, NOW, {})
+    assert [p.user for p, _ in send] == ["ann", "bob"]
+    assert send[0][1] == ("ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the "
+                          "servers waiting; this server starts as soon as there is room (about 4 min).")
+    # The next cycle, the same situation: nothing again, however the estimate ticks down; a newcomer is told.
+    again, told = notices(snap, waiting("ann", "bob", "cy"), {"cloud-1": NOW - 60}, 290, NOW + 60, told)
+    assert [p.user for p, _ in again] == ["cy"] and "(about 3 min)" in again[0][1]
+    # A second node starts: everyone hears of it.
+    more, _ = notices(nodes(NodeStatus.BOOTING, NodeStatus.BOOTING), waiting("ann"),
+                      {"cloud-1": NOW - 60, "cloud-2": NOW}, 290, NOW + 75, told)
+    assert "cloud nodes cloud-1, cloud-2 are starting" in more[0][1]
+
+
+def test_no_estimate_without_a_boot_time_and_never_below_a_minute():
+    send, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, None, NOW, {})
+    assert send[0][1].endswith("as soon as there is room.")
+    late, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, 290, NOW, {})
+    assert late[0][1].endswith("(about 1 min).")
+
+
+def test_every_node_full_and_while_the_policy_may_still_start_one_nothing():
+    send, told = notices(nodes(NodeStatus.READY), waiting("ann"), {}, 290, NOW, {})
+    assert send[0][1] == ("ElasticHub: every node is full, cloud nodes included; this server starts as soon as "
+                          "another one ends.")
+    onprem_only_hub, _ = notices(nodes(), waiting("ann"), {}, 290, NOW, {})
+    assert onprem_only_hub[0][1].startswith("ElasticHub: every node is full; ")
+    # A stopped cloud node and nothing booting: the policy may start one (or wait for departures on purpose).
+    quiet, kept = notices(nodes(NodeStatus.STOPPED), waiting("ann"), {}, 290, NOW, told)
+    assert quiet == [] and kept == told
+
+
+def test_a_server_no_cloud_node_can_run_is_told_why():
+    gpu = waiting("gpu")[0]
+    send, told = notices(nodes(NodeStatus.STOPPED), [], {}, 290, NOW, {}, [(gpu, "node selector gpu=a100")])
+    assert send == [(gpu, "ElasticHub: the on-premises nodes that can run this server are full, and the cloud "
+                          "nodes cannot run it (node selector gpu=a100); it starts as soon as one of them has room.")]
+    assert notices(nodes(NodeStatus.STOPPED), [], {}, 290, NOW, told, [(gpu, "node selector gpu=a100")])[0] == []
+
+
+def test_the_boot_estimate_is_the_median_of_the_boots_seen():
+    assert boot_estimate([200, 400, 260], 290) == 260
+    assert boot_estimate([], 290) == 290 and boot_estimate([], None) is None
