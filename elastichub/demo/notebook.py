@@ -66,9 +66,12 @@ class Notebook:
         does, to the same kernel id, wherever the hub's route now leads)."""
         ws_url = urlparse(self.base)._replace(scheme="wss" if self.base.startswith("https") else "ws").geturl()
         try:
+            # The same patience as the HTTP calls: tornado's 20 s default ran out
+            # when ten kernels started at once on two busy cores.
             self.ws = await websocket_connect(HTTPRequest(
                 f"{ws_url}/api/kernels/{self.kernel_id}/channels?session_id={self.session_id}",
-                headers={"Authorization": f"token {self.token}"}), max_message_size=64 << 20)
+                headers={"Authorization": f"token {self.token}"}, connect_timeout=120, request_timeout=120),
+                max_message_size=64 << 20)
         except Exception as e:
             raise NotebookError(f"cannot connect to {self.user}'s kernel: {e}") from None
 
