@@ -200,30 +200,45 @@ def _resolved(entries, cwd) -> set:
     return {os.path.normpath(os.path.join(base, e)) if base or os.path.isabs(e) else e for e in entries}
 
 
+# module name -> (id of the module object, its root or None): a checkpoint
+# reads only the modules loaded since the last one (a few ms for numpy +
+# pandas + sklearn the first time, then next to nothing).
+_ROOTS: dict[str, tuple[int, str | None]] = {}
+
+
 def module_roots(known=frozenset()) -> set:
     """The directories the loaded modules, bar ``known``, were imported from
     (the sys.path entry each top-level package was found under), read off
     their files."""
     roots = set()
     for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if name in known or not isinstance(file, str) or not os.path.isabs(file) or name == "__main__":
+        if name in known:
             continue
-        parts = name.split(".")
-        directory, stem = os.path.dirname(file), os.path.basename(file).split(".")[0]
-        if stem == "__init__":
-            expected = parts
-        elif stem == parts[-1]:
-            expected = parts[:-1]
-        else:
-            continue  # registered under another name (an alias): its file tells no root
-        for part in reversed(expected):
-            if os.path.basename(directory) != part:
-                break  # not laid out as its name says (a loader of its own): no root to tell
-            directory = os.path.dirname(directory)
-        else:
-            roots.add(directory)
+        cached = _ROOTS.get(name)
+        if cached is None or cached[0] != id(module):
+            cached = _ROOTS[name] = (id(module), _root_of(name, module))
+        if cached[1] is not None:
+            roots.add(cached[1])
     return roots
+
+
+def _root_of(name: str, module) -> str | None:
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str) or not os.path.isabs(file) or name == "__main__":
+        return None
+    parts = name.split(".")
+    directory, stem = os.path.dirname(file), os.path.basename(file).split(".")[0]
+    if stem == "__init__":
+        expected = parts
+    elif stem == parts[-1]:
+        expected = parts[:-1]
+    else:
+        return None  # registered under another name (an alias): its file tells no root
+    for part in reversed(expected):
+        if os.path.basename(directory) != part:
+            return None  # not laid out as its name says (a loader of its own): no root to tell
+        directory = os.path.dirname(directory)
+    return directory
 
 
 def merged_path(start, added, removed) -> list[str]:
