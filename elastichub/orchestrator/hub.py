@@ -30,6 +30,21 @@ class HubError(Exception):
         self.code = code
 
 
+# What the orchestrator's role grants (jupyterhub_config_example.py), and
+# what it needs of them: finding the servers, stopping and starting them,
+# and reaching each one (its kernels, terminals, checkpoints, live moves).
+ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers")
+NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "delete:servers", "access:servers")
+
+
+def missing_scopes(granted) -> list[str]:
+    """The scopes a move needs that `granted` (expanded, as GET /hub/api/user
+    answers) lacks. A scope limited by a filter (`servers!group=class`) is
+    the admin's choice of reach: it counts."""
+    have = {str(s).split("!", 1)[0] for s in granted}
+    return [s for s in NEEDED_SCOPES if s not in have]
+
+
 @dataclass(frozen=True)
 class HubServer:
     user: str
@@ -116,8 +131,17 @@ class HubClient:
         return code, payload
 
     async def check(self) -> str:
-        """The hub's version; raises HubError when it cannot be reached or refuses the token."""
+        """The hub's version; raises HubError when it cannot be reached,
+        refuses the token, or the token's role lacks a scope a move needs
+        (found at start rather than by the first drain, after a cordon)."""
         _, info = await self._api("GET", "/")
+        _, me = await self._api("GET", "/user")
+        granted = me.get("scopes") if isinstance(me, dict) else None
+        if isinstance(granted, list):  # JupyterHub 2+: the token's scopes, expanded
+            missing = missing_scopes(granted)
+            if missing:
+                raise HubError(f"the token of {me.get('name', '?')!r} lacks the scope(s) {', '.join(missing)}; "
+                               f"its role needs {', '.join(ROLE_SCOPES)}", 403)
         await self._api("GET", "/users?limit=1")
         return str((info or {}).get("version", "?"))
 

@@ -94,3 +94,31 @@ async def test_one_structured_log_line_per_decision(managed):
     line = next(l for l in hub.log_text(100_000).splitlines() if "elastichub.orchestrator.decisions" in l)
     record = json.loads(line[line.index("{"):])
     assert {"action", "reason", "occupancy_ram", "pending", "decide_ms", "time"} <= set(record)
+
+
+async def test_a_role_missing_a_scope_a_move_needs_is_named_at_start(cluster_factory, hub_factory, tmp_path):
+    """Without access:servers the orchestrator could find and stop servers
+    but never reach their kernels: every drain would cordon a node and then
+    abort. It says so at start, in one line, instead."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from orchestratortools import ORCHESTRATOR_TOKEN
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    short = ORCHESTRATOR_SERVICE.replace('"access:servers"', '"read:hub"').replace("'access:servers'", "'read:hub'")
+    assert short != ORCHESTRATOR_SERVICE
+    hub = await hub_factory(cluster, short, spawner_class="elastic")
+    config = tmp_path / "elastichub_orchestrator_config.py"
+    config.write_text(orchestrator_config(cluster, hub))
+    result = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "elastichub", "orchestrator",
+                                                      f"--config={config}"],
+                                     capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "CRITICAL" in line or "error" in line.lower()]
+    assert len(errors) == 1, result.stderr
+    assert f"cannot use the hub API at {hub.url}/hub/api" in errors[0]
+    assert "lacks the scope(s) access:servers; its role needs list:users, read:users, servers, access:servers" \
+        in errors[0]
+    assert ORCHESTRATOR_TOKEN not in result.stderr
