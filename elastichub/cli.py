@@ -26,6 +26,10 @@ SUBCOMMANDS = {
         "elastichub.simulator.cli",
         "simulate the scaling policy on a workload and report cloud node-hours and waiting times",
     ),
+    "trace": (
+        "elastichub.simulator.hublog",
+        "a trace for `simulate --trace` from JupyterHub's log: the history a hub has before ElasticHub runs",
+    ),
     "localcluster": (
         "elastichub.localcluster.cli",
         "run a local Kubernetes cluster (API emulator, scheduler, kubelet, cloud pool) in the foreground",

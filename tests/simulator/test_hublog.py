@@ -1,0 +1,80 @@
+"""`elastichub trace`: JupyterHub's log lines -> a trace `simulate --trace` replays."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zoneinfo
+
+import pytest
+
+from elastichub.policy import GiB, Resources
+from elastichub.simulator.hublog import read_sessions
+from elastichub.simulator.trace import load_trace
+
+UTC = zoneinfo.ZoneInfo("UTC")
+LOG = """\
+[I 2026-12-01 08:59:59.001 JupyterHub app:3300] JupyterHub is now running at http://:8000
+[I 2026-12-01 09:00:13.500 JupyterHub base:1193] User alice took 3.500 seconds to start
+[I 2026-12-01 09:01:00.000 JupyterHub log:192] 200 GET /hub/api/users (admin@127.0.0.1) 5.00ms
+\x1b[32m[I 2026-12-01 09:02:00.000 JupyterHub base:1193]\x1b[0m User bob:gpu took 300.250 seconds to start
+[I 2026-12-01 09:30:13.500 JupyterHub proxy:360] Removing user alice from proxy (/jhub/user/alice/)
+[I 2026-12-01 09:40:00.000 JupyterHub proxy:360] Removing user carol from proxy (/jhub/user/carol/)
+[I 2026-12-01 10:02:00.000 JupyterHub proxy:360] Removing user bob from proxy (/jhub/user/bob/gpu/)
+[I 2026-12-01 10:05:00 JupyterHub base:1193] User zoë.o'neil@uni.edu took 1.000 seconds to start
+[I 2026-12-01 10:15:00.000 JupyterHub log:192] 200 GET /hub/api
+"""
+
+
+def test_starts_and_stops_pair_into_sessions_that_ask_when_the_spawn_began():
+    s = read_sessions(LOG.splitlines(keepends=True), zoneinfo.ZoneInfo("Europe/Berlin"))
+    assert [(r["user"], r["server"], r["arrival"], r["duration_s"], r["spawn_s"]) for r in s.rows] == [
+        ("bob", "gpu", "2026-12-01T08:56:59+01:00", 3600, 300.25),  # asked 300 s before it was ready
+        ("alice", "", "2026-12-01T09:00:10+01:00", 1800, 3.5),
+        ("zoë.o'neil@uni.edu", "", "2026-12-01T10:04:59+01:00", 600, 1.0),  # cut at the log's last line
+    ]
+    assert (s.stops_without_start, s.cut_at_end) == (1, 1)  # carol started before the log
+
+
+def test_a_named_servers_stop_is_told_by_its_route_escaped_as_the_hub_writes_it():
+    log = ("[I 2026-12-01 09:00:00.000 JupyterHub base:1193] User zoë took 2.000 seconds to start\n"
+           "[I 2026-12-01 09:00:00.000 JupyterHub base:1193] User zoë:my lab took 2.000 seconds to start\n"
+           "[I 2026-12-01 09:10:00.000 JupyterHub proxy:360] Removing user zoë from proxy (/user/zo%C3%AB/my%20lab/)\n"
+           "[I 2026-12-01 09:20:00.000 JupyterHub proxy:360] Removing user zoë from proxy (/user/zo%C3%AB/)\n")
+    rows = read_sessions(log.splitlines(), UTC).rows
+    assert sorted((r["server"], r["duration_s"]) for r in rows) == [("", 1200), ("my lab", 600)]
+
+
+def run_trace(tmp_path, *args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "elastichub", "trace", *args], capture_output=True, text=True,
+                          cwd=tmp_path, input=stdin, timeout=60)
+
+
+def test_the_command_writes_a_trace_simulate_replays(tmp_path):
+    (tmp_path / "hub.log").write_text(LOG, encoding="utf-8")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "0,5", "--ram-gib", "2", "--out", "trace.csv")
+    assert done.returncode == 0, done.stderr
+    assert "3 server session(s) from 2026-12-01 08:59 to 2026-12-01 10:15 UTC" in done.stderr
+    assert "1 stop(s) of servers started before the log begins: left out" in done.stderr
+    trace = load_trace(tmp_path / "trace.csv", Resources(64, 64 * GiB))
+    assert [(r.duration_s, r.requests) for r in trace.requests] == [
+        (3600, Resources(0.5, 2 * GiB)), (1800, Resources(0.5, 2 * GiB)), (600, Resources(0.5, 2 * GiB))]
+    piped = run_trace(tmp_path, "-", "--cpu", "1", "--ram-gib", "1", stdin=LOG)
+    assert piped.returncode == 0
+    assert piped.stdout.splitlines()[0] == "arrival,duration_s,cpu,ram_gib,user,server,spawn_s"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["hub.log", "--cpu", "x", "--ram-gib", "1"], "--cpu and --ram-gib must be numbers, got 'x' and '1'"),
+    (["hub.log", "--cpu", "0", "--ram-gib", "0"], "not both 0"),
+    (["hub.log", "--cpu", "nan", "--ram-gib", "1"], "finite"),
+    (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
+    (["absent.log", "--cpu", "1", "--ram-gib", "1"], "cannot read absent.log (No such file or directory)"),
+    (["notes.txt", "--cpu", "1", "--ram-gib", "1"], "no server start found in notes.txt: is it JupyterHub's log?"),
+])
+def test_bad_input_is_one_line(tmp_path, args, message):
+    (tmp_path / "hub.log").write_text(LOG)
+    (tmp_path / "notes.txt").write_text("not a log\n")
+    done = run_trace(tmp_path, *args)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
