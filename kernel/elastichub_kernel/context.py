@@ -13,7 +13,8 @@ context when it started (its *baseline*): the rest is the new pod's own
 (host name, service addresses). Variables the hub, the spawner or Jupyter
 set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
 are never carried over. The global random generators (``random``, and
-``numpy.random`` where the session loaded it) go on from where they were.
+``numpy.random`` where the session loaded it) go on from where they were,
+and the warning filters the session added still hold.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import re
 import sys
+import warnings
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
+_ACTIONS = ("default", "error", "ignore", "always", "module", "once")
 
 
 def _session_variable(name: str) -> bool:
@@ -46,11 +50,12 @@ class SessionContext:
     path: tuple[str, ...]
     environ: dict
     modules: frozenset = frozenset()  # loaded already: the kernel's own, not the session's
+    filters: tuple = ()  # warnings.filters
 
     @classmethod
     def now(cls) -> SessionContext:
         return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
-                   frozenset(sys.modules))
+                   frozenset(sys.modules), tuple(warnings.filters))
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -91,6 +96,9 @@ class SessionContext:
         generators = _generator_states()
         if generators:
             saved["random_state"] = generators
+        filters = _filters_ahead(list(warnings.filters), list(self.filters))
+        if filters:
+            saved["warning_filters"] = [_filter_fields(f) for f in filters]
         return saved
 
     def restore(self, saved) -> tuple[list[str], list[str]]:
@@ -102,8 +110,8 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the session's working directory, sys.path, environment variables and random generators "
-                        f"were not restored: the checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment variables, random generators and "
+                        f"warning filters were not restored: the checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
@@ -142,19 +150,19 @@ class SessionContext:
         return done, problems
 
 
-    def restore_generators(self, saved) -> list[str]:
-        """Put back the global random generators' state (``random``, and
-        ``numpy.random`` where the session had loaded it), after the
-        variables: a notebook that seeded once draws on from where it was,
-        whatever importing its modules drew meanwhile. Returns problems."""
+    def restore_after_load(self, saved) -> list[str]:
+        """What goes back once the variables are loaded, so that importing
+        their modules cannot undo it: the global random generators' state
+        (``random``, and ``numpy.random`` where the session had loaded it:
+        a notebook that seeded once draws on from where it was), and the
+        warning filters the session added (``warnings.filterwarnings(
+        "ignore")``), ahead of those the modules add. Returns problems."""
         try:
             checked(saved)
         except ValueError:  # restore() said so already
             return []
-        states = saved.get("random_state")
-        if not states:
-            return []
         problems = []
+        states = saved.get("random_state") or {}
         if "random" in states:
             import random
 
@@ -174,7 +182,39 @@ class SessionContext:
                     numpy.random.set_state((name, numpy.array(keys, dtype=numpy.uint32), pos, has_gauss, cached))
                 except (TypeError, ValueError) as exc:
                     problems.append(f"the state of numpy's global random generator was not restored ({exc})")
+        for action, message, category, module, lineno in reversed(saved.get("warning_filters", [])):
+            try:
+                warnings.filterwarnings(action, message or "", _warning_class(category), module or "", lineno)
+            except (ImportError, AttributeError, TypeError, ValueError, re.error) as exc:
+                problems.append(f"the warning filter ({action}, {category}) was not restored ({exc})")
         return problems
+
+
+def _filters_ahead(now: list, start: list) -> list:
+    """The filters before the tail `now` shares with `start`: filterwarnings
+    puts a new one first (and drops an equal one further back), so this is
+    what the session and its modules put ahead, in their order."""
+    n = 0
+    while n < min(len(now), len(start)) and now[-1 - n] == start[-1 - n]:
+        n += 1
+    return now[:len(now) - n]
+
+
+def _filter_fields(f) -> list:
+    action, message, category, module, lineno = f
+    return [action, getattr(message, "pattern", message), f"{category.__module__}:{category.__qualname__}",
+            getattr(module, "pattern", module), lineno]
+
+
+def _warning_class(name: str):
+    """`pandas.errors:PerformanceWarning` -> the class (its module was loaded in the session)."""
+    module, _, qualname = name.partition(":")
+    value = importlib.import_module(module)
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    if not (isinstance(value, type) and issubclass(value, Warning)):
+        raise TypeError(f"{name} is not a warning category")
+    return value
 
 
 def _generator_states() -> dict:
@@ -265,7 +305,8 @@ def checked(saved) -> None:
     """ValueError naming the field when ``saved`` is not a context."""
     if not isinstance(saved, dict):
         raise ValueError("not an object")
-    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state"}
+    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
+                            "warning_filters"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -296,6 +337,12 @@ def checked(saved) -> None:
                                   and all(isinstance(v, int) for v in states["numpy"][2:4])
                                   and isinstance(states["numpy"][4], float)):
         raise ValueError("random_state: numpy")
+    filters = saved.get("warning_filters", [])
+    if not (isinstance(filters, list) and all(
+            isinstance(f, list) and len(f) == 5 and f[0] in _ACTIONS and isinstance(f[2], str) and ":" in f[2]
+            and all(v is None or isinstance(v, str) for v in (f[1], f[3]))
+            and isinstance(f[4], int) and not isinstance(f[4], bool) and f[4] >= 0 for f in filters)):
+        raise ValueError("warning_filters")
 
 
 def _ints_list(value, length: int, at: int) -> bool:

@@ -231,7 +231,7 @@ def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict
         if context is not None:  # nothing is loaded: nor is the session's context
             context.restore({})
         raise
-    restore_generators(context, first, context_report)
+    restore_after_load(context, first, context_report)
     return dict(
         path=path,
         created=index.get("created"),
@@ -273,12 +273,12 @@ def restore_context(context, index: dict) -> dict:
     return {"context": done, **({"notes": [f"WARNING: {p}." for p in problems]} if problems else {})}
 
 
-def restore_generators(context, index: dict, context_report: dict) -> None:
-    """After the variables are loaded: the random generators' state (see
-    context.py); problems go to the report's notes."""
+def restore_after_load(context, index: dict, context_report: dict) -> None:
+    """After the variables are loaded: the random generators' state and the
+    warning filters (see context.py); problems go to the report's notes."""
     if context is None or index.get("context") is None:
         return
-    problems = context.restore_generators(index["context"])
+    problems = context.restore_after_load(index["context"])
     if problems:
         context_report["notes"] = [*context_report.get("notes", []), *(f"WARNING: {p}." for p in problems)]
 

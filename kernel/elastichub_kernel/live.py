@@ -30,7 +30,7 @@ import time
 import xxhash
 
 from .engine import (build_namespace, checked_imports, checked_records, dump_state, file_index, import_modules,
-                     migrated_names, restore_context, restore_generators)
+                     migrated_names, restore_after_load, restore_context)
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 
@@ -218,7 +218,7 @@ def build(directory, ns, base, delta_id=None, base_id=..., context=None) -> tupl
     index, stream, records, buffers, imports = load_delta(directory, base, delta_id, base_id)
     context_report = restore_context(context, index)
     built = build_namespace(index, stream, records, buffers, imports, import_modules(imports), ns)
-    restore_generators(context, index, context_report)
+    restore_after_load(context, index, context_report)
     bindings = built.pop("bindings")
     path = os.path.join(directory, DELTA_NAME)
     report = dict(path=path, created=index.get("created"), **built, **context_report,

@@ -109,6 +109,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"random_state": {"random": [3, [1, "2"], None]}}, "random_state: random"),
     ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
     ({"random_state": {"torch": []}}, "random_state"),
+    ({"warning_filters": [["shout", None, "builtins:Warning", None, 0]]}, "warning_filters"),
+    ({"warning_filters": [["ignore", None, "Warning", None, 0]]}, "warning_filters"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
     with pytest.raises(ValueError, match=re.escape(field)):
@@ -167,11 +169,42 @@ def test_the_global_generators_go_on_from_where_they_were():
     expected = (random.random(), np.random.standard_normal(), np.random.rand())
     random.seed(99)
     np.random.seed(99)
-    assert start.restore_generators(saved) == []
+    assert start.restore_after_load(saved) == []
     assert (random.random(), np.random.standard_normal(), np.random.rand()) == expected
 
 
 def test_a_generator_state_the_library_refuses_is_a_problem_not_a_crash():
     bad = {"random_state": {"random": [99, [1, 2, 3], None]}}
-    problems = SessionContext.now().restore_generators(bad)
+    problems = SessionContext.now().restore_after_load(bad)
     assert len(problems) == 1 and problems[0].startswith("the state of the random module was not restored")
+
+
+def test_the_warning_filters_the_session_added_hold_again_ahead_of_the_modules():
+    import warnings
+
+    with warnings.catch_warnings():
+        start = SessionContext.now()
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("error", message="boom", module="course_helper")
+        saved = start.capture()
+        # Both first, in the session's order (an equal one at start was further back: its place counts).
+        assert saved["warning_filters"][:2] == [["error", "boom", "builtins:Warning", "course_helper", 0],
+                                                ["ignore", None, "builtins:DeprecationWarning", None, 0]]
+        warnings.filters[:] = start.filters  # a new kernel's own filters
+        warnings.simplefilter("always", DeprecationWarning)  # and one a module adds as it is imported
+        assert start.restore_after_load(saved) == []
+        assert warnings.filters[:2] == [("error", re.compile("boom", re.I), Warning, re.compile("course_helper"), 0),
+                                        ("ignore", None, DeprecationWarning, None, 0)]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.warn("old", DeprecationWarning)
+        assert seen == []
+
+
+def test_a_warning_category_that_cannot_be_found_here_is_a_problem():
+    import warnings
+
+    with warnings.catch_warnings():
+        problems = SessionContext.now().restore_after_load(
+            {"warning_filters": [["ignore", None, "gone_library.errors:OddWarning", None, 0]]})
+    assert len(problems) == 1
+    assert problems[0].startswith("the warning filter (ignore, gone_library.errors:OddWarning) was not restored")

@@ -109,3 +109,19 @@ def test_seeded_random_generators_draw_on_from_where_they_were(tmp_path, start_e
     assert out["error"] is None, out
     assert out["stdout"].strip() == expected
     assert run_cell(kc, "print(first)")["stdout"].strip() == repr(first)
+
+
+def test_the_warning_filters_a_notebook_set_still_hold(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell):
+    """`warnings.filterwarnings("ignore", ...)` at the top of a course
+    notebook: after a move its later cells stay as quiet as before."""
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    cell = "import warnings\nwarnings.filterwarnings('ignore', category=FutureWarning)\nx = 1"
+    assert run_cell(kc, cell)["error"] is None
+    warn = "warnings.warn('this API will change', FutureWarning)"
+    assert "FutureWarning" not in run_cell(kc, warn)["stderr"]
+    stop_elastic_kernel(km, kc)
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    run_cell(kc, "x")  # the first cell's output carries the restore report
+    out = run_cell(kc, warn)
+    assert out["error"] is None and "FutureWarning" not in out["stderr"], out
