@@ -14,7 +14,8 @@ context when it started (its *baseline*): the rest is the new pod's own
 set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
 are never carried over. The global random generators (``random``, and
 ``numpy.random`` where the session loaded it) go on from where they were,
-and the warning filters the session added still hold.
+and the warning filters the session added still hold; IPython's
+extensions and autoreload's mode too (shellstate.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import os
 import re
 import sys
 import warnings
+
+from . import shellstate
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -51,11 +54,14 @@ class SessionContext:
     environ: dict
     modules: frozenset = frozenset()  # loaded already: the kernel's own, not the session's
     filters: tuple = ()  # warnings.filters
+    shell: object = dataclasses.field(default=None, compare=False, repr=False)  # IPython's (shellstate.py)
+    extensions: frozenset = frozenset()  # the shell's at start
 
     @classmethod
-    def now(cls) -> SessionContext:
+    def now(cls, shell=None) -> SessionContext:
         return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
-                   frozenset(sys.modules), tuple(warnings.filters))
+                   frozenset(sys.modules), tuple(warnings.filters), shell,
+                   shellstate.loaded_extensions(shell) if shell is not None else frozenset())
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -99,6 +105,8 @@ class SessionContext:
         filters = _filters_ahead(list(warnings.filters), list(self.filters))
         if filters:
             saved["warning_filters"] = [_filter_fields(f) for f in filters]
+        if self.shell is not None:
+            saved.update(shellstate.capture(self.shell, self.extensions))
         return saved
 
     def restore(self, saved) -> tuple[list[str], list[str]]:
@@ -156,7 +164,8 @@ class SessionContext:
         (``random``, and ``numpy.random`` where the session had loaded it:
         a notebook that seeded once draws on from where it was), and the
         warning filters the session added (``warnings.filterwarnings(
-        "ignore")``), ahead of those the modules add. Returns problems."""
+        "ignore")``), ahead of those the modules add; then IPython's
+        extensions and autoreload's mode (shellstate.py). Returns problems."""
         try:
             checked(saved)
         except ValueError:  # restore() said so already
@@ -187,6 +196,8 @@ class SessionContext:
                 warnings.filterwarnings(action, message or "", _warning_class(category), module or "", lineno)
             except (ImportError, AttributeError, TypeError, ValueError, re.error) as exc:
                 problems.append(f"the warning filter ({action}, {category}) was not restored ({exc})")
+        if self.shell is not None:
+            problems += shellstate.restore(self.shell, saved)
         return problems
 
 
@@ -306,7 +317,7 @@ def checked(saved) -> None:
     if not isinstance(saved, dict):
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                            "warning_filters"}
+                            "warning_filters", "extensions", "autoreload"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -316,7 +327,7 @@ def checked(saved) -> None:
             isinstance(a, list) and len(a) == 2 and (a[0] is None or isinstance(a[0], str)) and isinstance(a[1], str)
             for a in added)):
         raise ValueError("path_added")
-    for field in ("path_removed", "env_unset", "import_roots"):
+    for field in ("path_removed", "env_unset", "import_roots", "extensions"):
         value = saved.get(field, [])
         if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise ValueError(field)
@@ -337,6 +348,8 @@ def checked(saved) -> None:
                                   and all(isinstance(v, int) for v in states["numpy"][2:4])
                                   and isinstance(states["numpy"][4], float)):
         raise ValueError("random_state: numpy")
+    if "autoreload" in saved and saved["autoreload"] not in shellstate.AUTORELOAD_MODES:
+        raise ValueError("autoreload")
     filters = saved.get("warning_filters", [])
     if not (isinstance(filters, list) and all(
             isinstance(f, list) and len(f) == 5 and f[0] in _ACTIONS and isinstance(f[2], str) and ":" in f[2]

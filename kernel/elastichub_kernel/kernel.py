@@ -162,7 +162,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     def start(self):
         # Taken here, not in __init__: ipykernel's app sets up the process
         # (MPLBACKEND...) between the two, and that is no change of the user's.
-        self.session_context = SessionContext.now()
+        self.session_context = SessionContext.now(self.shell)
         if self.restore_on_start:
             self._restore_at_start()
         super().start()
@@ -330,7 +330,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
 
     def _context(self) -> SessionContext:
         if self.session_context is None:  # a kernel driven without start() (embedded)
-            self.session_context = SessionContext.now()
+            self.session_context = SessionContext.now(self.shell)
         return self.session_context
 
     def _restored_file_reply(self, path):

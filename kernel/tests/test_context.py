@@ -208,3 +208,20 @@ def test_a_warning_category_that_cannot_be_found_here_is_a_problem():
             {"warning_filters": [["ignore", None, "gone_library.errors:OddWarning", None, 0]]})
     assert len(problems) == 1
     assert problems[0].startswith("the warning filter (ignore, gone_library.errors:OddWarning) was not restored")
+
+
+def test_ipythons_extensions_and_autoreload_mode_are_set_again():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    start = SessionContext.now(shell)
+    shell.run_line_magic("load_ext", "autoreload")
+    shell.run_line_magic("autoreload", "2")
+    saved = start.capture()
+    assert saved["extensions"] == ["IPython.extensions.autoreload"] and saved["autoreload"] == "2"
+    shell.run_line_magic("autoreload", "0")
+    assert start.capture()["autoreload"] == "0"
+    assert start.restore_after_load(saved) == []
+    assert start.capture()["autoreload"] == "2"
+    bad = start.restore_after_load({"extensions": ["no_such_extension_here"]})
+    assert len(bad) == 1 and bad[0].startswith("the IPython extension no_such_extension_here was not loaded again")

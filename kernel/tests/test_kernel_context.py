@@ -125,3 +125,26 @@ def test_the_warning_filters_a_notebook_set_still_hold(tmp_path, start_elastic_k
     run_cell(kc, "x")  # the first cell's output carries the restore report
     out = run_cell(kc, warn)
     assert out["error"] is None and "FutureWarning" not in out["stderr"], out
+
+
+def test_autoreload_still_picks_up_an_edited_helper_after_a_move(tmp_path, start_elastic_kernel,
+                                                                 stop_elastic_kernel, run_cell):
+    """`%load_ext autoreload` + `%autoreload 2`, then the student edits the
+    course helper: the next cell must use the edit, after a move as before."""
+    import os
+
+    home = course(tmp_path)
+    helper = home / "course" / "src" / "course_helper.py"
+    week1 = home / "course" / "week1"
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1)
+    for cell in ["%load_ext autoreload", "%autoreload 2", CELLS[0], "import course_helper"]:
+        assert run_cell(kc, cell)["error"] is None, cell
+    stop_elastic_kernel(km, kc)
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=week1)
+    assert run_cell(kc, "print(course_helper.triple(2))")["stdout"].strip() == "6"
+    helper.write_text("def triple(x):\n    return 3 * x + 100\n")
+    later = helper.stat().st_mtime + 5
+    os.utime(helper, (later, later))
+    out = run_cell(kc, "print(course_helper.triple(2))")
+    assert out["error"] is None and out["stdout"].strip() == "106", out
