@@ -27,7 +27,8 @@ from datetime import datetime, timedelta
 from urllib.parse import unquote
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_LINE = re.compile(r"^\[(?P<level>[A-Z]) (?P<at>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(?P<ms>\d+))? \S+ \S+\] "
+# Searched, not anchored: `kubectl logs --timestamps` (and log shippers) put a prefix before it.
+_LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<at>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(?P<ms>\d+))? \S+ \S+\] "
                    r"(?P<message>.*)$")
 _START = re.compile(r"^User (?P<name>.+) took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
 _STOP = re.compile(r"^Removing user (?P<user>.+) from proxy \((?P<route>.*)\)$")
@@ -58,7 +59,7 @@ def read_sessions(lines, zone: zoneinfo.ZoneInfo) -> Sessions:
     out = Sessions()
     running: dict[tuple[str, str], tuple[datetime, float]] = {}  # (user, server) -> (ready at, spawn s)
     for raw in lines:
-        m = _LINE.match(_ANSI.sub("", raw.rstrip("\r\n")))
+        m = _LINE.search(_ANSI.sub("", raw.rstrip("\r\n")))
         if m is None:
             continue
         at = datetime.strptime(m["at"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=zone)

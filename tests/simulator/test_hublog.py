@@ -78,3 +78,9 @@ def test_bad_input_is_one_line(tmp_path, args, message):
     done = run_trace(tmp_path, *args)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_kubectl_logs_timestamps_before_each_line_are_no_obstacle():
+    stamped = "".join(f"2026-12-01T08:00:00.123456789Z {line}\n" for line in LOG.splitlines())
+    rows = read_sessions(stamped.splitlines(), UTC).rows
+    assert [(r["user"], r["duration_s"]) for r in rows] == [("bob", 3600), ("alice", 1800), ("zoë.o'neil@uni.edu", 600)]
