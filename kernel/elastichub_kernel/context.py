@@ -118,8 +118,8 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the session's working directory, sys.path, environment variables, random generators and "
-                        f"warning filters were not restored: the checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment, random generators, warning filters "
+                        f"and IPython extensions were not restored: the checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
