@@ -27,6 +27,11 @@ MODEL_OPTIONS = {
     "--onprem-node-ru": ("onprem_node_ru", float, "50 (1 RU = 0.5 vCPU + 1 GiB)"),
     "--cloud-nodes": ("cloud_nodes", int, "8 (the pool)"),
     "--cloud-node-ru": ("cloud_node_ru", float, "50"),
+    "--onprem-node-cpu": ("onprem_node_cpu", float, "none: --onprem-node-ru's (cores; with --onprem-node-ram-gib "
+                                                     "they replace it, for nodes whose CPU:RAM is not 1:2)"),
+    "--onprem-node-ram-gib": ("onprem_node_ram_gib", float, "none: --onprem-node-ru's"),
+    "--cloud-node-cpu": ("cloud_node_cpu", float, "none: --cloud-node-ru's (e.g. 8 for an m5.2xlarge)"),
+    "--cloud-node-ram-gib": ("cloud_node_ram_gib", float, "none: --cloud-node-ru's (e.g. 32)"),
     "--cloud-boot-s": ("cloud_boot_s", float, "290 (VM start -> Ready and uncordoned)"),
     "--server-start-s": ("server_start_s", float, "6"),
     "--migration-min-s": ("migration_min_s", float, "11 (downtime, uniform in [min, max])"),
@@ -111,6 +116,9 @@ def _parse(args: argparse.Namespace):
         text = getattr(args, option[2:].replace("-", "_"))
         if text is not None:
             values[field_name] = text.strip() if kind is str else _number(option, text, kind)
+    for tier in ("onprem", "cloud"):
+        if f"{tier}_node_ru" in values and f"{tier}_node_cpu" in values:
+            raise UsageError(f"--{tier}-node-ru and --{tier}-node-cpu/--{tier}-node-ram-gib say the same: give one")
     try:
         params = ClusterParams(**values)
     except ValueError as e:

@@ -51,7 +51,7 @@ from ..policy import (
     Tier,
 )
 from ..policy.bestfit import BestFit
-from .params import ClusterParams, ru
+from .params import ClusterParams
 from .workload import Workload
 
 # Event kinds, in the order they are handled within one second.
@@ -154,12 +154,13 @@ def make_nodes(params: ClusterParams) -> list[_Node]:
     """On-prem nodes (Ready) then the cloud pool (stopped VMs). Names are
     zero-padded so name order, the policy's tie-break, is list order."""
     nodes = []
-    for tier, count, size, status in ((Tier.ONPREM, params.onprem_nodes, params.onprem_node_ru, READY),
-                                      (Tier.CLOUD, params.cloud_nodes, params.cloud_node_ru, NodeStatus.STOPPED)):
+    for tier, count, status in ((Tier.ONPREM, params.onprem_nodes, READY),
+                                (Tier.CLOUD, params.cloud_nodes, NodeStatus.STOPPED)):
         width = len(str(count))
         prefix = "onprem" if tier is Tier.ONPREM else "cloud"
+        size = params.node_size(prefix)
         for i in range(count):
-            nodes.append(_Node(f"{prefix}-{i + 1:0{width}d}", tier, ru(size), status))
+            nodes.append(_Node(f"{prefix}-{i + 1:0{width}d}", tier, size, status))
     return nodes
 
 

@@ -45,6 +45,12 @@ class ClusterParams:
     move_method: str = "restart"
     live_prepare_s: float = 10.0
     live_pause_s: float = 0.5
+    # A node's size in your own units (cores, GiB), where CPU and RAM are not
+    # in the RU's 1:2: set both of a tier and they replace its *_node_ru.
+    onprem_node_cpu: float | None = None
+    onprem_node_ram_gib: float | None = None
+    cloud_node_cpu: float | None = None
+    cloud_node_ram_gib: float | None = None
 
     def __post_init__(self) -> None:
         if self.move_method not in MOVE_METHODS:
@@ -53,6 +59,8 @@ class ClusterParams:
             if f.name == "move_method":
                 continue
             value = getattr(self, f.name)
+            if value is None and f.name in _SIZES:
+                continue
             option = OPTION_NAMES[f.name]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
                 raise ValueError(f"{option} must be a number, got {value!r}")
@@ -67,25 +75,35 @@ class ClusterParams:
             object.__setattr__(self, name, int(count))  # 8.0 means 8 nodes: the engine counts with it
         if self.onprem_nodes + self.cloud_nodes < 1:
             raise ValueError("--onprem-nodes and --cloud-nodes are both 0: no node to run servers on")
-        for name in ("onprem_node_ru", "cloud_node_ru", "tmon_s"):
-            if getattr(self, name) <= 0:
+        for name in ("onprem_node_ru", "cloud_node_ru", "tmon_s", *_SIZES):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{OPTION_NAMES[name]} must be > 0, got {getattr(self, name):g}")
+        for tier in ("onprem", "cloud"):
+            cpu, ram = getattr(self, f"{tier}_node_cpu"), getattr(self, f"{tier}_node_ram_gib")
+            if (cpu is None) != (ram is None):
+                raise ValueError(f"--{tier}-node-cpu and --{tier}-node-ram-gib go together: give both or neither")
         if self.migration_min_s > self.migration_max_s:
             raise ValueError(
                 f"--migration-min-s ({self.migration_min_s:g}) is larger than "
                 f"--migration-max-s ({self.migration_max_s:g})"
             )
 
+    def node_size(self, tier: str) -> Resources:
+        """The allocatable of one `tier` ("onprem" or "cloud") node."""
+        cpu, ram = getattr(self, f"{tier}_node_cpu"), getattr(self, f"{tier}_node_ram_gib")
+        if cpu is not None:
+            return Resources(cpu, ram * GiB)
+        return ru(getattr(self, f"{tier}_node_ru"))
+
     @property
     def largest_node(self) -> Resources:
-        """Allocatable of the largest node there is (a request above it never fits)."""
-        sizes = []
-        if self.onprem_nodes:
-            sizes.append(self.onprem_node_ru)
-        if self.cloud_nodes:
-            sizes.append(self.cloud_node_ru)
-        return ru(max(sizes))
+        """The most CPU and the most RAM a node has (a request above either never fits)."""
+        sizes = [self.node_size(tier) for tier, count in (("onprem", self.onprem_nodes), ("cloud", self.cloud_nodes))
+                 if count]
+        return Resources(max(s.cpu for s in sizes), max(s.ram for s in sizes))
 
+
+_SIZES = ("onprem_node_cpu", "onprem_node_ram_gib", "cloud_node_cpu", "cloud_node_ram_gib")
 
 OPTION_NAMES = {
     "onprem_nodes": "--onprem-nodes",
@@ -101,4 +119,8 @@ OPTION_NAMES = {
     "move_method": "--move-method",
     "live_prepare_s": "--live-prepare-s",
     "live_pause_s": "--live-pause-s",
+    "onprem_node_cpu": "--onprem-node-cpu",
+    "onprem_node_ram_gib": "--onprem-node-ram-gib",
+    "cloud_node_cpu": "--cloud-node-cpu",
+    "cloud_node_ram_gib": "--cloud-node-ram-gib",
 }

@@ -192,3 +192,17 @@ def test_the_state_a_strategy_returns_is_passed_to_its_next_call():
     strategy = Recording()
     simulate(workload([request(0, 10, 1)], horizon=100), strategy, dataclasses.replace(TINY, tmon_s=30))
     assert strategy.calls == [(0, None), (30, 0), (60, 30), (90, 60)]
+
+
+def test_nodes_sized_in_cores_and_gib_where_cpu_and_ram_are_not_one_to_two():
+    from elastichub.policy import GiB, Resources
+    from elastichub.simulator.engine import make_nodes
+
+    params = ClusterParams(onprem_nodes=2, onprem_node_cpu=32, onprem_node_ram_gib=128, cloud_nodes=1,
+                           cloud_node_cpu=8, cloud_node_ram_gib=32)
+    sizes = [(n.name, n.allocatable) for n in make_nodes(params)]
+    assert sizes == [("onprem-1", Resources(32, 128 * GiB)), ("onprem-2", Resources(32, 128 * GiB)),
+                     ("cloud-1", Resources(8, 32 * GiB))]
+    assert params.largest_node == Resources(32, 128 * GiB)
+    assert ClusterParams(onprem_nodes=0, cloud_nodes=1, cloud_node_cpu=8,
+                         cloud_node_ram_gib=64).largest_node == Resources(8, 64 * GiB)
