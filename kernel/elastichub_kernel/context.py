@@ -56,12 +56,14 @@ class SessionContext:
     filters: tuple = ()  # warnings.filters
     shell: object = dataclasses.field(default=None, compare=False, repr=False)  # IPython's (shellstate.py)
     extensions: frozenset = frozenset()  # the shell's at start
+    recursion_limit: int = 1000
 
     @classmethod
     def now(cls, shell=None) -> SessionContext:
         return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
                    frozenset(sys.modules), tuple(warnings.filters), shell,
-                   shellstate.loaded_extensions(shell) if shell is not None else frozenset())
+                   shellstate.loaded_extensions(shell) if shell is not None else frozenset(),
+                   sys.getrecursionlimit())
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -71,6 +73,8 @@ class SessionContext:
         cwd = _cwd()
         if cwd and cwd != self.cwd:
             saved["cwd"] = cwd
+        if sys.getrecursionlimit() != self.recursion_limit:  # sys.setrecursionlimit(10_000): deep recursion
+            saved["recursion_limit"] = sys.getrecursionlimit()
         start = set(self.path)
         now = [p for p in sys.path if isinstance(p, str)]
         added, anchor, seen = [], None, set()
@@ -118,8 +122,9 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the session's working directory, sys.path, environment, random generators, warning filters "
-                        f"and IPython extensions were not restored: the checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment, recursion limit, random generators, "
+                        f"warning filters and IPython extensions were not restored: the checkpoint's context is "
+                        f"malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
@@ -132,6 +137,14 @@ class SessionContext:
             _set_env(name, None, problems)
         # Not listed for the user: libraries set some at import (sklearn: KMP_*),
         # and a list of names nobody typed would only puzzle.
+
+        # Before the variables: unpickling a deep structure may need it.
+        limit = saved.get("recursion_limit", self.recursion_limit)
+        if limit != sys.getrecursionlimit():
+            try:
+                sys.setrecursionlimit(limit)
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"the recursion limit {limit} cannot be set here ({exc})")
 
         cwd = saved.get("cwd") or self.cwd
         if cwd and cwd != _cwd():
@@ -317,7 +330,7 @@ def checked(saved) -> None:
     if not isinstance(saved, dict):
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                            "warning_filters", "extensions", "autoreload"}
+                            "warning_filters", "extensions", "autoreload", "recursion_limit"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -350,6 +363,9 @@ def checked(saved) -> None:
         raise ValueError("random_state: numpy")
     if "autoreload" in saved and saved["autoreload"] not in shellstate.AUTORELOAD_MODES:
         raise ValueError("autoreload")
+    limit = saved.get("recursion_limit", 1)
+    if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        raise ValueError("recursion_limit")
     filters = saved.get("warning_filters", [])
     if not (isinstance(filters, list) and all(
             isinstance(f, list) and len(f) == 5 and f[0] in _ACTIONS and isinstance(f[2], str) and ":" in f[2]

@@ -109,6 +109,7 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"random_state": {"random": [3, [1, "2"], None]}}, "random_state: random"),
     ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
     ({"random_state": {"torch": []}}, "random_state"),
+    ({"recursion_limit": "deep"}, "recursion_limit"),
     ({"warning_filters": [["shout", None, "builtins:Warning", None, 0]]}, "warning_filters"),
     ({"warning_filters": [["ignore", None, "Warning", None, 0]]}, "warning_filters"),
 ])
@@ -225,3 +226,18 @@ def test_ipythons_extensions_and_autoreload_mode_are_set_again():
     assert start.capture()["autoreload"] == "2"
     bad = start.restore_after_load({"extensions": ["no_such_extension_here"]})
     assert len(bad) == 1 and bad[0].startswith("the IPython extension no_such_extension_here was not loaded again")
+
+
+def test_a_raised_recursion_limit_is_set_again_before_the_variables(process):
+    start = SessionContext.now()
+    try:
+        sys.setrecursionlimit(start.recursion_limit + 4000)
+        saved = start.capture()
+        assert saved["recursion_limit"] == start.recursion_limit + 4000
+        sys.setrecursionlimit(start.recursion_limit)
+        assert start.restore(saved) == ([], [])
+        assert sys.getrecursionlimit() == start.recursion_limit + 4000
+        start.restore({})  # a newer context without it: back to the start's
+        assert sys.getrecursionlimit() == start.recursion_limit
+    finally:
+        sys.setrecursionlimit(start.recursion_limit)

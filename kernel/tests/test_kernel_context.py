@@ -148,3 +148,15 @@ def test_autoreload_still_picks_up_an_edited_helper_after_a_move(tmp_path, start
     os.utime(helper, (later, later))
     out = run_cell(kc, "print(course_helper.triple(2))")
     assert out["error"] is None and out["stdout"].strip() == "106", out
+
+
+def test_a_raised_recursion_limit_holds_after_a_move(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell):
+    """An algorithms course raises the limit for a deep recursion; after a
+    move the same call must not hit a RecursionError."""
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    cell = "import sys\nsys.setrecursionlimit(20000)\ndef depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)"
+    assert run_cell(kc, cell)["error"] is None
+    stop_elastic_kernel(km, kc)
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    out = run_cell(kc, "print(sys.getrecursionlimit(), depth(5000))")
+    assert out["error"] is None and out["stdout"].strip() == "20000 5000", out
