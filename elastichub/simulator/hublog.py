@@ -46,7 +46,7 @@ class Sessions:
     last: datetime | None = None
 
 
-def _server_of_route(user: str, route: str) -> str:
+def _server_of_route(route: str) -> str:
     """The server name in a route spec (`/jhub/user/alice/gpu/` -> `gpu`)."""
     _, _, rest = route.partition("/user/")
     parts = [unquote(p) for p in rest.strip("/").split("/")]
@@ -72,7 +72,7 @@ def read_sessions(lines, zone: zoneinfo.ZoneInfo) -> Sessions:
             user, _, server = started["name"].partition(":")
             running[(user, server)] = (at, float(started["seconds"]))
         elif stopped:
-            key = (stopped["user"], _server_of_route(stopped["user"], stopped["route"]))
+            key = (stopped["user"], _server_of_route(stopped["route"]))
             if key not in running:
                 out.stops_without_start += 1
                 continue
@@ -131,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
                          "'[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start')")
     for row in sessions.rows:
         row.update(cpu=f"{cpu:g}", ram_gib=f"{ram:g}")
-    out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
+    try:
+        out = open(args.out, "w", newline="", encoding="utf-8") if args.out else sys.stdout
+    except OSError as e:
+        raise UsageError(f"--out: cannot write {args.out} ({e.strerror})") from None
     try:
         writer = csv.DictWriter(out, COLUMNS, lineterminator="\n")
         writer.writeheader()

@@ -71,6 +71,8 @@ def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
     (["absent.log", "--cpu", "1", "--ram-gib", "1"], "cannot read absent.log (No such file or directory)"),
     (["notes.txt", "--cpu", "1", "--ram-gib", "1"], "no server start found in notes.txt: is it JupyterHub's log?"),
+    (["hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "no/such/dir/t.csv"],
+     "--out: cannot write no/such/dir/t.csv (No such file or directory)"),
 ])
 def test_bad_input_is_one_line(tmp_path, args, message):
     (tmp_path / "hub.log").write_text(LOG)
