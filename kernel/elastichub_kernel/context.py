@@ -170,7 +170,6 @@ class SessionContext:
             done.append("sys.path entr" + ("y " if len(added) == 1 else "ies ") + ", ".join(added))
         return done, problems
 
-
     def restore_after_load(self, saved) -> list[str]:
         """What goes back once the variables are loaded, so that importing
         their modules cannot undo it: the global random generators' state
