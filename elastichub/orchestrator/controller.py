@@ -247,17 +247,11 @@ class Controller:
     def _tell_waiting(self, obs: Observation, now: float) -> None:
         """An Event on each waiting server's pod saying why it waits and for
         what (notices.py): the hub's spawn page shows it."""
-        queued = {s.name for s in obs.snapshot.pending}
-        if (not queued and not obs.onprem_only) or self.kube_pods is None or self.settings.dry_run:
+        if not obs.waiting or self.kube_pods is None or self.settings.dry_run:
             self.told = {}
             return
-        waiting, onprem_only = [], []
-        for pod in self.pods.records.values():
-            if pod.managed and pod.node is None and not pod.terminating and pod.phase == "Pending":
-                if pod.server in queued:
-                    waiting.append(pod)
-                elif pod.server in obs.onprem_only:
-                    onprem_only.append((pod, obs.onprem_only[pod.server]))
+        waiting = [obs.waiting[s.name] for s in obs.snapshot.pending]  # oldest first
+        onprem_only = [(obs.waiting[name], why) for name, why in obs.onprem_only.items()]
         boot_s = boot_estimate(self.boot_seconds, getattr(self.strategy, "boot_s", None))
         send, told = notices(obs.snapshot, waiting, self.boot_started, boot_s, now, self.told, onprem_only)
         if send and self._busy("tell"):

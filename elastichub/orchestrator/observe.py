@@ -41,6 +41,7 @@ class Observation:
     tainted: set[str] = field(default_factory=set)  # nodes carrying our taint
     problems: list[str] = field(default_factory=list)
     onprem_only: dict[str, str] = field(default_factory=dict)  # waiting server -> why no cloud node can run it
+    waiting: dict[str, PodRecord] = field(default_factory=dict)  # waiting server -> its pod (queued or on-prem only)
 
 
 def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterable[VM] | None,
@@ -67,7 +68,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     used: dict[str, list[float]] = {}
     servers: dict[str, list[Server]] = {}
     pending: list[Server] = []
-    needs: dict[str, object] = {}  # waiting servers with node constraints
+    waiting: dict[str, PodRecord] = {}  # server -> its pod, for pending servers
     no_ram: list[str] = []
     for pod in pods:
         if pod.problem:
@@ -97,11 +98,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                 here.append(server)
         elif pod.phase == "Pending" and not pod.terminating:
             pending.append(server)
-            if pod.needs is not None:
-                needs[server.name] = pod.needs
+            waiting[server.name] = pod
     onprem_only: dict[str, str] = {}
-    if needs:
-        pending = _cloud_can_take(pending, needs, nodes, tiers, problems, onprem_only)
+    if waiting:
+        pending = _cloud_can_take(pending, waiting, nodes, tiers, problems, onprem_only)
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
     if no_ram:
         problems.append(no_ram_problem(no_ram))
@@ -159,7 +159,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                               boot_started.get(name) if status is NodeStatus.BOOTING else None))
 
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
-                       tainted=tainted, problems=problems, onprem_only=onprem_only)
+                       tainted=tainted, problems=problems, onprem_only=onprem_only,
+                       waiting=waiting)
 
 
 def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
@@ -180,7 +181,7 @@ def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
     return asked
 
 
-def _cloud_can_take(pending: list[Server], needs: dict, nodes: list[NodeRecord], tiers: dict,
+def _cloud_can_take(pending: list[Server], waiting: dict[str, PodRecord], nodes: list[NodeRecord], tiers: dict,
                     problems: list[str], onprem_only: dict[str, str]) -> list[Server]:
     """The waiting servers a cloud node could run. The others (a GPU
     profile's node selector only on-prem nodes match) wait for on-prem room:
@@ -192,7 +193,7 @@ def _cloud_can_take(pending: list[Server], needs: dict, nodes: list[NodeRecord],
         return pending
     kept, left_out = [], []
     for server in pending:
-        c = needs.get(server.name)
+        c = waiting[server.name].needs
         reasons = [misfit(c, template) for template in cloud] if c is not None else [None]
         if all(reasons):
             left_out.append(f"{server.name}: {reasons[0]}")
