@@ -346,7 +346,8 @@ def build_namespace(index, stream, records, buffers, imports, modules, target_ns
     buffers = list(buffers)
     for i in index.get("readonly_buffers", []):
         buffers[i] = memoryview(buffers[i]).toreadonly()
-    values, failed = load_namespace(stream, records, buffers, target_ns)
+    values, failed, notes = load_namespace(stream, records, buffers, target_ns)
+    differs += [{"name": name, "reason": why} for name, why in notes.items()]
     for name, why in failed.items():
         shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
         failed_now.append({"name": shown, "reason": why})

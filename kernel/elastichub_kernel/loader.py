@@ -48,7 +48,8 @@ class _BufferCursor:
 
 
 def load_namespace(stream, records: list, buffers: list, target_ns: dict):
-    """Unpickle each record; returns (values by name, failures by name).
+    """Unpickle each record; returns (values by name, failures by name,
+    notes by name on values restored different from what was saved).
 
     Notebook functions get ``target_ns`` as globals. A record that cannot be
     restored (a library missing here, a class that changed) is reported by
@@ -57,9 +58,9 @@ def load_namespace(stream, records: list, buffers: list, target_ns: dict):
     """
     skipped: dict = {}  # name -> (reason, the memo entries its bytes make)
     while True:
-        values, failed, bad = _load_pass(stream, records, buffers, target_ns, skipped)
+        values, failed, notes, bad = _load_pass(stream, records, buffers, target_ns, skipped)
         if bad is None:
-            return values, {**{name: why for name, (why, _) in skipped.items()}, **failed}
+            return values, {**{name: why for name, (why, _) in skipped.items()}, **failed}, notes
         rec, why = bad
         skipped[rec.name] = (why, _memo_fill(stream, rec))
 
@@ -261,7 +262,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
     source = _Input(stream)
     cursor = _BufferCursor(buffers)
     unpickler = _Unpickler(source, cursor, fills=bool(skipped))
-    values, failed = {}, {}
+    values, failed, notes = {}, {}, {}
     serializer._restore_target = target_ns
     try:
         for rec in records:
@@ -276,17 +277,21 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
                 continue
             source.stream.seek(rec.start)
             cursor.pos, cursor.end = rec.buf_start, rec.buf_end
+            serializer._load_notes = []
             try:
                 value = unpickler.load()
                 if source.stream.tell() != rec.end or cursor.pos != rec.buf_end:
                     raise pickle.UnpicklingError("record length does not match the index")
             except Exception as exc:
-                return values, failed, (rec, "could not be loaded (" + describe_error(exc) + ")")
+                return values, failed, notes, (rec, "could not be loaded (" + describe_error(exc) + ")")
             stand_in = _unloadable_in(value, target_ns) if unpickler.stand_ins else None
             if stand_in is not None:
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"
                 continue
             values[rec.name] = value
+            if serializer._load_notes:
+                notes[rec.name] = "; ".join(serializer._load_notes)
     finally:
         serializer._restore_target = None
-    return values, failed, None
+        serializer._load_notes = None
+    return values, failed, notes, None

@@ -12,6 +12,15 @@
   ``b = a`` stays ``b is a`` after restore, yet a record that fails to load
   costs only that variable (and those sharing objects with it), by name
   (loader.py reads them back).
+- Notebook idioms plain pickling loses, rebuilt from their parts: a
+  function wrapped by ``functools.lru_cache``/``cache`` (pickled by
+  reference, it could never be found again; restored wrapped again, its
+  cache empty, which the restore report says when it held results), a
+  ``functools.singledispatch`` function (its dispatch cache holds weak
+  references), a ``functools.cached_property`` (a lock until Python 3.12),
+  an exception class whose ``__init__`` takes other arguments than it
+  passes on (pickle calls it again with ``args``), and a ``typing.NewType``
+  (pickled by reference, as lru_cache is).
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory.
 
@@ -21,9 +30,11 @@ kernel imports it only when a checkpoint or a restore runs.
 
 from __future__ import annotations
 
+import functools
 import io
 import pickle
 import types
+import typing
 from dataclasses import dataclass, field
 
 import cloudpickle
@@ -32,6 +43,57 @@ PROTOCOL = 5
 
 # The namespace that notebook functions get as __globals__ during a load.
 _restore_target: dict | None = None
+
+
+# Notes on values restored different from what was saved (a cache emptied),
+# gathered per record by the loader; None outside a load.
+_load_notes: list | None = None
+
+_LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(lambda: None))
+
+
+def _rebuild_cached(func, maxsize, typed, cached):
+    wrapper = functools.lru_cache(maxsize=maxsize, typed=typed)(func)
+    if cached and _load_notes is not None:
+        _load_notes.append(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
+                           f"cached; they are computed again when asked for)")
+    return wrapper
+
+
+def _set_attrs(obj, attrs):
+    obj.__dict__.update(attrs)
+    return obj
+
+
+def _rebuild_singledispatch(base, registrations):
+    dispatcher = functools.singledispatch(base)
+    for cls, func in registrations:
+        dispatcher.register(cls, func)
+    return dispatcher
+
+
+def _rebuild_cached_property(func, attrname, doc):
+    prop = functools.cached_property(func)
+    prop.attrname = attrname  # set by __set_name__ at class creation, which a rebuilt class skips
+    prop.__doc__ = doc
+    return prop
+
+
+def _rebuild_exception(cls, args, attrs):
+    # as pickle rebuilds any other object: without calling __init__ again
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    exc.__dict__.update(attrs)
+    return exc
+
+
+def _rebuild_newtype(name, supertype):
+    new = typing.NewType(name, supertype)
+    new.__module__ = "__main__"  # NewType takes its module from the caller: this one
+    return new
+
+
+_SINGLEDISPATCH_ATTRS = ("register", "dispatch", "registry", "_clear_cache", "__wrapped__")
 
 
 def _target_namespace() -> dict:
@@ -138,7 +200,43 @@ class NamespacePickler(cloudpickle.Pickler):
             reduced = self._view_reduce(obj)
             if reduced is not None:
                 return reduced
-        return super().reducer_override(obj)
+        kind = type(obj)
+        if kind is _LRU_WRAPPER:
+            reduced = self._cached_reduce(obj)
+            if reduced is not None:
+                return reduced
+        elif kind is types.FunctionType and obj.__module__ == "__main__" \
+                and isinstance(getattr(obj, "registry", None), types.MappingProxyType) and hasattr(obj, "dispatch"):
+            base = obj.registry[object]
+            registrations = [(cls, func) for cls, func in obj.registry.items() if cls is not object]
+            attrs = {k: v for k, v in obj.__dict__.items() if k not in _SINGLEDISPATCH_ATTRS}
+            return _rebuild_singledispatch, (base, registrations), attrs, None, None, _set_attrs
+        elif kind is functools.cached_property:
+            return _rebuild_cached_property, (obj.func, obj.attrname, obj.__doc__)
+        elif kind is typing.NewType and obj.__module__ == "__main__":
+            return _rebuild_newtype, (obj.__name__, obj.__supertype__)
+        elif isinstance(obj, BaseException) and kind.__module__ == "__main__":
+            return _rebuild_exception, (kind, obj.args, dict(obj.__dict__))
+        reduced = super().reducer_override(obj)
+        if isinstance(obj, type) and obj.__qualname__ != obj.__name__ and isinstance(reduced, tuple) \
+                and len(reduced) == 6 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
+            # a class defined in a class: cloudpickle rebuilds it as `Inner`,
+            # and reprs (a dataclass's) would no longer say `Outer.Inner`
+            reduced[2][0]["__qualname__"] = obj.__qualname__
+        return reduced
+
+    def _cached_reduce(self, wrapper):
+        # lru_cache's own reduce names the wrapper (`__main__.fib`), which a
+        # new kernel cannot find: the notebook's function itself is saved.
+        # Its cache is not (C-level, unreadable): it fills again as called.
+        func = getattr(wrapper, "__wrapped__", None)
+        if not isinstance(func, types.FunctionType) or (
+                func.__globals__ is not self._user_ns and func.__module__ != "__main__"):
+            return None
+        params = wrapper.cache_parameters()
+        attrs = {k: v for k, v in wrapper.__dict__.items() if k != "__wrapped__"}
+        return (_rebuild_cached, (func, params["maxsize"], params["typed"], wrapper.cache_info().currsize),
+                attrs, None, None, _set_attrs)
 
     def _view_reduce(self, view):
         root = _array_root(view)

@@ -52,7 +52,7 @@ def test_round_trip_preserves_identity_behaviour_and_names_failures():
     assert len(dumped.stream) < 200_000 and sum(b.nbytes for b in dumped.buffers) >= 8_000_000
 
     target = {"__name__": "__main__"}
-    values, failed = loader.load_namespace(
+    values, failed, _notes = loader.load_namespace(
         dumped.stream, dumped.records, [bytearray(b) for b in dumped.buffers], target)
     assert failed == {}
     target.update(values)
@@ -80,7 +80,7 @@ def test_a_record_that_fails_to_load_is_named_and_the_rest_restored(tmp_path):
         dumped = serializer.dump_namespace(ns, ["thing", "x"])
     finally:
         del sys.modules["ehk_vanishing_module"]
-    values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert set(failed) == {"thing"} and "ehk_vanishing_module" in failed["thing"]
     assert values == {"x": [1, 2, 3]}
 
@@ -105,7 +105,7 @@ def test_a_missing_module_costs_only_the_records_that_use_it_and_the_rest_is_ide
         dumped = serializer.dump_namespace(ns, list(ns))
     finally:
         del sys.modules["ehk_gone_module"]
-    values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert set(failed) == {"func", "box", "holder"}
     assert "ehk_gone_module.f: ModuleNotFoundError" in failed["func"] and "ehk_gone_module.Box" in failed["box"]
     assert values == {name: ns[name] for name in ("words", "letters", "shared")}
@@ -126,7 +126,7 @@ def test_a_reconstructor_that_fails_here_is_skipped_in_step_and_what_shares_its_
               "after": ["q", "r", "s", "t", "u", "r"]}
         dumped = serializer.dump_namespace(ns, list(ns))
         mod.BROKEN = True
-        values, failed = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+        values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     finally:
         del sys.modules["ehk_fragile_module"]
     assert "RuntimeError: this version cannot read it" in failed["fragile"]
@@ -142,6 +142,75 @@ def test_after_a_record_whose_bytes_cannot_be_read_nothing_is_guessed():
     stream = bytearray(dumped.stream)
     rec = next(r for r in dumped.records if r.name == "broken")
     stream[rec.start + 2:rec.end] = b"\xff" * (rec.end - rec.start - 2)  # past PROTO: no opcode reads
-    values, failed = loader.load_namespace(bytes(stream), dumped.records, list(dumped.buffers), {})
+    values, failed, _notes = loader.load_namespace(bytes(stream), dumped.records, list(dumped.buffers), {})
     assert values == {"first": ["p", "q", "p"]}
     assert set(failed) == {"broken", "after"} and "whose bytes are damaged" in failed["after"]
+
+
+IDIOMS = '''
+import functools, typing
+@functools.lru_cache(maxsize=64, typed=True)
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+fib(20)
+fib.calls = "kept"
+@functools.cache
+def never_called(x):
+    return x
+@functools.singledispatch
+def describe(x):
+    return "thing"
+@describe.register
+def _(x: int):
+    return "int"
+describe(1)
+class Lazy:
+    @functools.cached_property
+    def big(self):
+        return 10
+lazy = Lazy()
+lazy.big
+class GradeError(ValueError):
+    def __init__(self, student, grade):
+        super().__init__(f"{student}: bad grade {grade}")
+        self.student, self.grade = student, grade
+err = GradeError("ada", 11)
+UserId = typing.NewType("UserId", int)
+class Outer:
+    class Inner:
+        pass
+inner = Outer.Inner()
+'''
+
+
+def test_notebook_idioms_plain_pickling_loses_are_rebuilt_and_an_emptied_cache_is_said():
+    """Each of these failed before: lru_cache and NewType pickled as a
+    reference to a name no new kernel has, singledispatch's weak dispatch
+    cache and cached_property's lock (Python < 3.12) could not be pickled,
+    the exception was rebuilt by calling its __init__ with the wrong
+    arguments, and the nested class came back as `Inner`."""
+    ns = {"__name__": "__main__"}
+    exec(IDIOMS, ns)
+    names = [k for k in ns if not k.startswith("__") and k not in ("functools", "typing", "_")]
+    dumped = serializer.dump_namespace(ns, names)
+    assert dumped.failed == {}
+    target = {"__name__": "__main__"}
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {}
+    target.update(values)
+
+    fib = target["fib"]
+    assert fib(30) == 832040 and fib.cache_parameters() == {"maxsize": 64, "typed": True}
+    assert fib.calls == "kept" and fib.__wrapped__.__globals__ is target and fib.__name__ == "fib"
+    assert notes == {"fib": "fib() is restored with an empty cache (21 result(s) were cached; "
+                             "they are computed again when asked for)"}  # never_called's was empty: no note
+    assert target["never_called"](3) == 3 and target["never_called"].cache_parameters()["maxsize"] is None
+    assert target["describe"](1) == "int" and target["describe"]("s") == "thing"
+    assert set(target["describe"].registry) == {object, int}
+    assert target["lazy"].big == 10 and target["Lazy"]().big == 10
+    assert type(target["Lazy"].__dict__["big"]).__name__ == "cached_property"
+    err = target["err"]
+    assert type(err) is target["GradeError"] and isinstance(err, ValueError)
+    assert (err.student, err.grade, str(err)) == ("ada", 11, "ada: bad grade 11")
+    assert target["UserId"](5) == 5 and repr(target["UserId"]) == repr(ns["UserId"])
+    assert type(target["inner"]).__qualname__ == "Outer.Inner"
