@@ -211,9 +211,9 @@ def _memo_fill(stream, rec) -> list | None:
     last two opcodes pushed. None when its bytes cannot be read as a pickle."""
     entries: list = []
     recent: list = []  # descriptions of the last pushes (None: something built)
-    data = bytes(memoryview(stream)[rec.start:rec.end])
+    data = io.BytesIO(memoryview(stream)[rec.start:rec.end])
     try:
-        for op, arg, _ in pickletools.genops(data):
+        for op, arg, _ in _all_ops(data):
             name = op.name
             if name in _STRING_OPS:
                 recent.append(("str", arg))
@@ -236,6 +236,13 @@ def _memo_fill(stream, rec) -> list | None:
     except Exception:  # damaged bytes (the file's checksums make this unreachable in practice)
         return None  # entries unknown: nothing after this record can be read in step
     return entries
+
+
+def _all_ops(data: io.BytesIO):
+    """The opcodes of every pickle in `data`: a record saved flat holds several."""
+    end = len(data.getbuffer())
+    while data.tell() < end:
+        yield from pickletools.genops(data)
 
 
 def _unloadable_in(value, target_ns: dict) -> _Unloadable | type | None:
@@ -280,6 +287,10 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
             serializer._load_notes = []
             try:
                 value = unpickler.load()
+                if type(value) is serializer._FlatHead:  # saved flat: the states follow, then the end
+                    value = value.value
+                    while unpickler.load() is not serializer._FlatEnd:
+                        pass
                 if source.stream.tell() != rec.end or cursor.pos != rec.buf_end:
                     raise pickle.UnpicklingError("record length does not match the index")
             except Exception as exc:

@@ -21,6 +21,10 @@
   an exception class whose ``__init__`` takes other arguments than it
   passes on (pickle calls it again with ``args``), and a ``typing.NewType``
   (pickled by reference, as lru_cache is).
+- A structure too deep for pickle's recursion (a linked list or a
+  degenerate tree of a few hundred nodes already) is saved flat: its
+  objects first, without their attributes, then the attributes in pickles
+  of their own, a level at a time, all in the variable's one record.
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory.
 
@@ -182,11 +186,86 @@ def _rebuild_view(root, offset, shape, strides, dtype, writeable):
     return view
 
 
+def _same(obj):
+    return obj
+
+
+class _FlatHead:
+    """The first pickle of a record saved flat: its value, whose objects'
+    states follow in pickles of their own (`_Deferred` lists), then
+    `_FlatEnd` (the class itself, pickled by name, ends the record)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __reduce__(self):
+        return _FlatHead, (self.value,)
+
+
+class _FlatEnd:
+    pass
+
+
+class _Deferred:
+    """An object's state saved after the object: loaded, the unpickler's
+    own BUILD sets it on the object made before."""
+
+    __slots__ = ("obj", "state")
+
+    def __init__(self, obj, state):
+        self.obj, self.state = obj, state
+
+    def __reduce__(self):
+        return _same, (self.obj,), self.state
+
+
+def _deep_recursion(exc: BaseException) -> bool:
+    # cloudpickle turns the RecursionError into a PicklingError
+    return isinstance(exc, RecursionError) or isinstance(exc.__cause__, RecursionError) or (
+        isinstance(exc, pickle.PicklingError) and "recursion" in str(exc))
+
+
 class NamespacePickler(cloudpickle.Pickler):
     def __init__(self, file, user_ns: dict, buffer_callback, array_roots: set = frozenset()):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._user_ns = user_ns
         self._array_roots = array_roots
+        self._deferred: list | None = None  # saving flat: states still to save
+
+    def dump_flat(self, value) -> None:
+        """Save `value` without deep recursion: objects of plain classes are
+        saved without their state, which follows a level at a time."""
+        self._deferred = []
+        try:
+            self.dump(_FlatHead(value))
+            while self._deferred:
+                batch, self._deferred = self._deferred, []
+                self.dump(batch)
+            self.dump(_FlatEnd)
+        finally:
+            self._deferred = None
+
+    def _flat_reduce(self, obj, kind):
+        # Only objects pickle would rebuild as class + state (no reduce of
+        # their own), and only hashed by identity, or not at all: one used
+        # as a dict key or set member before its state is set must hash as
+        # it will after.
+        if kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \
+                or kind in self.dispatch_table:
+            return None
+        if kind.__hash__ is not None and kind.__hash__ is not object.__hash__:
+            return None
+        try:
+            reduced = obj.__reduce_ex__(PROTOCOL)
+        except Exception:
+            return None  # the usual path says why
+        if not isinstance(reduced, tuple) or len(reduced) < 3 or reduced[2] is None \
+                or any(part is not None for part in reduced[3:]):
+            return None
+        self._deferred.append(_Deferred(obj, reduced[2]))
+        return reduced[:2]
 
     def reducer_override(self, obj):
         # A numpy view (``v = a[10:20]``, ``a.T``) whose base the state holds
@@ -217,6 +296,10 @@ class NamespacePickler(cloudpickle.Pickler):
             return _rebuild_newtype, (obj.__name__, obj.__supertype__)
         elif isinstance(obj, BaseException) and kind.__module__ == "__main__":
             return _rebuild_exception, (kind, obj.args, dict(obj.__dict__))
+        elif self._deferred is not None and not isinstance(obj, (type, types.FunctionType, types.ModuleType)):
+            reduced = self._flat_reduce(obj, kind)
+            if reduced is not None:
+                return reduced
         reduced = super().reducer_override(obj)
         if isinstance(obj, type) and obj.__qualname__ != obj.__name__ and isinstance(reduced, tuple) \
                 and len(reduced) == 6 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
@@ -315,17 +398,22 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None) -> DumpRe
     left out, and the rest are pickled again (memo shared across records must
     not reference a half-written record). The save never stops part-way."""
     failed: dict = {}
+    flat: set = set()  # too deep for pickle's recursion: saved flat
     while True:
         try:
-            result = _dump_once(ns, [n for n in names if n not in failed], ns if user_ns is None else user_ns)
+            result = _dump_once(ns, [n for n in names if n not in failed], ns if user_ns is None else user_ns,
+                                flat)
         except _RecordFailed as bad:
-            failed[bad.name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
+            if bad.name not in flat and _deep_recursion(bad.exc):
+                flat.add(bad.name)
+            else:
+                failed[bad.name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
             continue
         result.failed = failed
         return result
 
 
-def _dump_once(ns: dict, names: list, user_ns: dict) -> DumpResult:
+def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) -> DumpResult:
     out = io.BytesIO()
     buffers: list = []
 
@@ -341,7 +429,10 @@ def _dump_once(ns: dict, names: list, user_ns: dict) -> DumpResult:
     for name in names:
         start, first = out.tell(), len(buffers)
         try:
-            pickler.dump(ns[name])
+            if name in flat:
+                pickler.dump_flat(ns[name])
+            else:
+                pickler.dump(ns[name])
         except Exception as exc:
             raise _RecordFailed(name, exc) from None
         records.append(Record(name, start, out.tell(), first, len(buffers)))

@@ -5,7 +5,9 @@ The same probe cell runs before and after; its output must be identical.
 The first set holds the standard library's and pandas' less common values;
 the second the idioms plain pickling loses (lru_cache, singledispatch,
 cached_property, exceptions with their own __init__, NewType, a nested
-class), which the serializer rebuilds from their parts.
+class), which the serializer rebuilds from their parts, and a linked list
+and a degenerate search tree of 3,000 nodes, too deep for pickle's
+recursion, which it saves flat.
 """
 
 import json
@@ -186,10 +188,36 @@ import contextlib
 def managed(x):
     yield x * 2
 sig = __import__("inspect").signature(managed)
+class ListNode:
+    def __init__(self, val, nxt=None):
+        self.val, self.next = val, nxt
+linked = None
+for i in range(3000):
+    linked = ListNode(i, linked)
+class BST:
+    def __init__(self, key):
+        self.key, self.left, self.right = key, None, None
+    def insert(self, key):
+        node = self
+        while True:
+            side = "left" if key < node.key else "right"
+            if getattr(node, side) is None:
+                setattr(node, side, BST(key))
+                return
+            node = getattr(node, side)
+sorted_tree = BST(0)
+for k in range(1, 3000):
+    sorted_tree.insert(k)
 '''
 
 PROBE = r'''
 import json as _json
+def _walk(node, link, field):
+    values = []
+    while node is not None:
+        values.append(getattr(node, field))
+        node = getattr(node, link)
+    return [len(values), sum(values), values[:3]]
 def _facts():
     return {
         "p1": [repr(p1), dataclasses.is_dataclass(p1), p1 == Point(1.5, tags=("a",)), hash(p1) == hash(Point(1.5, tags=("a",)))],
@@ -235,6 +263,7 @@ def _facts():
         "pat": [pat.pattern, pat.flags, bool(pat.match("AAb"))],
         "typing": [repr(T), T.__bound__, repr(UserId), UserId(3), bx.v, repr(Box[float]), HasLen.__name__],
         "cm": [managed(4).__enter__()],
+        "deep": [_walk(linked, "next", "val"), _walk(sorted_tree, "right", "key")],
         "red": [red.v], "oi": [oi.x, type(oi).__qualname__],
     }
 print("PROBE" + _json.dumps(_facts(), sort_keys=True, default=str))

@@ -1,9 +1,12 @@
 """Namespace pickling: aliasing, notebook code by value with live globals, failures by name."""
 
+import pickle
 import sys
 import types
 
+import cloudpickle
 import numpy as np
+import pytest
 
 from elastichub_kernel import loader, serializer
 
@@ -214,3 +217,98 @@ def test_notebook_idioms_plain_pickling_loses_are_rebuilt_and_an_emptied_cache_i
     assert (err.student, err.grade, str(err)) == ("ada", 11, "ada: bad grade 11")
     assert target["UserId"](5) == 5 and repr(target["UserId"]) == repr(ns["UserId"])
     assert type(target["inner"]).__qualname__ == "Outer.Inner"
+
+
+DEEP = '''
+import dataclasses
+class Node:
+    def __init__(self, v, nxt=None):
+        self.v, self.next = v, nxt
+@dataclasses.dataclass
+class DNode:
+    v: int
+    prev: "DNode" = None
+    next: "DNode" = None
+class Tree:
+    __slots__ = ("key", "left", "right")
+    def __init__(self, key):
+        self.key, self.left, self.right = key, None, None
+head = None
+for i in range(N):
+    head = Node(i, head)
+first = cur = DNode(0)
+for i in range(1, N):
+    cur.next = DNode(i, prev=cur)
+    cur = cur.next
+last = cur
+root = t = Tree(0)
+for i in range(1, N):
+    t.right = Tree(i)
+    t = t.right
+seen = {head, head.next}
+label = {head: "head"}
+'''
+
+
+def test_structures_too_deep_for_pickles_recursion_are_saved_flat_and_restored_whole():
+    """A linked list of a few hundred nodes was "cannot be pickled (...
+    excessively deep recursion ...)": a data-structures course lost its
+    lists and trees at every move. Identity across records, dataclass and
+    __slots__ nodes, and nodes in sets and as dict keys all hold."""
+    n = 20_000
+    ns = {"__name__": "__main__", "N": n}
+    exec(DEEP, ns)
+    names = ["head", "first", "last", "root", "seen", "label", "Node"]
+    with pytest.raises(pickle.PicklingError, match="recursion"):
+        cloudpickle.dumps(ns["head"])  # what saving it as one pickle does
+    dumped = serializer.dump_namespace(ns, names)
+    assert dumped.failed == {}
+    target = {"__name__": "__main__"}
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {}
+
+    node, count = values["head"], 0
+    while node is not None:
+        assert node.v == n - 1 - count and type(node) is values["Node"]
+        node, count = node.next, count + 1
+    assert count == n
+    node, count = values["first"], 1
+    while node.next is not None:
+        assert node.next.prev is node and node.next.v == node.v + 1
+        node, count = node.next, count + 1
+    assert count == n and node is values["last"]  # the same object through two records
+    node, count = values["root"], 1
+    while node.right is not None:
+        assert node.left is None and node.right.key == node.key + 1
+        node, count = node.right, count + 1
+    assert count == n
+    assert values["seen"] == {values["head"], values["head"].next} and values["label"][values["head"]] == "head"
+
+
+def test_a_flat_record_that_cannot_be_loaded_costs_only_itself():
+    """A flat record is several pickles: when one of them fails to load, the
+    memo entries of all of them are made, so the records after it stay in
+    step, and what shares an object with it fails by name."""
+    mod = _module("ehk_fragile_links", "BROKEN = False\n"
+                                       "class Link:\n"
+                                       "    def __init__(self, nxt):\n        self.nxt = nxt\n"
+                                       "    def __setstate__(self, state):\n"
+                                       "        if BROKEN and state.get('words'):\n"
+                                       "            raise RuntimeError('this version cannot read it')\n"
+                                       "        self.__dict__.update(state)\n")
+    try:
+        words = ["a", "b", "c"]
+        chain = tail = mod.Link(None)
+        tail.words = words  # the last link: saved in the record's last pickle of states
+        for _ in range(5_000):
+            chain = mod.Link(chain)
+        ns = {"before": ["x", "y", "x"], "chain": chain, "words": words, "after": ["y", "b", "x", "z"]}
+        dumped = serializer.dump_namespace(ns, list(ns))
+        mod.BROKEN = True
+        values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    finally:
+        del sys.modules["ehk_fragile_links"]
+    assert dumped.failed == {}
+    assert "RuntimeError: this version cannot read it" in failed["chain"]
+    assert set(failed) == {"chain", "words"} and "shares objects with chain" in failed["words"]
+    assert values == {"before": ["x", "y", "x"], "after": ["y", "b", "x", "z"]}
