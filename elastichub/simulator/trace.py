@@ -6,8 +6,9 @@ then one row per server:
 
 - arrival_s: when the user asked for the server, seconds from the start; or
   instead `arrival`, a timestamp with its time zone (ISO 8601, as the
-  orchestrator's `history_file` writes it): the replay then starts at
-  midnight of the first arrival's day, in that arrival's offset
+  orchestrator's `history_file` writes it) or in Unix seconds (UTC): the
+  replay then starts at midnight of the first arrival's day, in that
+  arrival's offset
 - duration_s: how long the server ran once started, seconds (> 0)
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
 
@@ -19,7 +20,7 @@ many locales). Every error names the file, the line and the column.
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..csvtext import csv_rows
@@ -27,7 +28,10 @@ from ..policy import GiB, Resources
 from .workload import HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
-TIMESTAMP = "arrival"  # the alternative to arrival_s: an ISO 8601 timestamp with its offset
+TIMESTAMP = "arrival"  # the alternative to arrival_s: an ISO 8601 timestamp with its offset, or Unix seconds
+# A replay runs every Tmon of its span: a longer one is a unit mistake (a Unix
+# time or milliseconds in arrival_s), which would otherwise run for hours.
+MAX_SPAN_DAYS = 400
 
 
 class TraceError(ValueError):
@@ -107,6 +111,7 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
     # The model runs in whole seconds, as the paper's 1 s steps.
     requests = [Request(round(arrival), max(1, round(duration)), req, "trace") for arrival, duration, req in rows]
     requests.sort(key=lambda r: r.arrival_s)
+    _check_span(path, requests, stamped)
     if horizon_s is None:
         end = max(r.arrival_s + r.duration_s for r in requests)
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
@@ -114,10 +119,38 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
                     description=f"replay of {path} ({len(requests)} servers{since})")
 
 
+def _check_span(path: Path, requests: list[Request], stamped: bool) -> None:
+    limit = MAX_SPAN_DAYS * 24 * HOUR_S
+    first = requests[0]
+    if first.arrival_s > limit and not stamped:
+        raise TraceError(
+            f"{path}, column arrival_s: the first server arrives {first.arrival_s} s ({first.arrival_s / 86400:,.0f} "
+            f"days) after the start: arrival_s counts seconds from the start of the replay. For Unix times or "
+            f"ISO 8601 timestamps, name the column {TIMESTAMP} instead")
+    last = max(requests, key=lambda r: r.arrival_s + r.duration_s)
+    span = last.arrival_s + last.duration_s
+    if span > limit:
+        raise TraceError(
+            f"{path}: a server that arrives at {last.arrival_s} s and runs {last.duration_s} s ends "
+            f"{span / 86400:,.0f} days after the start; a replay spans at most {MAX_SPAN_DAYS} days "
+            f"(a value in milliseconds?)")
+
+
 def _timestamp(row: list[str], i: int, where: str) -> datetime:
     text = row[i].strip() if i < len(row) else ""
     if not text:
         raise TraceError(f"{where}: empty value")
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:  # Unix time
+        if not math.isfinite(seconds) or seconds < 0:
+            raise TraceError(f"{where}: not a Unix time: {text!r}")
+        try:
+            return datetime.fromtimestamp(seconds, timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise TraceError(f"{where}: not a Unix time: {text!r} (milliseconds?)") from None
     try:
         value = datetime.fromisoformat(text)
     except ValueError:

@@ -126,6 +126,16 @@ def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
     assert "from 2026-03-28 00:00+01:00" in wl.description
 
 
+def test_unix_times_in_the_arrival_column_read_as_utc(tmp_path):
+    # 2025-12-01 12:33:20 UTC, then 100 s and a day later; a database's export
+    path = write_csv(tmp_path / "u.csv", "arrival,duration_s,cpu,ram_gib\n"
+                                          "1764592500,600,1,2\n1764592400,60,1,2\n1764678800.4,60,1,2\n")
+    wl = load_trace(path, LARGEST)
+    noon = 12 * 3600 + 33 * 60 + 20
+    assert [r.arrival_s for r in wl.requests] == [noon, noon + 100, 86400 + noon]
+    assert "from 2025-12-01 00:00+00:00" in wl.description
+
+
 def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
     """A lifetime-aware strategy reasons with the hub's session lifetimes:
     the model a workload was drawn from, the durations of a replayed trace.
@@ -164,6 +174,16 @@ def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
      "line 2, column arrival: '2026-12-01T09:00:00' has no time zone"),
     ("arrival,duration_s,cpu,ram_gib\n9 o'clock,10,1,1\n", "line 2, column arrival: not an ISO 8601 timestamp"),
     ("arrival,arrival_s,duration_s,cpu,ram_gib\n", "line 1: columns arrival_s and arrival both present"),
+    # Unix times in arrival_s would replay 56 years of empty cycles, for hours
+    ("arrival_s,duration_s,cpu,ram_gib\n1764590000,3600,1,1\n1764590100,60,1,1\n",
+     "column arrival_s: the first server arrives 1764590000 s (20,423 days) after the start: arrival_s counts "
+     "seconds from the start of the replay. For Unix times or ISO 8601 timestamps, name the column arrival instead"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,3600,1,1\n40000000,60,1,1\n",
+     "a server that arrives at 40000000 s and runs 60 s ends 463 days after the start; a replay spans at most "
+     "400 days (a value in milliseconds?)"),
+    ("arrival,duration_s,cpu,ram_gib\n1764590000000,10,1,1\n", "line 2, column arrival: not a Unix time: "
+     "'1764590000000' (milliseconds?)"),
+    ("arrival,duration_s,cpu,ram_gib\n-5,10,1,1\n", "line 2, column arrival: not a Unix time: '-5'"),
 ])
 def test_trace_errors_name_line_and_column(tmp_path, text, message):
     path = write_csv(tmp_path / "bad.csv", text)
