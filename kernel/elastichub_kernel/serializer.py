@@ -25,6 +25,11 @@
   degenerate tree of a few hundred nodes already) is saved flat: its
   objects first, without their attributes, then the attributes in pickles
   of their own, a level at a time, all in the variable's one record.
+- A numpy memory map of a file (``np.load(path, mmap_mode="r")``,
+  ``np.memmap``) is saved as its file, not its data, and mapped again: a
+  copy would fill memory and the checkpoint with a dataset kept on disk,
+  and cut writes off from the file. A file changed since (size, mtime) or
+  gone fails that variable by name; a copy-on-write map is saved as data.
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory.
 
@@ -36,6 +41,8 @@ from __future__ import annotations
 
 import functools
 import io
+import mmap
+import os
 import pickle
 import types
 import typing
@@ -98,6 +105,27 @@ def _rebuild_newtype(name, supertype):
 
 
 _SINGLEDISPATCH_ATTRS = ("register", "dispatch", "registry", "_clear_cache", "__wrapped__")
+
+
+def _is_file_map(value) -> bool:
+    """A numpy.memmap that maps its file itself (not a view of one), for
+    reading or writing through (not copy-on-write)."""
+    kind = type(value)
+    return (kind.__name__ == "memmap" and kind.__module__ == "numpy" and isinstance(value.base, mmap.mmap)
+            and bool(value.filename) and value.mode in ("r", "r+", "w+"))
+
+
+def _remap(filename, dtype, mode, offset, shape, order, size, mtime_ns):
+    import numpy  # the saved state had it loaded
+
+    try:
+        now = os.stat(filename)
+    except OSError as exc:
+        raise ValueError(f"memory map of {filename}: the file cannot be read ({exc.strerror})") from None
+    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns):
+        raise ValueError(f"memory map of {filename}: the file changed since the checkpoint "
+                         f"(its size or modification time)")
+    return numpy.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape, order=order)
 
 
 def _target_namespace() -> dict:
@@ -280,6 +308,8 @@ class NamespacePickler(cloudpickle.Pickler):
             if reduced is not None:
                 return reduced
         kind = type(obj)
+        if kind.__name__ == "memmap" and _is_file_map(obj):
+            return self._file_map_reduce(obj)
         if kind is _LRU_WRAPPER:
             reduced = self._cached_reduce(obj)
             if reduced is not None:
@@ -307,6 +337,15 @@ class NamespacePickler(cloudpickle.Pickler):
             # and reprs (a dataclass's) would no longer say `Outer.Inner`
             reduced[2][0]["__qualname__"] = obj.__qualname__
         return reduced
+
+    def _file_map_reduce(self, array):
+        if array.mode != "r":
+            array.flush()  # what the notebook wrote is in the file the restore maps
+        stat = os.stat(array.filename)
+        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+        mode = "r" if array.mode == "r" else "r+"  # never w+ again: it would empty the file
+        return _remap, (array.filename, array.dtype, mode, array.offset, array.shape, order,
+                        stat.st_size, stat.st_mtime_ns)
 
     def _cached_reduce(self, wrapper):
         # lru_cache's own reduce names the wrapper (`__main__.fib`), which a

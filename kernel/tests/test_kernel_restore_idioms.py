@@ -2,7 +2,8 @@
 restored in the next: each value identical, or a note that says how not.
 
 The same probe cell runs before and after; its output must be identical.
-The first set holds the standard library's and pandas' less common values;
+The first set holds the standard library's and pandas' less common values
+and a dataset opened as a memory map;
 the second the idioms plain pickling loses (lru_cache, singledispatch,
 cached_property, exceptions with their own __init__, NewType, a nested
 class), which the serializer rebuilds from their parts, and a linked list
@@ -125,6 +126,10 @@ td_series = pd.to_timedelta(pd.Series([1, 2]), unit="h")
 bigint = 2 ** 200
 nested_lambda_in_dict = {"f": lambda v: v + 1}
 _private = "underscore name"
+import os, tempfile
+dataset = os.path.join(tempfile.mkdtemp(), "features.npy")
+np.save(dataset, np.arange(100_000, dtype=np.float32).reshape(1000, 100))
+features = np.load(dataset, mmap_mode="r")
 '''
 SETUP2 = r'''
 import abc, functools, attr, weakref, itertools, re
@@ -253,6 +258,8 @@ def _facts():
         "bigint": [bigint % 1000003],
         "lam": [nested_lambda_in_dict["f"](1)],
         "private": [_private],
+        "features": [type(features).__name__, str(features.filename) == dataset, features.mode,
+                     float(features[999].sum()), features.flags.writeable],
         "abc": [sq.area(), isinstance(sq, Shape), issubclass(Sq, Shape)],
         "meta": [Tagged.tag, type(Tagged).__name__],
         "sd": [describe(1), describe("s")],

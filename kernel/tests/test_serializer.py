@@ -1,5 +1,6 @@
 """Namespace pickling: aliasing, notebook code by value with live globals, failures by name."""
 
+import mmap
 import pickle
 import sys
 import types
@@ -312,3 +313,46 @@ def test_a_flat_record_that_cannot_be_loaded_costs_only_itself():
     assert "RuntimeError: this version cannot read it" in failed["chain"]
     assert set(failed) == {"chain", "words"} and "shares objects with chain" in failed["words"]
     assert values == {"before": ["x", "y", "x"], "after": ["y", "b", "x", "z"]}
+
+
+def test_a_memory_map_is_saved_as_its_file_and_mapped_again(tmp_path):
+    """`np.load(path, mmap_mode="r")` used to be saved as a copy of the whole
+    dataset, and restored as an array in memory; a written map lost its file."""
+    data = tmp_path / "big.npy"
+    np.save(data, np.arange(200_000, dtype=np.float64))
+    ns = {"X": np.load(data, mmap_mode="r"),
+          "W": np.memmap(tmp_path / "w.dat", dtype="float32", mode="w+", shape=(4,)),
+          "C": np.memmap(tmp_path / "w.dat", dtype="float32", mode="c", shape=(4,))}
+    ns["W"][:] = [1, 2, 3, 4]  # not flushed by the notebook
+    ns["C"][0] = 9  # copy-on-write: private to the process, saved as data
+    ns["part"] = ns["X"][10:13]  # a view: its values, as before
+    dumped = serializer.dump_namespace(ns, list(ns))
+    assert dumped.failed == {}
+    assert len(dumped.stream) < 10_000 and sum(b.nbytes for b in dumped.buffers) < 10_000  # no 1.6 MB copy
+
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {}
+    X, W = values["X"], values["W"]
+    assert type(X) is np.memmap and str(X.filename) == str(data) and not X.flags.writeable
+    assert np.array_equal(X, np.arange(200_000)) and isinstance(X.base, mmap.mmap)
+    assert type(W) is np.memmap and W.mode == "r+" and W.tolist() == [1, 2, 3, 4]  # never w+: it would empty the file
+    W[0] = 7
+    W.flush()
+    assert np.fromfile(tmp_path / "w.dat", dtype="float32").tolist() == [7, 2, 3, 4]  # writes reach the file
+    assert values["C"].tolist() == [9, 2, 3, 4] and values["part"].tolist() == [10, 11, 12]
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda path: path.unlink(), "the file cannot be read"),
+    (lambda path: path.write_bytes(path.read_bytes()[:-8]), "the file changed since the checkpoint"),
+])
+def test_a_memory_map_whose_file_changed_is_named_not_restored_different(tmp_path, change, reason):
+    data = tmp_path / "big.npy"
+    np.save(data, np.arange(1000, dtype=np.float64))
+    ns = {"X": np.load(data, mmap_mode="r"), "other": [1, 2]}
+    dumped = serializer.dump_namespace(ns, list(ns))
+    del ns
+    change(data)
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert values == {"other": [1, 2]}
+    assert f"memory map of {data}: {reason}" in failed["X"]
