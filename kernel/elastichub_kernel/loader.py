@@ -24,7 +24,7 @@ import pickle
 import pickletools
 import types
 
-from . import serializer
+from . import idioms, serializer
 from .serializer import describe_error
 
 
@@ -284,7 +284,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
                 continue
             source.stream.seek(rec.start)
             cursor.pos, cursor.end = rec.buf_start, rec.buf_end
-            serializer._load_notes = []
+            idioms.load_notes = []
             try:
                 value = unpickler.load()
                 if type(value) is serializer._FlatHead:  # saved flat: the states follow, then the end
@@ -300,9 +300,9 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"
                 continue
             values[rec.name] = value
-            if serializer._load_notes:
-                notes[rec.name] = "; ".join(serializer._load_notes)
+            if idioms.load_notes:
+                notes[rec.name] = "; ".join(idioms.load_notes)
     finally:
         serializer._restore_target = None
-        serializer._load_notes = None
+        idioms.load_notes = None
     return values, failed, notes, None

@@ -12,24 +12,12 @@
   ``b = a`` stays ``b is a`` after restore, yet a record that fails to load
   costs only that variable (and those sharing objects with it), by name
   (loader.py reads them back).
-- Notebook idioms plain pickling loses, rebuilt from their parts: a
-  function wrapped by ``functools.lru_cache``/``cache`` (pickled by
-  reference, it could never be found again; restored wrapped again, its
-  cache empty, which the restore report says when it held results), a
-  ``functools.singledispatch`` function (its dispatch cache holds weak
-  references), a ``functools.cached_property`` (a lock until Python 3.12),
-  an exception class whose ``__init__`` takes other arguments than it
-  passes on (pickle calls it again with ``args``), and a ``typing.NewType``
-  (pickled by reference, as lru_cache is).
+- Notebook idioms plain pickling loses (an lru_cache function, a memory
+  map of a file, ...) are saved from their parts (idioms.py).
 - A structure too deep for pickle's recursion (a linked list or a
   degenerate tree of a few hundred nodes already) is saved flat: its
   objects first, without their attributes, then the attributes in pickles
   of their own, a level at a time, all in the variable's one record.
-- A numpy memory map of a file (``np.load(path, mmap_mode="r")``,
-  ``np.memmap``) is saved as its file, not its data, and mapped again: a
-  copy would fill memory and the checkpoint with a dataset kept on disk,
-  and cut writes off from the file. A file changed since (size, mtime) or
-  gone fails that variable by name; a copy-on-write map is saved as data.
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory.
 
@@ -39,93 +27,19 @@ kernel imports it only when a checkpoint or a restore runs.
 
 from __future__ import annotations
 
-import functools
 import io
-import mmap
-import os
 import pickle
 import types
-import typing
 from dataclasses import dataclass, field
 
 import cloudpickle
+
+from . import idioms
 
 PROTOCOL = 5
 
 # The namespace that notebook functions get as __globals__ during a load.
 _restore_target: dict | None = None
-
-
-# Notes on values restored different from what was saved (a cache emptied),
-# gathered per record by the loader; None outside a load.
-_load_notes: list | None = None
-
-_LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(lambda: None))
-
-
-def _rebuild_cached(func, maxsize, typed, cached):
-    wrapper = functools.lru_cache(maxsize=maxsize, typed=typed)(func)
-    if cached and _load_notes is not None:
-        _load_notes.append(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
-                           f"cached; they are computed again when asked for)")
-    return wrapper
-
-
-def _set_attrs(obj, attrs):
-    obj.__dict__.update(attrs)
-    return obj
-
-
-def _rebuild_singledispatch(base, registrations):
-    dispatcher = functools.singledispatch(base)
-    for cls, func in registrations:
-        dispatcher.register(cls, func)
-    return dispatcher
-
-
-def _rebuild_cached_property(func, attrname, doc):
-    prop = functools.cached_property(func)
-    prop.attrname = attrname  # set by __set_name__ at class creation, which a rebuilt class skips
-    prop.__doc__ = doc
-    return prop
-
-
-def _rebuild_exception(cls, args, attrs):
-    # as pickle rebuilds any other object: without calling __init__ again
-    exc = cls.__new__(cls, *args)
-    exc.args = args
-    exc.__dict__.update(attrs)
-    return exc
-
-
-def _rebuild_newtype(name, supertype):
-    new = typing.NewType(name, supertype)
-    new.__module__ = "__main__"  # NewType takes its module from the caller: this one
-    return new
-
-
-_SINGLEDISPATCH_ATTRS = ("register", "dispatch", "registry", "_clear_cache", "__wrapped__")
-
-
-def _is_file_map(value) -> bool:
-    """A numpy.memmap that maps its file itself (not a view of one), for
-    reading or writing through (not copy-on-write)."""
-    kind = type(value)
-    return (kind.__name__ == "memmap" and kind.__module__ == "numpy" and isinstance(value.base, mmap.mmap)
-            and bool(value.filename) and value.mode in ("r", "r+", "w+"))
-
-
-def _remap(filename, dtype, mode, offset, shape, order, size, mtime_ns):
-    import numpy  # the saved state had it loaded
-
-    try:
-        now = os.stat(filename)
-    except OSError as exc:
-        raise ValueError(f"memory map of {filename}: the file cannot be read ({exc.strerror})") from None
-    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns):
-        raise ValueError(f"memory map of {filename}: the file changed since the checkpoint "
-                         f"(its size or modification time)")
-    return numpy.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape, order=order)
 
 
 def _target_namespace() -> dict:
@@ -261,6 +175,7 @@ class NamespacePickler(cloudpickle.Pickler):
         self._user_ns = user_ns
         self._array_roots = array_roots
         self._deferred: list | None = None  # saving flat: states still to save
+        self._idioms: dict = {}  # type -> the reduce of its idiom, or None: decided once per type
 
     def dump_flat(self, value) -> None:
         """Save `value` without deep recursion: objects of plain classes are
@@ -280,7 +195,8 @@ class NamespacePickler(cloudpickle.Pickler):
         # their own), and only hashed by identity, or not at all: one used
         # as a dict key or set member before its state is set must hash as
         # it will after.
-        if kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \
+        if isinstance(obj, (type, types.FunctionType, types.ModuleType)) \
+                or kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \
                 or kind in self.dispatch_table:
             return None
         if kind.__hash__ is not None and kind.__hash__ is not object.__hash__:
@@ -308,57 +224,25 @@ class NamespacePickler(cloudpickle.Pickler):
             if reduced is not None:
                 return reduced
         kind = type(obj)
-        if kind.__name__ == "memmap" and _is_file_map(obj):
-            return self._file_map_reduce(obj)
-        if kind is _LRU_WRAPPER:
-            reduced = self._cached_reduce(obj)
+        try:
+            idiom = self._idioms[kind]
+        except KeyError:
+            idiom = self._idioms[kind] = idioms.reduce_for(kind)
+        if idiom is not None:
+            reduced = idiom(obj, self._user_ns)
             if reduced is not None:
                 return reduced
-        elif kind is types.FunctionType and obj.__module__ == "__main__" \
-                and isinstance(getattr(obj, "registry", None), types.MappingProxyType) and hasattr(obj, "dispatch"):
-            base = obj.registry[object]
-            registrations = [(cls, func) for cls, func in obj.registry.items() if cls is not object]
-            attrs = {k: v for k, v in obj.__dict__.items() if k not in _SINGLEDISPATCH_ATTRS}
-            return _rebuild_singledispatch, (base, registrations), attrs, None, None, _set_attrs
-        elif kind is functools.cached_property:
-            return _rebuild_cached_property, (obj.func, obj.attrname, obj.__doc__)
-        elif kind is typing.NewType and obj.__module__ == "__main__":
-            return _rebuild_newtype, (obj.__name__, obj.__supertype__)
-        elif isinstance(obj, BaseException) and kind.__module__ == "__main__":
-            return _rebuild_exception, (kind, obj.args, dict(obj.__dict__))
-        elif self._deferred is not None and not isinstance(obj, (type, types.FunctionType, types.ModuleType)):
+        if self._deferred is not None:
             reduced = self._flat_reduce(obj, kind)
             if reduced is not None:
                 return reduced
         reduced = super().reducer_override(obj)
-        if isinstance(obj, type) and obj.__qualname__ != obj.__name__ and isinstance(reduced, tuple) \
+        if isinstance(reduced, tuple) and isinstance(obj, type) and obj.__qualname__ != obj.__name__ \
                 and len(reduced) == 6 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
             # a class defined in a class: cloudpickle rebuilds it as `Inner`,
             # and reprs (a dataclass's) would no longer say `Outer.Inner`
             reduced[2][0]["__qualname__"] = obj.__qualname__
         return reduced
-
-    def _file_map_reduce(self, array):
-        if array.mode != "r":
-            array.flush()  # what the notebook wrote is in the file the restore maps
-        stat = os.stat(array.filename)
-        order = "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
-        mode = "r" if array.mode == "r" else "r+"  # never w+ again: it would empty the file
-        return _remap, (array.filename, array.dtype, mode, array.offset, array.shape, order,
-                        stat.st_size, stat.st_mtime_ns)
-
-    def _cached_reduce(self, wrapper):
-        # lru_cache's own reduce names the wrapper (`__main__.fib`), which a
-        # new kernel cannot find: the notebook's function itself is saved.
-        # Its cache is not (C-level, unreadable): it fills again as called.
-        func = getattr(wrapper, "__wrapped__", None)
-        if not isinstance(func, types.FunctionType) or (
-                func.__globals__ is not self._user_ns and func.__module__ != "__main__"):
-            return None
-        params = wrapper.cache_parameters()
-        attrs = {k: v for k, v in wrapper.__dict__.items() if k != "__wrapped__"}
-        return (_rebuild_cached, (func, params["maxsize"], params["typed"], wrapper.cache_info().currsize),
-                attrs, None, None, _set_attrs)
 
     def _view_reduce(self, view):
         root = _array_root(view)
