@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import cloudpickle
@@ -31,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "kernel"))
 from elastichub_kernel import serializer  # noqa: E402
+from policy_bench import median_seconds  # noqa: E402  (this directory: the script's own)
 
 STATE = '''
 class Point:
@@ -43,15 +42,6 @@ points = [Point(i) for i in range(200_000)]
 rows = [{"id": i, "name": f"n{i}", "score": i * 0.5} for i in range(300_000)]
 arr = np.random.rand(5_000_000)
 '''
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:
@@ -79,11 +69,11 @@ def main(argv=None) -> int:
         cloudpickle.Pickler(io.BytesIO(), protocol=5, buffer_callback=lambda b: False).dump(
             [ns[n] for n in names])
 
-    ordinary = median_time(lambda: serializer.dump_namespace(ns, names), args.repeats)
-    reference = median_time(plain_dump, args.repeats)
-    flat = median_time(lambda: serializer.dump_namespace(ns, ["chain"]), args.repeats)
-    loose = median_time(lambda: serializer.dump_namespace(ns, ["loose"]), args.repeats)
-    deep3 = median_time(lambda: serializer.dump_namespace(ns, names + ["deep0", "deep1", "deep2"]), args.repeats)
+    ordinary = median_seconds(lambda: serializer.dump_namespace(ns, names), args.repeats)
+    reference = median_seconds(plain_dump, args.repeats)
+    flat = median_seconds(lambda: serializer.dump_namespace(ns, ["chain"]), args.repeats)
+    loose = median_seconds(lambda: serializer.dump_namespace(ns, ["loose"]), args.repeats)
+    deep3 = median_seconds(lambda: serializer.dump_namespace(ns, names + ["deep0", "deep1", "deep2"]), args.repeats)
     report = {
         "ordinary_state_s": ordinary, "cloudpickle_same_values_s": reference,
         "ordinary_vs_cloudpickle": ordinary / reference,
