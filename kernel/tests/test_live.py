@@ -385,3 +385,51 @@ def test_the_sessions_directory_sys_path_and_environment_move_live(tmp_path, sta
     assert applied["ok"] is True and "double" in applied["migrated"], applied
     assert live(control_request, src, "retire")["ok"] is True
     assert run_cell(dst, probe)["stdout"] == before
+
+
+IDIOMS_SETUP = r'''
+import functools, os, tempfile
+class Link:
+    def __init__(self, v, nxt=None):
+        self.v, self.nxt = v, nxt
+chain = None
+for i in range(3000):
+    chain = Link(i, chain)
+@functools.lru_cache(maxsize=None)
+def sq(n):
+    return n * n
+sq(3)
+path = os.path.join(tempfile.mkdtemp(), "d.npy")
+np.save(path, np.arange(1000.0))
+X = np.load(path, mmap_mode="r")
+'''
+IDIOMS_PROBE = r'''
+n, s, node = 0, 0, chain
+while node is not None:
+    n, s, node = n + 1, s + node.v, node.nxt
+print(n, s, sq(4), type(X).__name__, str(X.filename) == path, float(X.sum()))
+'''
+
+
+def test_a_list_too_deep_for_pickle_a_cached_function_and_a_memory_map_move_live(tmp_path, start_elastic_kernel,
+                                                                                  run_cell, control_request):
+    """The pre-copy saves the list flat; the delta saves it flat again after
+    it grew; the destination maps the file and says the cache is empty."""
+    _, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, SETUP)["error"] is None and run_cell(src, IDIOMS_SETUP)["error"] is None
+    pre = live(control_request, src, "precopy")
+    assert pre["ok"] is True and pre["not_restorable"] == [] and {"chain", "sq", "X"} <= set(pre["migrated"])
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    assert run_cell(src, "for i in range(3000, 3500):\n    chain = Link(i, chain)")["error"] is None
+    before = run_cell(src, IDIOMS_PROBE)["stdout"]
+    assert before.split()[:2] == ["3500", str(sum(range(3500)))]
+
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] is True and frozen["not_restorable"] == [], frozen
+    applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert applied["ok"] is True, applied
+    assert [d["name"] for d in applied["differs"]] == ["sq"] and "empty cache" in applied["differs"][0]["reason"]
+    assert live(control_request, src, "retire")["ok"] is True
+    after = run_cell(dst, IDIOMS_PROBE)
+    assert after["stdout"] == before
+    assert "Note: sq: sq() is restored with an empty cache" in after["stderr"]
