@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import posixpath
 import uuid
 from urllib.parse import quote, urlparse
 
@@ -54,12 +55,29 @@ class Notebook:
                 if code not in (200, 201):
                     raise NotebookError(f"cannot create {self.path}: {code} {body}")
         code, session = await self._request("POST", "/api/sessions", {
-            "path": self.path, "name": self.path, "type": "notebook", "kernel": {"name": self.kernel}})
+            "path": self.path, "name": posixpath.basename(self.path), "type": "notebook",
+            "kernel": {"name": self.kernel}})
         if code != 201 or not isinstance(session, dict):
             raise NotebookError(f"cannot open {self.path} for {self.user}: {code} {session}")
         self.kernel_id = session["kernel"]["id"]
         await self.connect()
         return self
+
+    async def rename(self, new_path: str) -> None:
+        """Rename the notebook as JupyterLab does, kernel running: the file,
+        then the session's path and name."""
+        code, body = await self._request("PATCH", f"/api/contents/{quote(self.path)}", {"path": new_path})
+        if code != 200:
+            raise NotebookError(f"cannot rename {self.path} to {new_path}: {code} {body}")
+        code, sessions = await self._request("GET", "/api/sessions")
+        session = next((s for s in sessions or [] if s["kernel"]["id"] == self.kernel_id), None)
+        if code != 200 or session is None:
+            raise NotebookError(f"no session of {self.user}'s kernel {self.kernel_id}: {code} {sessions}")
+        code, body = await self._request("PATCH", f"/api/sessions/{session['id']}",
+                                         {"path": new_path, "name": posixpath.basename(new_path)})
+        if code != 200:
+            raise NotebookError(f"cannot move {self.path}'s session to {new_path}: {code} {body}")
+        self.path = new_path
 
     async def connect(self) -> None:
         """Connect the kernel websocket (again, after it closed: as JupyterLab

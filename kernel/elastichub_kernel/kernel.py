@@ -24,11 +24,11 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
-                      ensure_private_dir, session_key)
+                      ensure_private_dir, move_session_dir, session_key)
 
 
 class ElasticKernel(LiveMigrationMixin, IPythonKernel):
@@ -36,7 +36,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     implementation_version = __version__
     banner = "Elastic Python: IPython with automatic checkpoint/restore (ElasticHub)"
 
-    control_msg_types = [*IPythonKernel.control_msg_types, CHECKPOINT_REQUEST, STATUS_REQUEST, LIVE_REQUEST]
+    control_msg_types = [*IPythonKernel.control_msg_types, CHECKPOINT_REQUEST, STATUS_REQUEST, LIVE_REQUEST,
+                         SESSION_REQUEST]
 
     checkpoint_root = Unicode(
         config=True,
@@ -115,8 +116,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         # so a checkpoint never sees a half-updated state. Reentrant: the
         # %elastic_checkpoint magic runs inside a cell.
         self._state_lock = threading.RLock()
-        self.session_dir = os.path.join(self.checkpoint_root, session_key(
-            self.session_name or None, server_name=os.environ.get("JUPYTERHUB_SERVER_NAME")))
+        self.session_dir = self._session_dir_for(self.session_name)
         # recorder and disk speed load on first use: start-to-ready pays
         # for nothing it does not need.
         self._recorder = None
@@ -354,6 +354,49 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))
         content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
         self.session.send(stream, "elastichub_checkpoint_reply", content, parent, ident=ident)
+
+    def _session_dir_for(self, session_name: str) -> str:
+        return os.path.join(self.checkpoint_root, session_key(
+            session_name or None, server_name=os.environ.get("JUPYTERHUB_SERVER_NAME")))
+
+    async def elastichub_session_request(self, stream, ident, parent):
+        name = (parent.get("content") or {}).get("session_name")
+        self.session.send(stream, "elastichub_session_reply", self.follow_session(name), parent, ident=ident)
+
+    def follow_session(self, name) -> dict:
+        """The notebook now has the path `name` (renamed, or saved under
+        another name: the server's session says so). Its checkpoints follow
+        it: after a move, the kernel the notebook starts is keyed by the new
+        path, and would otherwise find nothing to restore."""
+        if not isinstance(name, str) or not name.strip():
+            return {"status": "error", "ok": False, "error": "'session_name' must be the notebook's path"}
+        new_dir = self._session_dir_for(name)
+        if new_dir == self.session_dir:
+            return {"status": "ok", "ok": True, "moved": False, "checkpoint_dir": self.session_dir}
+        refused = self._live_refuses_checkpoint() or (
+            self._live_precopy and "a live migration of this kernel is under way")
+        if refused:
+            return {"status": "error", "ok": False, "error": f"{refused}: its checkpoints stay under "
+                    f"{self.session_name!r} for now"}
+        # Not while a cell runs: it may be writing a checkpoint (%elastic_checkpoint).
+        if not self._state_lock.acquire(timeout=self.shutdown_busy_timeout):
+            return {"status": "error", "ok": False, "error": "a cell is running: its checkpoints stay under "
+                    f"{self.session_name!r} for now"}
+        try:
+            old_dir = self.session_dir
+            try:
+                replaced = move_session_dir(old_dir, new_dir)
+            except OSError as exc:
+                return {"status": "error", "ok": False,
+                        "error": f"cannot move {old_dir} to {new_dir}: {exc.strerror or exc}"}
+            self.session_name, self.session_dir = name, new_dir
+            os.environ["JPY_SESSION_NAME"] = name
+            if self.last_checkpoint and self.last_checkpoint.get("path", "").startswith(old_dir + os.sep):
+                self.last_checkpoint["path"] = new_dir + self.last_checkpoint["path"][len(old_dir):]
+        finally:
+            self._state_lock.release()
+        self.log.info("ElasticHub: the notebook is now %s: checkpoints in %s", name, new_dir)
+        return {"status": "ok", "ok": True, "moved": True, "checkpoint_dir": new_dir, "replaced": replaced}
 
     async def elastichub_status_request(self, stream, ident, parent):
         self.session.send(stream, "elastichub_status_reply", self.status(), parent, ident=ident)

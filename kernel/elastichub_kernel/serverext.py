@@ -20,6 +20,14 @@ retire, thaw, apply: see livekernel.py) to the kernel(s) and answers one
 result per kernel: ``{"kernel_id", "kernel_name", "ok", "phase", ...the
 kernel's reply fields..., "error"}``.
 
+A notebook renamed, or saved under another path, while its kernel runs keeps
+the kernel, whose checkpoints are keyed by the path it started with. Before
+it relays a checkpoint or a live pre-copy or freeze, and when the server
+stops (before Jupyter shuts the kernels down), the extension tells each
+Elastic kernel its notebook's path now (``elastichub_session_request``):
+its checkpoints follow the notebook, so the kernel the notebook starts after
+a move finds them.
+
 Adoption (the destination of a live migration): at start, the sessions in
 ``$ELASTICHUB_ADOPT_SESSIONS`` (a JSON list shaped like ``GET /api/sessions``)
 are started under the *same* kernel and session ids, their kernels with
@@ -51,7 +59,7 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from traitlets import Float
 
-from . import CHECKPOINT_REQUEST, LIVE_REQUEST, STATUS_REQUEST, __version__
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__
 
 LIVE_PHASES = ("precopy", "freeze", "retire", "thaw", "apply", "release")
 ADOPT_ENV = "ELASTICHUB_ADOPT_SESSIONS"
@@ -219,6 +227,8 @@ class ElasticHubExtension(ExtensionApp):
         self.locks: dict[str, asyncio.Lock] = {}
         self.adopted: list[dict] = []
         self._adoptions: list[asyncio.Task] = []
+        # kernel id -> the notebook path it was last told (follow_sessions)
+        self.told: dict[str, str] = {}
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(
@@ -257,9 +267,11 @@ class ElasticHubExtension(ExtensionApp):
             app = self.serverapp
             sm, km = app.session_manager, app.kernel_manager
             kernel_path = await _maybe_await(app.contents_manager.get_kernel_path(path=path))
-            # The same JPY_SESSION_NAME as the source server gave its kernel:
-            # the same checkpoint directory (the home is shared).
+            # The same JPY_SESSION_NAME as the source server gave its kernel,
+            # or told it since the notebook was renamed (follow_sessions): the
+            # same checkpoint directory (the home is shared).
             env = dict(sm.get_kernel_env(path, name), ELASTICHUB_LIVE_DESTINATION="1")
+            self.told[kernel_id] = env["JPY_SESSION_NAME"]
             await km.start_kernel(kernel_id=kernel_id, kernel_name=kernel_name, path=kernel_path, env=env)
             await sm.save_session(session_id, path=path, name=name, type=kind, kernel_id=kernel_id)
             self.log.info("elastichub: adopting session %s: kernel %s started, waiting for its restore",
@@ -290,6 +302,8 @@ class ElasticHubExtension(ExtensionApp):
         for gone in set(self.locks) - set(running):  # forget kernels shut down since
             if not self.locks[gone].locked():
                 del self.locks[gone]
+        for gone in set(self.told) - set(running):
+            del self.told[gone]
         return [(kid, km.get_kernel(kid)) for kid in running]
 
     @staticmethod
@@ -327,6 +341,7 @@ class ElasticHubExtension(ExtensionApp):
         async with self.locks.setdefault(kernel_id, asyncio.Lock()):
             if not await kernel.is_alive():
                 return _failure(kernel_id, name, "the kernel is not running")
+            await self.follow_sessions([kernel_id])
             try:
                 content = await control_request(kernel, CHECKPOINT_REQUEST, self.checkpoint_timeout)
             except KernelRequestError as e:
@@ -368,6 +383,8 @@ class ElasticHubExtension(ExtensionApp):
         async with self.locks.setdefault(kernel_id, asyncio.Lock()):
             if not await kernel.is_alive():
                 return {**base, "ok": False, "error": "the kernel is not running"}
+            if content["phase"] in ("precopy", "freeze"):  # the source's files: under the notebook's path now
+                await self.follow_sessions([kernel_id])
             try:
                 reply = await control_request(kernel, LIVE_REQUEST, self.live_timeout, content)
             except KernelRequestError as e:
@@ -383,6 +400,56 @@ class ElasticHubExtension(ExtensionApp):
         level("elastichub live %s of kernel %s: ok=%s in %.3f s%s", content["phase"], kernel_id, result["ok"],
               result["wall_seconds"], f" ({result['error']})" if result.get("error") else "")
         return result
+
+    async def follow_sessions(self, kernel_ids: list[str] | None = None) -> None:
+        """Tell each Elastic kernel (of `kernel_ids`, default all) the path its
+        notebook has now, where it changed since it was last told."""
+        sm = self.serverapp.session_manager
+        try:
+            models = await _maybe_await(sm.list_sessions())
+        except Exception as exc:  # the sessions database: a failure here must not stop a checkpoint
+            self.log.warning("elastichub: cannot list the sessions (%s): notebook paths not followed", exc)
+            return
+        wanted: dict[str, str] = {}
+        for model in models:
+            kernel_id = (model.get("kernel") or {}).get("id")
+            if not kernel_id or (kernel_ids is not None and kernel_id not in kernel_ids):
+                continue
+            if kernel_id not in wanted or model.get("type") == "notebook":  # before a console on the same kernel
+                # what Jupyter gives a kernel started now for this session: its path and name now
+                wanted[kernel_id] = sm.get_kernel_env(model.get("path"), model.get("name"))["JPY_SESSION_NAME"]
+        await asyncio.gather(*(self._follow(kernel_id, name) for kernel_id, name in wanted.items()
+                               if self.told.get(kernel_id) != name))
+
+    async def _follow(self, kernel_id: str, session_name: str) -> None:
+        km = self.serverapp.kernel_manager
+        if kernel_id not in km:
+            return
+        kernel = km.get_kernel(kernel_id)
+        if not is_elastic_kernelspec(self._spec(kernel)) or not await kernel.is_alive():
+            return
+        try:
+            reply = await control_request(kernel, SESSION_REQUEST, self.status_timeout,
+                                          {"session_name": session_name})
+        except KernelRequestError as exc:
+            self.log.warning("elastichub: kernel %s was not told its notebook is %s: %s", kernel_id, session_name, exc)
+            return
+        if not reply.get("ok"):
+            self.log.warning("elastichub: kernel %s did not follow its notebook to %s: %s", kernel_id, session_name,
+                             reply.get("error"))
+            return
+        self.told[kernel_id] = session_name
+        if reply.get("moved"):
+            self.log.info("elastichub: kernel %s follows its notebook to %s (checkpoints in %s)", kernel_id,
+                          session_name, reply.get("checkpoint_dir"))
+
+    async def stop_extension(self) -> None:
+        # Jupyter stops extensions before it shuts the kernels down, and each
+        # kernel's shutdown writes its checkpoint: under the notebook's path now.
+        try:
+            await asyncio.wait_for(self.follow_sessions(), self.status_timeout + 5)
+        except asyncio.TimeoutError:
+            self.log.warning("elastichub: telling the kernels their notebooks' paths took too long at shutdown")
 
     async def status(self, kernel_id: str, kernel: Any) -> dict:
         name = getattr(kernel, "kernel_name", None)

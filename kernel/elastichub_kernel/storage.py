@@ -69,10 +69,15 @@ class LoadedCheckpoint:
 
 
 def default_root() -> str:
+    """$ELASTICHUB_CHECKPOINT_DIR, or ~/.elastichub/checkpoints. A relative
+    path is taken from the home directory: a kernel starts in its notebook's
+    folder, so from there each folder would have a root of its own, and a
+    notebook moved to another folder would find none of its checkpoints."""
+    home = os.path.expanduser("~")
     configured = os.environ.get("ELASTICHUB_CHECKPOINT_DIR")
     if configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    return os.path.join(os.path.expanduser("~"), ".elastichub", "checkpoints")
+        return os.path.abspath(os.path.join(home, os.path.expanduser(configured)))
+    return os.path.join(home, ".elastichub", "checkpoints")
 
 
 def session_key(session_name: str | None, cwd: str | None = None, server_name: str | None = None) -> str:
@@ -427,6 +432,22 @@ def _validate_index(index: dict, blobs_end: int) -> None:
         raise ValueError("blob table does not cover the file")
     if not isinstance(index["records"], list):
         raise ValueError("records is not a list")
+
+
+def move_session_dir(old: str, new: str) -> str | None:
+    """Move a session's checkpoint directory to the key of the notebook's new
+    path (renamed, or saved under another name). A directory already there
+    holds the state of a notebook that had this path before: it is set aside
+    (kept), and its new name returned, even when there is nothing to move (no
+    checkpoint yet), so that it is never restored into this notebook."""
+    replaced = None
+    if os.path.lexists(new):
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        replaced = f"{new}.replaced-{stamp}-{os.getpid()}"
+        os.rename(new, replaced)
+    if os.path.lexists(old):
+        os.rename(old, new)
+    return replaced
 
 
 def set_aside(path: str, why: str) -> str | None:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from elastichub_kernel import storage
-from elastichub_kernel.storage import CHECKPOINT_NAME, CheckpointRejected
+from elastichub_kernel.storage import CHECKPOINT_NAME, CheckpointRejected, default_root
 
 
 def _wait_until(check, timeout=30.0):
@@ -247,3 +247,15 @@ def test_a_byte_flipped_in_any_chunk_of_a_large_blob_is_refused(tmp_path, monkey
     with pytest.raises(CheckpointRejected) as info:
         storage.read_checkpoint(path)
     assert info.value.reason.startswith("checksum mismatch in blob 1")
+
+
+def test_a_relative_checkpoint_dir_is_taken_from_the_home_not_the_notebooks_folder(monkeypatch, tmp_path):
+    (tmp_path / "week1").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path / "week1")  # where the kernel of week1/hw.ipynb starts
+    monkeypatch.setenv("ELASTICHUB_CHECKPOINT_DIR", "checkpoints/ann")
+    assert default_root() == str(tmp_path / "checkpoints" / "ann")
+    monkeypatch.setenv("ELASTICHUB_CHECKPOINT_DIR", "/srv/ckpt")
+    assert default_root() == "/srv/ckpt"
+    monkeypatch.delenv("ELASTICHUB_CHECKPOINT_DIR")
+    assert default_root() == str(tmp_path / ".elastichub" / "checkpoints")

@@ -25,7 +25,8 @@ c.JupyterHub.load_roles.append({{"name": "orchestrator", "services": ["orchestra
 c.Spawner.poll_interval = 1  # the hub checks every server each second: a move must never look like a stop
 c.KubeSpawner.mem_guarantee = "2G"
 c.KubeSpawner.cpu_guarantee = 0.1
-c.KubeSpawner.environment = {{"ELASTICHUB_CHECKPOINT_DIR": "checkpoints/{{username}}",
+import os
+c.KubeSpawner.environment = {{"ELASTICHUB_CHECKPOINT_DIR": os.path.join(os.getcwd(), "checkpoints", "{{username}}"),
                               "ELASTICHUB_DISK_SPEED_MBPS": "500"}}
 """
 

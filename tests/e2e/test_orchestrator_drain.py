@@ -24,6 +24,12 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_stops(hub_on_cluster, wire):
     cluster, hub = hub_on_cluster
     digests = await users_on_cloud(cluster, hub, ["alice", "bob"])
+    # bob renames his notebook, kernel running: his state must follow it
+    paths = {"alice": "alice.ipynb", "bob": "week1/homework.ipynb"}
+    nb = await open_notebook(hub, "bob", "bob.ipynb")
+    await nb._request("PUT", "/api/contents/week1", {"type": "directory"})
+    await nb.rename(paths["bob"])
+    nb.close()
 
     # Load falls: the filler ends; the controller (policy "elastic", short Tmon/Tcool) takes it from here.
     cluster.store.delete("pods", "filler", "default")
@@ -46,7 +52,7 @@ async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_sto
     for user in ("alice", "bob"):
         assert (await hub.server(user))["ready"]
         assert node_of(cluster.store, f"jupyter-{user}") == "onprem-1"
-        nb = await open_notebook(hub, user, f"{user}.ipynb")
+        nb = await open_notebook(hub, user, paths[user])
         assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs after the move"
         nb.close()
     moves = [m for m in ctl.moves if m.outcome == "moved"]

@@ -99,6 +99,11 @@ async def _controller(cluster, hub, wire, hub_adapter=None, tcool: float = 5):
 async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hub_on_cluster, wire):
     cluster, hub = hub_on_cluster
     digests = await users_on_cloud(cluster, hub, ["alice", "bob"])
+    # bob renamed his notebook, kernel running: the destination adopts it under its new path
+    paths = {"alice": "alice.ipynb", "bob": "homework.ipynb"}
+    nb = await open_notebook(hub, "bob", "bob.ipynb")
+    await nb.rename(paths["bob"])
+    nb.close()
     before = {u: await _sessions(hub, u) for u in ("alice", "bob")}
     started = {u: (await hub.server(u))["started"] for u in ("alice", "bob")}
     tab = await open_notebook(hub, "alice", "alice.ipynb")
@@ -153,7 +158,7 @@ async def test_live_move_keeps_the_open_tab_its_kernel_ids_and_every_variable(hu
         pods = _pods(cluster, user)
         assert len(pods) == 1 and pods[0]["spec"]["nodeName"] == "onprem-1", [p["metadata"]["name"] for p in pods]
         assert pods[0]["metadata"]["name"].startswith(f"jupyter-{user}-m")
-        nb = await open_notebook(hub, user, f"{user}.ipynb")
+        nb = await open_notebook(hub, user, paths[user])
         assert (await nb.run(DIGEST))["stdout"] == digests[user], f"{user}'s state differs after the move"
         nb.close()
     # The hub follows the new pod: its own poll says running, and a stop deletes it.
