@@ -442,16 +442,17 @@ def move_session_dir(old: str, new: str) -> str | None:
     checkpoint yet), so that it is never restored into this notebook."""
     replaced = None
     if os.path.lexists(new):
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        replaced = f"{new}.replaced-{stamp}-{os.getpid()}"
-        os.rename(new, replaced)
+        replaced = set_aside(new, "replaced")
+        if replaced is None:
+            raise OSError(f"{new} is there and could not be set aside")
     if os.path.lexists(old):
         os.rename(old, new)
     return replaced
 
 
 def set_aside(path: str, why: str) -> str | None:
-    """Rename a refused checkpoint out of the way (kept for inspection).
+    """Rename a refused checkpoint (or a session directory) out of the way,
+    kept for inspection.
 
     Returns the new path, or None when even renaming failed (the message to
     the user then says the file is still where it was).
@@ -466,7 +467,7 @@ def set_aside(path: str, why: str) -> str | None:
             os.link(path, target, follow_symlinks=False)
         except FileExistsError:
             continue
-        except OSError:  # a volume without hard links: rename to a name just seen free
+        except OSError:  # a directory, or a volume without hard links: rename to a name just seen free
             if os.path.lexists(target):
                 continue
             try:
