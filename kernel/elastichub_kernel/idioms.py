@@ -20,7 +20,23 @@ Each is a reduce the namespace pickler uses for objects of one type
   would fill the checkpoint and memory with a dataset kept on disk on
   purpose, and cut writes off from the file. A file gone or changed since
   (size, mtime) fails the variable by name; a copy-on-write map and a view
-  of a map are saved as data (no reduce here).
+  of a map are saved as data (no reduce here);
+- a file object of ``open()``: closed (what ``with open(...) as f`` leaves)
+  it comes back closed; open on a file on disk, it is opened again on the
+  same file, in the same mode (never truncating), at the same position,
+  after a flush of what the notebook wrote. A file gone, or changed since
+  (size, mtime; a file opened to append may grow), fails the variable by
+  name; a pipe, a terminal or a deleted file is named as not restorable;
+- a ``queue.Queue`` (``LifoQueue``, ``PriorityQueue``, ``SimpleQueue``: a
+  breadth-first search stepped through cell by cell): its items, size
+  limit and unfinished tasks; its locks are new;
+- a ``sqlite3`` connection and its cursors: a database in memory (a SQL
+  course's tables) is saved whole (``Connection.serialize``), a database
+  file is opened again (never created: a file gone fails the variable by
+  name), attached databases too, with the connection's settings. What a
+  connection cannot tell (functions, collations, ``detect_types``),
+  uncommitted changes of a file and temporary tables are said in the
+  restore report; a cursor comes back as a new one on its connection.
 """
 
 from __future__ import annotations
@@ -28,12 +44,18 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import threading
 import types
 import typing
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
 load_notes: list | None = None
+
+# Runs a function on the thread the notebook's cells run on, set by the
+# kernel: checkpoints are written on the control thread, and a sqlite3
+# connection answers only the thread that made it (check_same_thread).
+call_on_cells_thread = None
 
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(lambda: None))
 _SINGLEDISPATCH_ATTRS = ("register", "dispatch", "registry", "_clear_cache", "__wrapped__")
@@ -54,7 +76,28 @@ def reduce_for(kind: type):
         return _exception
     if kind.__name__ == "memmap" and kind.__module__ == "numpy":  # numpy is never imported here
         return _file_map
+    if _is_class_of(kind, "sqlite3", "Connection"):  # nor sqlite3
+        return _sqlite_connection
+    if _is_class_of(kind, "sqlite3", "Cursor"):
+        return _sqlite_cursor
+    if kind.__name__ == "Row" and kind.__module__ == "sqlite3":
+        return _sqlite_row
+    if kind.__module__ == "_io" and kind.__name__ in FILE_CLASSES:
+        return _file_handle
+    if _is_class_of(kind, "queue", "Queue"):
+        return _queue
+    if _is_class_of(kind, "_queue", "SimpleQueue"):
+        return _simple_queue
     return None
+
+
+def _is_class_of(kind: type, module: str, name: str) -> bool:
+    return any(c.__module__ == module and c.__name__ == name for c in kind.__mro__)
+
+
+def _note(text: str) -> None:
+    if load_notes is not None:
+        load_notes.append(text)
 
 
 def _set_attrs(obj, attrs):
@@ -77,9 +120,9 @@ def _cached(wrapper, user_ns):
 
 def _rebuild_cached(func, maxsize, typed, cached):
     wrapper = functools.lru_cache(maxsize=maxsize, typed=typed)(func)
-    if cached and load_notes is not None:
-        load_notes.append(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
-                          f"cached; they are computed again when asked for)")
+    if cached:
+        _note(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
+              f"cached; they are computed again when asked for)")
     return wrapper
 
 
@@ -168,3 +211,279 @@ def _remap(filename, dtype, mode, offset, shape, order, size, mtime_ns):
         raise ValueError(f"memory map of {filename}: the file changed since the checkpoint "
                          f"(its size or modification time)")
     return numpy.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape, order=order)
+
+
+# -- file objects ------------------------------------------------------------------
+
+FILE_CLASSES = frozenset({"TextIOWrapper", "BufferedReader", "BufferedWriter", "BufferedRandom", "FileIO"})
+
+
+def _file_handle(f, user_ns):
+    text = f if type(f).__name__ == "TextIOWrapper" else None
+    raw = f
+    while type(raw).__name__ != "FileIO":  # open()'s layers: text, buffer, raw file
+        raw = getattr(raw, "buffer", None) or getattr(raw, "raw", None)
+        if raw is None or type(raw).__module__ != "_io":
+            raise TypeError("an open file handle over something other than a file (open it again after restore)")
+    layers = "text" if text is not None else "raw" if raw is f else "buffered"
+    text_args = None if text is None else (getattr(text, "mode", None), text.encoding, text.errors,
+                                           text.line_buffering, text.write_through)
+    if f.closed:
+        return _closed_file, (layers, raw.name, raw.mode, text_args)
+    if not isinstance(raw.name, str):
+        raise TypeError(f"an open file handle of descriptor {raw.name} (open it again after restore)")
+    path = _open_path(raw)
+    if f.writable():
+        f.flush()  # what the notebook wrote is in the file the restore opens
+    try:
+        position = f.tell()
+    except OSError as exc:
+        raise TypeError(f"an open file handle whose position cannot be read ({exc}); open it again after "
+                        "restore") from None
+    stat = os.stat(path)
+    return _reopen, (layers, path, raw.name, raw.mode, text_args, position, stat.st_size, stat.st_mtime_ns)
+
+
+def _open_path(raw) -> str:
+    import stat
+
+    info = os.fstat(raw.fileno())
+    if not stat.S_ISREG(info.st_mode):
+        raise TypeError(f"an open handle of {raw.name}, which is not a file on disk (a pipe, a device; open it "
+                        "again after restore)")
+    if info.st_nlink == 0:
+        raise TypeError(f"an open handle of {raw.name}, which was deleted (its data lives only in this process)")
+    try:  # where the file is now (its name may be relative to an old working directory)
+        return os.readlink(f"/proc/self/fd/{raw.fileno()}")
+    except OSError:
+        return os.path.abspath(raw.name)
+
+
+def _reopen(layers, path, name, raw_mode, text_args, position, size, mtime_ns):
+    import io
+
+    try:
+        now = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"open file {path}: the file cannot be read ({exc.strerror})") from None
+    appending = "a" in raw_mode
+    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns) and not (appending and now.st_size >= size):
+        raise ValueError(f"open file {path}: the file changed since the checkpoint (its size or modification time)")
+    # Opened by descriptor, so "w" and "x" keep the file's content
+    access = os.O_RDWR if "+" in raw_mode else os.O_RDONLY if "r" in raw_mode else os.O_WRONLY
+    fd = os.open(path, access | (os.O_APPEND if appending else 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if layers == "raw":
+            f = io.FileIO(fd, raw_mode)
+        elif layers == "buffered":
+            f = open(fd, raw_mode)
+        else:
+            mode, encoding, errors, line_buffering, write_through = text_args
+            f = open(fd, raw_mode.replace("b", ""), encoding=encoding, errors=errors)
+            f.reconfigure(line_buffering=line_buffering, write_through=write_through)
+            if mode is not None:
+                f.mode = mode
+    except BaseException:
+        os.close(fd)
+        raise
+    (f if layers == "raw" else f.buffer.raw if layers == "text" else f.raw).name = name
+    if not appending:
+        f.seek(position)
+    return f
+
+
+def _closed_file(layers, name, raw_mode, text_args):
+    import io
+
+    mode = raw_mode.replace("x", "w")  # the null device exists
+    f = io.FileIO(os.devnull, mode) if layers == "raw" else open(os.devnull, mode if layers == "buffered" else
+                                                                   mode.replace("b", ""))
+    (f if layers == "raw" else f.buffer.raw if layers == "text" else f.raw).name = name
+    if layers == "text" and text_args[0] is not None:
+        f.mode = text_args[0]
+    f.close()
+    return f
+
+
+# -- queues ----------------------------------------------------------------------------
+
+_QUEUE_LOCKS = ("mutex", "not_empty", "not_full", "all_tasks_done")
+
+
+def _queue(q, user_ns):
+    with q.mutex:  # a thread of the notebook's may be putting
+        state = {k: v for k, v in vars(q).items() if k not in _QUEUE_LOCKS}
+        state["queue"] = type(q.queue)(q.queue)
+    return _rebuild_queue, (type(q), q.maxsize), state, None, None, _set_attrs
+
+
+def _rebuild_queue(kind, maxsize):
+    base = next(c for c in kind.__mro__ if c.__module__ == "queue" and c.__name__ == "Queue")
+    q = kind.__new__(kind)
+    base.__init__(q, maxsize)  # new locks; a subclass's own __init__ may take other arguments
+    return q
+
+
+def _simple_queue(q, user_ns):
+    # Its items cannot be read in place: taken out and put back, in order.
+    items = [q.get_nowait() for _ in range(q.qsize())]
+    for item in items:
+        q.put(item)
+    return _rebuild_simple_queue, (type(q), items)
+
+
+def _rebuild_simple_queue(kind, items):
+    q = kind()
+    for item in items:
+        q.put(item)
+    return q
+
+
+# -- sqlite3 ----------------------------------------------------------------------------
+
+def _on_cells_thread(read, obj):
+    """`read(obj)` on the thread that may use a sqlite3 object."""
+    import sqlite3
+
+    try:
+        return read(obj)
+    except sqlite3.ProgrammingError as exc:
+        if call_on_cells_thread is None or threading.current_thread() is threading.main_thread():
+            raise TypeError(f"cannot be read here ({exc})") from None
+    return call_on_cells_thread(lambda: read(obj))
+
+
+def _made_on_cells_thread(make):
+    """A sqlite3 object is made on the thread the cells will use it from (a
+    live move's delta is applied on the control thread)."""
+    if call_on_cells_thread is None or threading.current_thread() is threading.main_thread():
+        return make()
+    return call_on_cells_thread(make)
+
+
+def _sqlite_state(conn):
+    import sqlite3
+
+    try:
+        schemas = conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.ProgrammingError as exc:
+        if "closed" in str(exc):
+            return None
+        raise
+    databases, temp_tables = [], 0
+    for _, schema, path in schemas:  # main first
+        if schema == "temp":
+            temp_tables = conn.execute("SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'").fetchone()[0]
+        elif path:
+            databases.append((schema, path, None))
+        else:  # in memory: the database is its content
+            databases.append((schema, None, conn.serialize(name=schema)))
+    settings = {"isolation_level": conn.isolation_level, "row_factory": conn.row_factory,
+                "text_factory": conn.text_factory}
+    autocommit = getattr(conn, "autocommit", None)  # Python 3.12+
+    if autocommit is not None and autocommit != getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", None):
+        settings["autocommit"] = autocommit
+    return {"databases": databases, "settings": settings, "in_transaction": conn.in_transaction,
+            "temp_tables": temp_tables}
+
+
+def _sqlite_connection(conn, user_ns):
+    state = _on_cells_thread(_sqlite_state, conn)
+    attrs = getattr(conn, "__dict__", None)  # a factory class of the notebook's
+    return _reconnect, (type(conn), state), dict(attrs) if attrs else None, None, None, _set_attrs
+
+
+def _reconnect(kind, state):
+    return _made_on_cells_thread(lambda: _connect(kind, state))
+
+
+def _connect(kind, state):
+    import sqlite3
+
+    if state is None:  # closed when saved: closed again
+        conn = sqlite3.connect(":memory:", factory=kind)
+        conn.close()
+        return conn
+    (_, path, image), *attached = state["databases"]
+    try:
+        conn = sqlite3.connect(":memory:" if path is None else _file_uri(path), uri=True, factory=kind)
+    except sqlite3.Error as exc:
+        raise ValueError(f"sqlite3 database {path}: the file cannot be opened ({exc})") from None
+    if image is not None:
+        conn.deserialize(image)
+    for schema, path, image in attached:
+        name = '"' + schema.replace('"', '""') + '"'
+        try:
+            conn.execute(f"ATTACH DATABASE ? AS {name}", (":memory:" if path is None else _file_uri(path),))
+        except sqlite3.Error as exc:
+            raise ValueError(f"sqlite3 database {path} (attached as {schema}): the file cannot be opened "
+                             f"({exc})") from None
+        if image is not None:
+            conn.deserialize(image, name=schema)
+    for name, value in state["settings"].items():  # isolation_level before autocommit
+        setattr(conn, name, value)
+    files = [path for _, path, _ in state["databases"] if path]
+    places = ", ".join(path or "in memory" for _, path, _ in state["databases"])
+    said = [f"the sqlite3 connection is open again ({places}); functions, "
+            "collations and detect_types set on it are not carried: make those calls again if you made any"]
+    if state["in_transaction"]:
+        if files:
+            said.append("changes it had not committed to a file are lost")
+        if len(files) < len(state["databases"]):
+            said.append("its open transaction in memory comes back committed")
+    if state["temp_tables"]:
+        said.append(f"its {state['temp_tables']} temporary table(s) are not carried")
+    _note("; ".join(said))
+    return conn
+
+
+def _file_uri(path: str) -> str:
+    from urllib.parse import quote
+
+    return f"file:{quote(path)}?mode=rw"  # rw: a file gone is an error, never a new empty database
+
+
+def _cursor_state(cur):
+    return cur.row_factory, cur.arraysize, cur.description is not None
+
+
+def _sqlite_cursor(cur, user_ns):
+    row_factory, arraysize, had_rows = _on_cells_thread(_cursor_state, cur)
+    return _new_cursor, (cur.connection, row_factory, arraysize, had_rows)
+
+
+def _new_cursor(conn, row_factory, arraysize, had_rows):
+    return _made_on_cells_thread(lambda: _cursor(conn, row_factory, arraysize, had_rows))
+
+
+def _cursor(conn, row_factory, arraysize, had_rows):
+    import sqlite3
+
+    try:
+        cur = conn.cursor()
+    except sqlite3.ProgrammingError:  # its connection was closed
+        spare = sqlite3.connect(":memory:")
+        cur = spare.cursor()
+        spare.close()
+    cur.row_factory, cur.arraysize = row_factory, arraysize
+    if had_rows:
+        _note("a new cursor on the same connection: rows of its last query not fetched yet are not carried")
+    return cur
+
+
+def _sqlite_row(row, user_ns):
+    keys = row.keys()
+    return (_rebuild_row, (tuple(keys), tuple(row))) if keys else None
+
+
+def _rebuild_row(keys, values):
+    import sqlite3
+
+    # A Row takes its column names from a cursor's description: any query
+    # with those names gives one.
+    conn = sqlite3.connect(":memory:")
+    try:
+        cursor = conn.execute("SELECT " + ", ".join('NULL AS "' + k.replace('"', '""') + '"' for k in keys))
+        return sqlite3.Row(cursor, values)
+    finally:
+        conn.close()

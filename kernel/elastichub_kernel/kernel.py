@@ -24,7 +24,7 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
@@ -133,6 +133,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         # session's changes to them are saved with its variables.
         self.session_context: SessionContext | None = None
         self._live_init()
+        idioms.call_on_cells_thread = self._on_cells_thread
         # Widgets change variables through comm messages, not cells.
         for msg_type in ("comm_open", "comm_msg", "comm_close"):
             if msg_type in self.shell_handlers:
@@ -141,6 +142,30 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             from .magics import ElasticMagics
 
             self.shell.register_magics(ElasticMagics(self.shell, kernel=self))
+
+    def _on_cells_thread(self, fn, timeout_s: float = 30.0):
+        """``fn()`` on the thread cells run on (the main thread). Checkpoints
+        are written on the control thread, while no cell runs; a sqlite3
+        connection answers only the thread that made it."""
+        loop = getattr(self, "io_loop", None)
+        if threading.current_thread() is threading.main_thread() or loop is None:
+            return fn()
+        done, box = threading.Event(), {}
+
+        def run():
+            try:
+                box["value"] = fn()
+            except BaseException as exc:  # raised again on the calling thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        loop.add_callback(run)
+        if not done.wait(timeout_s):
+            raise TimeoutError(f"the notebook's thread did not answer within {timeout_s:g} s")
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
 
     @property
     def recorder(self):

@@ -26,8 +26,6 @@ _UNRESTORABLE_CLASSES = {
     "threading.Semaphore": "a thread synchronisation object",
     "multiprocessing.pool.Pool": "a pool of worker processes",
     "subprocess.Popen": "a running child process",
-    "sqlite3.Connection": "an open database connection (reconnect after restore)",
-    "sqlite3.Cursor": "an open database cursor",
     "select.epoll": "an OS event handle",
     "selectors.BaseSelector": "an OS event handle",
     "asyncio.events.AbstractEventLoop": "an event loop",
@@ -36,8 +34,10 @@ _UNRESTORABLE_CLASSES = {
     "zmq.sugar.context.Context": "a ZeroMQ context",
 }
 
-# In-memory stream classes live under _io too but are plain values.
-_RESTORABLE_IO = {"_io.BytesIO", "_io.StringIO"}
+# In-memory stream classes live under _io too but are plain values; open()'s
+# file objects are saved as their file (idioms.py), or refuse with the reason.
+_RESTORABLE_IO = {"_io.BytesIO", "_io.StringIO", "_io.TextIOWrapper", "_io.BufferedReader", "_io.BufferedWriter",
+                  "_io.BufferedRandom", "_io.FileIO"}
 
 _BUILTIN_UNRESTORABLE = {
     types.GeneratorType: "a generator (its paused execution state cannot be saved)",

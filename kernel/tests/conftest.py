@@ -97,6 +97,20 @@ def start_elastic_kernel(elastic_kernelspec_dir):
     kernels.cleanup()
 
 
+@pytest.fixture
+def start_in_work(start_elastic_kernel, tmp_path):
+    """Starts a notebook's kernels in tmp_path/work (``.work``), their
+    checkpoints in tmp_path/ckpt: one kernel saves, the next restores."""
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def start(session_name):
+        return start_elastic_kernel(tmp_path / "ckpt", session_name=session_name, cwd=work)
+
+    start.work = work
+    return start
+
+
 @pytest.fixture(scope="module")
 def start_elastic_kernel_module(elastic_kernelspec_dir):
     kernels = _Kernels(elastic_kernelspec_dir)

@@ -8,7 +8,8 @@ the second the idioms plain pickling loses (lru_cache, singledispatch,
 cached_property, exceptions with their own __init__, NewType, a nested
 class), which the serializer rebuilds from their parts, and a linked list
 and a degenerate search tree of 3,000 nodes, too deep for pickle's
-recursion, which it saves flat.
+recursion, which it saves flat, and the queues of a search (their locks
+would stop pickle).
 """
 
 import json
@@ -213,6 +214,24 @@ class BST:
 sorted_tree = BST(0)
 for k in range(1, 3000):
     sorted_tree.insert(k)
+import queue
+frontier = queue.Queue()
+for node in ["A", "B", "C"]:
+    frontier.put(node)
+frontier.get()
+by_cost = queue.PriorityQueue()
+for item in [(4, "d"), (1, "a"), (3, "c")]:
+    by_cost.put(item)
+stack = queue.LifoQueue(maxsize=8)
+stack.put("x"); stack.put("y")
+simple = queue.SimpleQueue()
+simple.put({"job": 1}); simple.put({"job": 2})
+class Frontier(queue.Queue):
+    def __init__(self, start):
+        super().__init__()
+        self.seen = {start}
+        self.put(start)
+walk = Frontier("S")
 '''
 
 PROBE = r'''
@@ -223,6 +242,11 @@ def _walk(node, link, field):
         values.append(getattr(node, field))
         node = getattr(node, link)
     return [len(values), sum(values), values[:3]]
+def _drained(q):  # a SimpleQueue's items, put back
+    items = [q.get_nowait() for _ in range(q.qsize())]
+    for item in items:
+        q.put(item)
+    return items
 def _facts():
     return {
         "p1": [repr(p1), dataclasses.is_dataclass(p1), p1 == Point(1.5, tags=("a",)), hash(p1) == hash(Point(1.5, tags=("a",)))],
@@ -272,6 +296,8 @@ def _facts():
         "cm": [managed(4).__enter__()],
         "deep": [_walk(linked, "next", "val"), _walk(sorted_tree, "right", "key")],
         "red": [red.v], "oi": [oi.x, type(oi).__qualname__],
+        "queues": [list(frontier.queue), frontier.unfinished_tasks, list(by_cost.queue), list(stack.queue),
+                   stack.maxsize, _drained(simple), type(walk).__name__, sorted(walk.seen), list(walk.queue)],
     }
 print("PROBE" + _json.dumps(_facts(), sort_keys=True, default=str))
 '''
@@ -305,3 +331,8 @@ def test_idioms_restore_identical_and_an_emptied_cache_is_said(tmp_path, start_e
     assert "Not restored" not in report, report
     assert "Note: fib: fib() is restored with an empty cache (32 result(s) were cached; " in report
     assert "Note: inner_cached: outer.<locals>.inner() is restored with an empty cache" in report
+    # The queues' new locks work: a search goes on where it stopped.
+    out = run_cell(kc, "print(frontier.get(timeout=5), by_cost.get_nowait(), stack.get_nowait(), "
+                       "simple.get_nowait(), walk.get_nowait()); frontier.task_done(); "
+                       "print(frontier.unfinished_tasks, frontier.qsize(), by_cost.qsize())")
+    assert out["error"] is None and out["stdout"].splitlines() == ["B (1, 'a') y {'job': 1} S", "2 1 2"], out

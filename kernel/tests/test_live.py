@@ -433,3 +433,39 @@ def test_a_list_too_deep_for_pickle_a_cached_function_and_a_memory_map_move_live
     after = run_cell(dst, IDIOMS_PROBE)
     assert after["stdout"] == before
     assert "Note: sq: sq() is restored with an empty cache" in after["stderr"]
+
+
+SQL_SETUP = r'''
+import sqlite3
+db = sqlite3.connect(":memory:")
+db.execute("create table t(x)")
+db.executemany("insert into t values (?)", [(i,) for i in range(100)])
+db.commit()
+cur = db.cursor()
+'''
+SQL_PROBE = "print(db.execute('select count(*), sum(x) from t').fetchone(), cur.connection is db)"
+
+
+def test_a_database_in_memory_moves_live_and_the_destinations_cells_can_use_it(tmp_path, start_elastic_kernel,
+                                                                              run_cell, control_request):
+    """The delta is applied on the destination's control thread; a sqlite3
+    connection answers only the thread that made it, so it is made on the
+    thread the cells run on."""
+    _, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, SQL_SETUP)["error"] is None
+    pre = live(control_request, src, "precopy")
+    assert pre["ok"] is True and {"db", "cur"} <= set(pre["migrated"]), pre
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    assert run_cell(src, "db.execute('insert into t values (1000)'); db.commit()")["error"] is None
+    before = run_cell(src, SQL_PROBE)["stdout"]
+    assert before.strip() == "(101, 5950) True"
+
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    assert frozen["ok"] is True and frozen["not_restorable"] == [], frozen
+    applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert applied["ok"] is True, applied
+    assert "open again (in memory)" in {d["name"]: d["reason"] for d in applied["differs"]}["db"]
+    assert live(control_request, src, "retire")["ok"] is True
+    assert run_cell(dst, SQL_PROBE)["stdout"] == before
+    out = run_cell(dst, "db.execute('insert into t values (1)'); db.commit(); " + SQL_PROBE)
+    assert out["error"] is None and out["stdout"].strip() == "(102, 5951) True", out

@@ -26,12 +26,19 @@ def test_process_bound_objects_are_named_with_a_reason():
     sock = socket.socket()
     gen = (i for i in range(3))
     lock = threading.Lock()
-    with tempfile.TemporaryFile() as fh:
-        for obj, words in ((sock, "socket"), (gen, "generator"), (lock, "lock"), (fh, "file"),
-                           (threading.RLock(), "lock")):
+    with tempfile.SpooledTemporaryFile() as spooled:
+        for obj, words in ((sock, "socket"), (gen, "generator"), (lock, "lock"), (threading.RLock(), "lock"),
+                           (spooled, "file")):
             reason = typeprobe.unrestorable_reason(obj)
             assert reason and words in reason, (obj, reason)
     sock.close()
+
+
+def test_the_file_objects_of_open_are_left_to_the_idioms():
+    # saved as their file, or refused with the reason, by idioms._file_handle
+    with tempfile.TemporaryFile() as fh, tempfile.TemporaryFile("w+") as text:
+        for obj in (fh, text, fh.raw, open(__file__, "rb", buffering=0)):
+            assert typeprobe.unrestorable_reason(obj) is None, obj
 
 
 def test_plain_values_and_in_memory_streams_are_restorable():
