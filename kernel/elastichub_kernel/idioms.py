@@ -27,6 +27,9 @@ Each is a reduce the namespace pickler uses for objects of one type
   after a flush of what the notebook wrote. A file gone, or changed since
   (size, mtime; a file opened to append may grow), fails the variable by
   name; a pipe, a terminal or a deleted file is named as not restorable;
+- a ``weakref.ref`` (to its target, saved with it: alive again while the
+  state holds the target) and a ``WeakValueDictionary``,
+  ``WeakKeyDictionary`` or ``WeakSet`` (their live items);
 - a ``queue.Queue`` (``LifoQueue``, ``PriorityQueue``, ``SimpleQueue``: a
   breadth-first search stepped through cell by cell): its items, size
   limit and unfinished tasks; its locks are new;
@@ -84,6 +87,10 @@ def reduce_for(kind: type):
         return _sqlite_row
     if kind.__module__ == "_io" and kind.__name__ in FILE_CLASSES:
         return _file_handle
+    if kind.__module__ == "weakref" and kind.__name__ == "ReferenceType":  # weakref.ref itself
+        return _weak_ref
+    if (kind.__module__, kind.__name__) in _WEAK_CONTAINERS:
+        return _weak_container
     if _is_class_of(kind, "queue", "Queue"):
         return _queue
     if _is_class_of(kind, "_queue", "SimpleQueue"):
@@ -303,6 +310,34 @@ def _closed_file(layers, name, raw_mode, text_args):
         f.mode = text_args[0]
     f.close()
     return f
+
+
+# -- weak references -------------------------------------------------------------------
+
+_WEAK_CONTAINERS = {("weakref", "WeakValueDictionary"), ("weakref", "WeakKeyDictionary"), ("_weakrefset", "WeakSet")}
+
+
+class _Dead:
+    """A target that is gone at once: a reference dead when saved is dead again."""
+
+
+def _weak_ref(ref, user_ns):
+    return _rebuild_weak_ref, (ref(), ref.__callback__)
+
+
+def _rebuild_weak_ref(target, callback):
+    import weakref
+
+    return weakref.ref(_Dead() if target is None else target, None if target is None else callback)
+
+
+def _weak_container(container, user_ns):
+    items = list(container.items()) if hasattr(container, "items") else list(container)
+    return _rebuild_weak_container, (type(container), items)
+
+
+def _rebuild_weak_container(kind, items):
+    return kind(items)
 
 
 # -- queues ----------------------------------------------------------------------------

@@ -8,8 +8,8 @@ the second the idioms plain pickling loses (lru_cache, singledispatch,
 cached_property, exceptions with their own __init__, NewType, a nested
 class), which the serializer rebuilds from their parts, and a linked list
 and a degenerate search tree of 3,000 nodes, too deep for pickle's
-recursion, which it saves flat, and the queues of a search (their locks
-would stop pickle).
+recursion, which it saves flat, the queues of a search (their locks
+would stop pickle) and weak references.
 """
 
 import json
@@ -232,6 +232,15 @@ class Frontier(queue.Queue):
         self.seen = {start}
         self.put(start)
 walk = Frontier("S")
+import weakref
+class Session:
+    def __init__(self, name): self.name = name
+alice, bob = Session("alice"), Session("bob")
+by_name = weakref.WeakValueDictionary({"alice": alice, "bob": bob})
+tags = weakref.WeakKeyDictionary({alice: "admin"})
+online = weakref.WeakSet([bob])
+ref_alice = weakref.ref(alice)
+ref_gone = weakref.ref(Session("temporary"))
 '''
 
 PROBE = r'''
@@ -298,6 +307,8 @@ def _facts():
         "red": [red.v], "oi": [oi.x, type(oi).__qualname__],
         "queues": [list(frontier.queue), frontier.unfinished_tasks, list(by_cost.queue), list(stack.queue),
                    stack.maxsize, _drained(simple), type(walk).__name__, sorted(walk.seen), list(walk.queue)],
+        "weak": [by_name["alice"] is alice, sorted(by_name), tags[alice], bob in online, len(online),
+                 ref_alice() is alice, ref_gone() is None, type(by_name).__name__],
     }
 print("PROBE" + _json.dumps(_facts(), sort_keys=True, default=str))
 '''
