@@ -29,7 +29,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
-from ..policy import PolicyConfig, Resources, make_strategy, theta_out_mistake
+from ..policy import PolicyConfig, Resources, make_strategy, strategy_options, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
@@ -227,13 +227,11 @@ class ElasticOrchestrator(Application):
             if not ahead:
                 raise StartupError(f"ElasticOrchestrator.calendar_file {self.calendar_file}: no class "
                                    "today or later")
-            try:
-                strategy = make_strategy(self.policy, config, **{**self.policy_options, "schedule": ahead})
-            except TypeError as e:
-                if "schedule" not in str(e):
-                    raise
+            takes = strategy_options(self.policy)
+            if takes is not None and "schedule" not in takes:
                 raise StartupError(f"ElasticOrchestrator.calendar_file: policy {self.policy!r} takes no "
-                                   "timetable (use 'calendar' or 'elastic')") from None
+                                   "timetable (use 'calendar' or 'elastic')")
+            strategy = make_strategy(self.policy, config, **{**self.policy_options, "schedule": ahead})
             return TimetabledStrategy(strategy, entries, zone)
         except (ValueError, TypeError) as e:
             what = "policy / policy_options" + (" / calendar_file" if timetable is not None else "")

@@ -12,6 +12,7 @@ from .controller import (
     PaperStrategy,
     STRATEGIES,
     make_strategy,
+    strategy_options,
     ScaleIn,
     ScaleOut,
     Strategy,
@@ -60,5 +61,6 @@ __all__ = [
     "plan_migration",
     "scale_in_candidate",
     "scale_out_needed",
+    "strategy_options",
     "theta_out_mistake",
 ]

@@ -8,8 +8,9 @@ the next call, and carries out the returned action.
 
 from __future__ import annotations
 
+
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Callable, Protocol, Union
 
 from .model import ClusterSnapshot, NodeStatus, Tier
@@ -141,10 +142,15 @@ class PaperStrategy:
         return plan_migration(snapshot, candidate)
 
 
-# name -> factory(config, **options); other modules register their strategies here.
-STRATEGIES: dict[str, Callable[..., Strategy]] = {
-    "paper": lambda config, **options: PaperStrategy(config, **options),
-}
+def _paper(config: PolicyConfig, **options) -> PaperStrategy:
+    return PaperStrategy(config, **options)
+
+
+_paper.strategy_class = PaperStrategy
+
+# name -> factory(config, **options); other modules register their strategies
+# here. A factory's `strategy_class` (a dataclass) names the options it takes.
+STRATEGIES: dict[str, Callable[..., Strategy]] = {"paper": _paper}
 
 
 def make_strategy(name: str, config: PolicyConfig | None = None, **options) -> Strategy:
@@ -155,4 +161,18 @@ def make_strategy(name: str, config: PolicyConfig | None = None, **options) -> S
     except KeyError:
         known = ", ".join(sorted(STRATEGIES))
         raise ValueError(f"unknown policy {name!r}: choose one of {known}") from None
+    accepted = strategy_options(name)
+    unknown = sorted(set(options) - accepted) if accepted is not None else []
+    if unknown:
+        raise ValueError(f"policy {name!r} has no option {', '.join(map(repr, unknown))}: "
+                         + (f"its options are {', '.join(sorted(accepted))}" if accepted else "it takes none"))
     return factory(config or PolicyConfig(), **options)
+
+
+def strategy_options(name: str) -> set[str] | None:
+    """The options the strategy registered as `name` takes (None: its
+    factory does not say)."""
+    kind = getattr(STRATEGIES.get(name), "strategy_class", None)
+    if not is_dataclass(kind):
+        return None
+    return {f.name for f in fields(kind) if f.init} - {"config", "name"}

@@ -659,5 +659,6 @@ def _calendar(config: PolicyConfig, **options) -> ElasticStrategy:
     return ElasticStrategy(config, name="calendar", **options)
 
 
+_elastic.strategy_class = _calendar.strategy_class = ElasticStrategy
 STRATEGIES["elastic"] = _elastic
 STRATEGIES["calendar"] = _calendar

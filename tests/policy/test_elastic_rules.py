@@ -258,7 +258,8 @@ def test_registry_and_option_errors():
         make_strategy("calendar")
     with pytest.raises(ValueError, match="reserve_basis"):
         make_strategy("elastic", reserve_basis="cloud")
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="policy 'elastic' has no option 'no_such_option': its options are "
+                                         "boot_s, delay_after_add_s, "):
         make_strategy("elastic", no_such_option=1)
 
 
