@@ -29,7 +29,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
-from ..policy import PolicyConfig, Resources, make_strategy, strategy_options, theta_out_mistake
+from ..policy import PolicyConfig, Resources, make_strategy, option_names, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
@@ -227,7 +227,7 @@ class ElasticOrchestrator(Application):
             if not ahead:
                 raise StartupError(f"ElasticOrchestrator.calendar_file {self.calendar_file}: no class "
                                    "today or later")
-            takes = strategy_options(self.policy)
+            takes = option_names(self.policy)
             if takes is not None and "schedule" not in takes:
                 raise StartupError(f"ElasticOrchestrator.calendar_file: policy {self.policy!r} takes no "
                                    "timetable (use 'calendar' or 'elastic')")

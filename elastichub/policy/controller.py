@@ -161,7 +161,7 @@ def make_strategy(name: str, config: PolicyConfig | None = None, **options) -> S
     except KeyError:
         known = ", ".join(sorted(STRATEGIES))
         raise ValueError(f"unknown policy {name!r}: choose one of {known}") from None
-    accepted = strategy_options(name)
+    accepted = option_names(name)
     unknown = sorted(set(options) - accepted) if accepted is not None else []
     if unknown:
         raise ValueError(f"policy {name!r} has no option {', '.join(map(repr, unknown))}: "
@@ -169,7 +169,7 @@ def make_strategy(name: str, config: PolicyConfig | None = None, **options) -> S
     return factory(config or PolicyConfig(), **options)
 
 
-def strategy_options(name: str) -> set[str] | None:
+def option_names(name: str) -> set[str] | None:
     """The options the strategy registered as `name` takes (None: its
     factory does not say)."""
     kind = getattr(STRATEGIES.get(name), "strategy_class", None)
