@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import sys
 import types
 from dataclasses import dataclass, field
 
@@ -322,18 +323,39 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None) -> DumpRe
     not reference a half-written record). The save never stops part-way."""
     failed: dict = {}
     flat: set = set()  # too deep for pickle's recursion: saved flat
-    while True:
-        try:
-            result = _dump_once(ns, [n for n in names if n not in failed], ns if user_ns is None else user_ns,
-                                flat)
-        except _RecordFailed as bad:
-            if bad.name not in flat and _deep_recursion(bad.exc):
-                flat.add(bad.name)
-            else:
-                failed[bad.name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
-            continue
-        result.failed = failed
-        return result
+    raced: dict = {}  # name -> times a thread of the notebook's changed it while it was read
+    # A thread of the notebook's (a data logger, a poller) may change a dict
+    # while it is pickled: other threads wait a whole switch interval for the
+    # GIL, instead of 5 ms, while the state is read; a record read mid-change
+    # anyway is read again.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(max(switch, HOLD_GIL_S))
+    try:
+        while True:
+            try:
+                result = _dump_once(ns, [n for n in names if n not in failed],
+                                    ns if user_ns is None else user_ns, flat)
+            except _RecordFailed as bad:
+                if bad.name not in flat and _deep_recursion(bad.exc):
+                    flat.add(bad.name)
+                elif _changed_while_read(bad.exc) and raced.get(bad.name, 0) < RACE_RETRIES:
+                    raced[bad.name] = raced.get(bad.name, 0) + 1
+                else:
+                    failed[bad.name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
+                continue
+            result.failed = failed
+            return result
+    finally:
+        sys.setswitchinterval(switch)
+
+
+HOLD_GIL_S = 1.0
+RACE_RETRIES = 5
+
+
+def _changed_while_read(exc: BaseException) -> bool:
+    # dict, set, deque, OrderedDict: "... changed size / mutated during iteration"
+    return isinstance(exc, RuntimeError) and "during iteration" in str(exc)
 
 
 def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) -> DumpResult:

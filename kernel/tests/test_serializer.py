@@ -356,3 +356,42 @@ def test_a_memory_map_whose_file_changed_is_named_not_restored_different(tmp_pat
     values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert values == {"other": [1, 2]}
     assert f"memory map of {data}: {reason}" in failed["X"]
+
+
+def test_a_dict_a_thread_of_the_notebook_keeps_changing_is_saved_whole():
+    """A data logger's thread writes into a dict while the checkpoint reads
+    it: that used to fail the variable ("dictionary changed size during
+    iteration") in about two checkpoints out of three."""
+    import dataclasses
+    import threading
+
+    @dataclasses.dataclass
+    class Reading:
+        value: int
+
+    readings: dict = {}
+    stop = threading.Event()
+
+    def logger():
+        i = 0
+        while not stop.is_set():
+            readings[i % 20_000] = Reading(i)
+            i += 1
+            if i % 20_000 == 0:
+                readings.clear()
+
+    thread = threading.Thread(target=logger, daemon=True)
+    thread.start()
+    try:
+        while len(readings) < 5_000:
+            pass
+        switch = sys.getswitchinterval()
+        for _ in range(5):
+            dumped = serializer.dump_namespace({"readings": readings}, ["readings"])
+            assert dumped.failed == {}
+            values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+            assert failed == {} and all(type(v).__name__ == "Reading" for v in values["readings"].values())
+        assert sys.getswitchinterval() == switch  # the other threads' share of the GIL is given back
+    finally:
+        stop.set()
+        thread.join()
