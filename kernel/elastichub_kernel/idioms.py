@@ -27,6 +27,7 @@ Each is a reduce the namespace pickler uses for objects of one type
   after a flush of what the notebook wrote. A file gone, or changed since
   (size, mtime; a file opened to append may grow), fails the variable by
   name; a pipe, a terminal or a deleted file is named as not restorable;
+- the IPython shell (``ip = get_ipython()``): the new kernel's;
 - a ``weakref.ref`` (to its target, saved with it: alive again while the
   state holds the target) and a ``WeakValueDictionary``,
   ``WeakKeyDictionary`` or ``WeakSet`` (their live items);
@@ -91,6 +92,8 @@ def reduce_for(kind: type):
         return _weak_ref
     if (kind.__module__, kind.__name__) in _WEAK_CONTAINERS:
         return _weak_container
+    if _is_class_of(kind, "IPython.core.interactiveshell", "InteractiveShell"):
+        return _shell
     if _is_class_of(kind, "queue", "Queue"):
         return _queue
     if _is_class_of(kind, "_queue", "SimpleQueue"):
@@ -310,6 +313,18 @@ def _closed_file(layers, name, raw_mode, text_args):
         f.mode = text_args[0]
     f.close()
     return f
+
+
+# -- the IPython shell ---------------------------------------------------------------------
+
+def _shell(shell, user_ns):
+    return _current_shell, ()
+
+
+def _current_shell():
+    from IPython import get_ipython  # the kernel runs in IPython
+
+    return get_ipython()
 
 
 # -- weak references -------------------------------------------------------------------

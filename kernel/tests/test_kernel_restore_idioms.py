@@ -241,6 +241,7 @@ tags = weakref.WeakKeyDictionary({alice: "admin"})
 online = weakref.WeakSet([bob])
 ref_alice = weakref.ref(alice)
 ref_gone = weakref.ref(Session("temporary"))
+ip = get_ipython()
 '''
 
 PROBE = r'''
@@ -309,6 +310,7 @@ def _facts():
                    stack.maxsize, _drained(simple), type(walk).__name__, sorted(walk.seen), list(walk.queue)],
         "weak": [by_name["alice"] is alice, sorted(by_name), tags[alice], bob in online, len(online),
                  ref_alice() is alice, ref_gone() is None, type(by_name).__name__],
+        "shell": [ip is get_ipython(), ip.user_ns is globals()],
     }
 print("PROBE" + _json.dumps(_facts(), sort_keys=True, default=str))
 '''
