@@ -15,7 +15,8 @@ set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
 are never carried over. The global random generators (``random``, and
 ``numpy.random`` where the session loaded it) go on from where they were,
 and the warning filters the session added still hold; IPython's
-extensions and autoreload's mode too (shellstate.py).
+extensions and autoreload's mode too (shellstate.py), and its logging
+set-up (logstate.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import re
 import sys
 import warnings
 
-from . import shellstate
+from . import logstate, shellstate
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -57,13 +58,14 @@ class SessionContext:
     shell: object = dataclasses.field(default=None, compare=False, repr=False)  # IPython's (shellstate.py)
     extensions: frozenset = frozenset()  # the shell's at start
     recursion_limit: int = 1000
+    logging: dict = dataclasses.field(default=None, compare=False, repr=False)  # logstate.baseline()
 
     @classmethod
     def now(cls, shell=None) -> SessionContext:
         return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
                    frozenset(sys.modules), tuple(warnings.filters), shell,
                    shellstate.loaded_extensions(shell) if shell is not None else frozenset(),
-                   sys.getrecursionlimit())
+                   sys.getrecursionlimit(), logstate.baseline())
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -111,6 +113,7 @@ class SessionContext:
             saved["warning_filters"] = [_filter_fields(f) for f in filters]
         if self.shell is not None:
             saved.update(shellstate.capture(self.shell, self.extensions))
+        saved.update(logstate.capture(self.logging))
         return saved
 
     def restore(self, saved) -> tuple[list[str], list[str]]:
@@ -123,8 +126,8 @@ class SessionContext:
             checked(saved)
         except ValueError as exc:
             return [], [f"the session's working directory, sys.path, environment, recursion limit, random generators, "
-                        f"warning filters and IPython extensions were not restored: the checkpoint's context is "
-                        f"malformed ({exc})"]
+                        f"warning filters, IPython extensions and logging were not restored: the checkpoint's context "
+                        f"is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
@@ -177,7 +180,8 @@ class SessionContext:
         a notebook that seeded once draws on from where it was), and the
         warning filters the session added (``warnings.filterwarnings(
         "ignore")``), ahead of those the modules add; then IPython's
-        extensions and autoreload's mode (shellstate.py). Returns problems."""
+        extensions and autoreload's mode (shellstate.py), and the logging
+        set-up (logstate.py). Returns problems."""
         try:
             checked(saved)
         except ValueError:  # restore() said so already
@@ -210,7 +214,7 @@ class SessionContext:
                 problems.append(f"the warning filter ({action}, {category}) was not restored ({exc})")
         if self.shell is not None:
             problems += shellstate.restore(self.shell, saved)
-        return problems
+        return problems + logstate.restore(saved)
 
 
 def _filters_ahead(now: list, start: list) -> list:
@@ -329,7 +333,7 @@ def checked(saved) -> None:
     if not isinstance(saved, dict):
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                            "warning_filters", "extensions", "autoreload", "recursion_limit"}
+                            "warning_filters", "extensions", "autoreload", "recursion_limit", "logging"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -371,6 +375,8 @@ def checked(saved) -> None:
             and all(v is None or isinstance(v, str) for v in (f[1], f[3]))
             and isinstance(f[4], int) and not isinstance(f[4], bool) and f[4] >= 0 for f in filters)):
         raise ValueError("warning_filters")
+    if "logging" in saved:
+        logstate.checked(saved["logging"])
 
 
 def _ints_list(value, length: int, at: int) -> bool:

@@ -1,6 +1,9 @@
 """SessionContext (context.py) in this process: what is saved, how it is
 put back, and what a malformed one does."""
 
+import io
+import json
+import logging
 import os
 import random
 import re
@@ -112,6 +115,12 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"recursion_limit": "deep"}, "recursion_limit"),
     ({"warning_filters": [["shout", None, "builtins:Warning", None, 0]]}, "warning_filters"),
     ({"warning_filters": [["ignore", None, "Warning", None, 0]]}, "warning_filters"),
+    ({"logging": []}, "logging"),
+    ({"logging": {"disable": -1}}, "logging: disable"),
+    ({"logging": {"loggers": {"x": {"level": "INFO"}}}}, "logging: logger 'x'"),
+    ({"logging": {"loggers": {"x": {"handlers": [{"kind": "socket", "level": 0}]}}}}, "logging: logger 'x'"),
+    ({"logging": {"loggers": {"": {"handlers": [{"kind": "file", "level": 0, "path": 3, "encoding": None}]}}}},
+     "logging: logger ''"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
     with pytest.raises(ValueError, match=re.escape(field)):
@@ -241,3 +250,60 @@ def test_a_raised_recursion_limit_is_set_again_before_the_variables(process):
         assert sys.getrecursionlimit() == start.recursion_limit
     finally:
         sys.setrecursionlimit(start.recursion_limit)
+
+
+@pytest.fixture
+def fresh_logging():
+    """The logging set-up of this process, put back after the test."""
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers), logging.root.manager.disable)
+    yield
+    for name in ("course", "course.quiet", "course.other"):
+        logger = logging.getLogger(name)
+        for handler in logger.handlers:
+            handler.close()
+        logger.handlers.clear()
+        logger.setLevel(logging.NOTSET)
+        logger.propagate = True
+    root.setLevel(saved[0])
+    root.handlers[:] = saved[1]
+    logging.disable(saved[2])
+
+
+def test_the_logging_set_up_is_saved_as_its_changes_and_made_again(fresh_logging, tmp_path):
+    start = SessionContext.now()
+    logging.getLogger().setLevel(logging.DEBUG)
+    course = logging.getLogger("course")
+    course.addHandler(logging.FileHandler(tmp_path / "course.log", encoding="utf-8"))
+    stream = logging.StreamHandler(sys.stdout)
+    stream.setFormatter(logging.Formatter("{levelname}: {message}", "%H:%M", style="{"))
+    stream.setLevel(logging.INFO)
+    course.addHandler(stream)
+    course.propagate = False
+    logging.getLogger("course.quiet").setLevel(logging.ERROR)
+    other = logging.StreamHandler(io.StringIO())  # not the notebook's output: named, not carried
+    logging.getLogger("course.other").addHandler(other)
+    saved = start.capture()["logging"]
+    assert saved["loggers"]["course"]["propagate"] is False and saved["loggers"]["course.quiet"] == {"level": 40}
+    assert [h.get("kind") for h in saved["loggers"]["course"]["handlers"]] == ["file", "stream"]
+    assert saved["loggers"]["course.other"] == {"handlers": [{"unsupported": "StreamHandler to another stream",
+                                                              "type": "StreamHandler"}]}
+    checked({"logging": json.loads(json.dumps(saved))})
+
+    for handler in course.handlers:
+        handler.close()
+    course.handlers.clear()
+    logging.getLogger("course.other").handlers.clear()
+    course.propagate = True
+    logging.getLogger("course.quiet").setLevel(logging.NOTSET)
+    problems = start.restore_after_load({"logging": saved})
+    assert problems == ["logging: StreamHandler to another stream, a handler of logger 'course.other', is not "
+                        "carried (set it up again)"]
+    assert course.propagate is False and logging.getLogger("course.quiet").level == logging.ERROR
+    kinds = [(type(h).__name__, h.level) for h in course.handlers]
+    assert kinds == [("FileHandler", 0), ("StreamHandler", 20)]
+    assert course.handlers[1].formatter.format(logging.LogRecord("course", 20, "", 0, "hi", (), None)) == "INFO: hi"
+    assert start.restore_after_load({"logging": saved}) == problems and len(course.handlers) == 2  # not twice
+    # a handler of a kind the library set up again as it was imported: nothing to say
+    logging.getLogger("course.other").addHandler(logging.StreamHandler(io.StringIO()))
+    assert start.restore_after_load({"logging": saved}) == []

@@ -160,3 +160,34 @@ def test_a_raised_recursion_limit_holds_after_a_move(tmp_path, start_elastic_ker
     km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
     out = run_cell(kc, "print(sys.getrecursionlimit(), depth(5000))")
     assert out["error"] is None and out["stdout"].strip() == "20000 5000", out
+
+
+def test_the_logging_a_notebook_set_up_still_logs_after_a_move(tmp_path, start_elastic_kernel, stop_elastic_kernel,
+                                                               run_cell):
+    """`logging.basicConfig(level=logging.INFO)`, a training log file and a
+    quieted library: after a move `log.info` printed nothing and the log
+    file stopped growing, without a word."""
+    setup = ("import logging\n"
+             "from logging.handlers import RotatingFileHandler\n"
+             "logging.basicConfig(level=logging.INFO, format='%(levelname)s|%(name)s|%(message)s')\n"
+             "log = logging.getLogger('train')\n"
+             "log.addHandler(logging.FileHandler('train.log'))\n"
+             "logging.getLogger('chatty.lib').setLevel(logging.ERROR)\n"
+             "logging.getLogger('rotated').addHandler(RotatingFileHandler('rotated.log'))\n"
+             "log.info('epoch 1')\n")
+    probe = "log.info('epoch 2'); logging.getLogger('chatty.lib').warning('noise')"
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    assert run_cell(kc, setup)["error"] is None
+    stop_elastic_kernel(km, kc)
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    first = run_cell(kc, "x = 1")
+    assert "WARNING: logging: RotatingFileHandler, a handler of logger 'rotated', is not carried (set it up " \
+           "again)." in first["stderr"], first
+    out = run_cell(kc, probe)
+    assert out["error"] is None and out["stderr"] == "INFO|train|epoch 2\n", out
+    # the file handler appends (the log so far stays), once: not doubled by a second restore
+    assert (tmp_path / "train.log").read_text() == "epoch 1\nepoch 2\n"
+    assert run_cell(kc, "%elastic_restore")["error"] is None
+    run_cell(kc, "log.info('epoch 3')")
+    assert (tmp_path / "train.log").read_text() == "epoch 1\nepoch 2\nepoch 3\n"
