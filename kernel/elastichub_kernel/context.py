@@ -15,8 +15,8 @@ set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
 are never carried over. The global random generators (``random``, and
 ``numpy.random`` where the session loaded it) go on from where they were,
 and the warning filters the session added still hold; IPython's
-extensions and autoreload's mode too (shellstate.py), and its logging
-set-up (logstate.py).
+extensions and autoreload's mode too (shellstate.py), its logging
+set-up (logstate.py) and its libraries' display options (libstate.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import re
 import sys
 import warnings
 
-from . import logstate, shellstate
+from . import libstate, logstate, shellstate
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -114,6 +114,7 @@ class SessionContext:
         if self.shell is not None:
             saved.update(shellstate.capture(self.shell, self.extensions))
         saved.update(logstate.capture(self.logging))
+        saved.update(libstate.capture())
         return saved
 
     def restore(self, saved) -> tuple[list[str], list[str]]:
@@ -126,8 +127,8 @@ class SessionContext:
             checked(saved)
         except ValueError as exc:
             return [], [f"the session's working directory, sys.path, environment, recursion limit, random generators, "
-                        f"warning filters, IPython extensions and logging were not restored: the checkpoint's context "
-                        f"is malformed ({exc})"]
+                        f"warning filters, IPython extensions, logging and library options were not restored: the "
+                        f"checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
@@ -180,8 +181,9 @@ class SessionContext:
         a notebook that seeded once draws on from where it was), and the
         warning filters the session added (``warnings.filterwarnings(
         "ignore")``), ahead of those the modules add; then IPython's
-        extensions and autoreload's mode (shellstate.py), and the logging
-        set-up (logstate.py). Returns problems."""
+        extensions and autoreload's mode (shellstate.py), the logging
+        set-up (logstate.py) and the libraries' options (libstate.py).
+        Returns problems."""
         try:
             checked(saved)
         except ValueError:  # restore() said so already
@@ -214,7 +216,7 @@ class SessionContext:
                 problems.append(f"the warning filter ({action}, {category}) was not restored ({exc})")
         if self.shell is not None:
             problems += shellstate.restore(self.shell, saved)
-        return problems + logstate.restore(saved)
+        return problems + logstate.restore(saved) + libstate.restore(saved)
 
 
 def _filters_ahead(now: list, start: list) -> list:
@@ -333,7 +335,8 @@ def checked(saved) -> None:
     if not isinstance(saved, dict):
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                            "warning_filters", "extensions", "autoreload", "recursion_limit", "logging"}
+                            "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
+                            "library_options"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -377,6 +380,8 @@ def checked(saved) -> None:
         raise ValueError("warning_filters")
     if "logging" in saved:
         logstate.checked(saved["logging"])
+    if "library_options" in saved:
+        libstate.checked(saved["library_options"])
 
 
 def _ints_list(value, length: int, at: int) -> bool:

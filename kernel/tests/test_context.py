@@ -121,6 +121,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"logging": {"loggers": {"x": {"handlers": [{"kind": "socket", "level": 0}]}}}}, "logging: logger 'x'"),
     ({"logging": {"loggers": {"": {"handlers": [{"kind": "file", "level": 0, "path": 3, "encoding": None}]}}}},
      "logging: logger ''"),
+    ({"library_options": {"torch": {}}}, "library_options"),
+    ({"library_options": {"pandas": {"set": ["display.precision"]}}}, "library_options: pandas"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
     with pytest.raises(ValueError, match=re.escape(field)):
@@ -307,3 +309,44 @@ def test_the_logging_set_up_is_saved_as_its_changes_and_made_again(fresh_logging
     # a handler of a kind the library set up again as it was imported: nothing to say
     logging.getLogger("course.other").addHandler(logging.StreamHandler(io.StringIO()))
     assert start.restore_after_load({"logging": saved}) == []
+
+
+def test_pandas_and_matplotlib_options_are_saved_as_their_changes_and_set_again():
+    import matplotlib
+    import pandas as pd
+
+    from elastichub_kernel import libstate
+
+    keys = ("display.max_columns", "display.precision", "display.float_format")
+    rc = dict(matplotlib.rcParams)
+    try:
+        pd.set_option("display.max_columns", None)
+        pd.set_option("display.precision", 2)
+        pd.set_option("display.float_format", "{:.1f}".format)  # a function: named, not carried
+        matplotlib.rcParams["figure.figsize"] = (12, 6)
+        matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=["#E24A33", "#348ABD"])
+        saved = json.loads(json.dumps(SessionContext.now().capture()))
+        options = saved["library_options"]
+        assert options["pandas"] == {"set": {"display.max_columns": None, "display.precision": 2},
+                                     "unsaved": ["display.float_format"]}
+        assert options["matplotlib"]["set"]["figure.figsize"] == [12.0, 6.0]
+        assert options["matplotlib"]["set"]["axes.prop_cycle"].startswith("cycler(")  # its rc text
+        checked(saved)
+
+        for key in keys:
+            pd.reset_option(key)
+        matplotlib.rcParams.update(matplotlib.rcParamsDefault)
+        assert libstate.capture() == {}  # defaults: nothing to save
+        problems = SessionContext.now().restore_after_load(saved)
+        assert problems == ["the pandas option display.float_format is not carried (its value cannot be saved): "
+                            "set it again"]
+        assert pd.get_option("display.max_columns") is None and pd.get_option("display.precision") == 2
+        assert list(matplotlib.rcParams["figure.figsize"]) == [12.0, 6.0]
+        assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"] == ["#E24A33", "#348ABD"]
+        bad = {"library_options": {"matplotlib": {"set": {"figure.figsize": "huge"}}}}
+        assert SessionContext.now().restore_after_load(bad)[0].startswith(
+            "the matplotlib option figure.figsize = 'huge' was not set again (ValueError")
+    finally:
+        for key in keys:
+            pd.reset_option(key)
+        dict.update(matplotlib.rcParams, rc)

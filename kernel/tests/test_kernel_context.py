@@ -191,3 +191,27 @@ def test_the_logging_a_notebook_set_up_still_logs_after_a_move(tmp_path, start_e
     assert run_cell(kc, "%elastic_restore")["error"] is None
     run_cell(kc, "log.info('epoch 3')")
     assert (tmp_path / "train.log").read_text() == "epoch 1\nepoch 2\nepoch 3\n"
+
+
+def test_pandas_display_options_and_the_plot_style_hold_after_a_move(tmp_path, start_elastic_kernel,
+                                                                     stop_elastic_kernel, run_cell):
+    """`pd.set_option("display.max_columns", None)` and a plot style at the
+    top of a notebook: after a move its tables were cut short and its plots
+    small and plain again."""
+    setup = ("import pandas as pd, matplotlib.pyplot as plt\n"
+             "pd.set_option('display.max_columns', None)\n"
+             "pd.set_option('display.float_format', '{:.1f}'.format)\n"
+             "plt.rcParams['figure.figsize'] = (12, 6)\n"
+             "plt.style.use('ggplot')\n")
+    probe = ("print(pd.get_option('display.max_columns'), list(plt.rcParams['figure.figsize']), "
+             "plt.rcParams['axes.facecolor'], plt.rcParams['axes.prop_cycle'].by_key()['color'][0])")
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    assert run_cell(kc, setup)["error"] is None
+    before = run_cell(kc, probe)["stdout"]
+    assert before.split()[0] == "None"
+    stop_elastic_kernel(km, kc)
+
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    first = run_cell(kc, probe)
+    assert first["error"] is None and first["stdout"] == before, first
+    assert "WARNING: the pandas option display.float_format is not carried" in first["stderr"]
