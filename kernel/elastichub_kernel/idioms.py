@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import mmap
 import os
+import pickle
 import threading
 import types
 import typing
@@ -426,8 +427,8 @@ def _sqlite_state(conn):
             temp_tables = conn.execute("SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'").fetchone()[0]
         elif path:
             databases.append((schema, path, None))
-        else:  # in memory: the database is its content
-            databases.append((schema, None, conn.serialize(name=schema)))
+        else:  # in memory: the database is its content, written out of band (no copy in the pickle)
+            databases.append((schema, None, pickle.PickleBuffer(conn.serialize(name=schema))))
     settings = {"isolation_level": conn.isolation_level, "row_factory": conn.row_factory,
                 "text_factory": conn.text_factory}
     autocommit = getattr(conn, "autocommit", None)  # Python 3.12+

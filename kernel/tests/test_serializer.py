@@ -395,3 +395,20 @@ def test_a_dict_a_thread_of_the_notebook_keeps_changing_is_saved_whole():
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_database_in_memory_is_written_out_of_band_and_read_back_whole():
+    """Its image goes beside the pickle, as an array's buffer does: a
+    course's database of a few hundred MB is not copied into the stream."""
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create table t(x)")
+    db.executemany("insert into t values (?)", [("x" * 100,) for _ in range(20_000)])
+    db.commit()
+    dumped = serializer.dump_namespace({"db": db}, ["db"])
+    assert dumped.failed == {} and len(dumped.stream) < 1_000 and sum(b.nbytes for b in dumped.buffers) > 2_000_000
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {} and values["db"].execute("select count(*), sum(length(x)) from t").fetchone() == (20_000,
+                                                                                                       2_000_000)
+    assert notes["db"].startswith("the sqlite3 connection is open again (in memory)")
