@@ -336,7 +336,7 @@ def checked(saved) -> None:
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
-                            "library_options"}
+                            "library_options", "precision", "xmode"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -369,6 +369,10 @@ def checked(saved) -> None:
         raise ValueError("random_state: numpy")
     if "autoreload" in saved and saved["autoreload"] not in shellstate.AUTORELOAD_MODES:
         raise ValueError("autoreload")
+    if not isinstance(saved.get("precision", ""), str):
+        raise ValueError("precision")
+    if saved.get("xmode", "Context") not in shellstate.XMODES:
+        raise ValueError("xmode")
     limit = saved.get("recursion_limit", 1)
     if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
         raise ValueError("recursion_limit")

@@ -1,9 +1,10 @@
 """The options a session sets in its libraries, mostly for what it shows:
-pandas' (``pd.set_option("display.max_columns", None)``) and matplotlib's
+pandas' (``pd.set_option("display.max_columns", None)``), matplotlib's
 ``rcParams`` (``plt.rcParams["figure.figsize"] = (12, 6)``, a style or a
-seaborn theme). They live in the library, not in a variable: without this
-a moved notebook's tables were cut short and its plots small again,
-without a word.
+seaborn theme) and scikit-learn's (``set_config(transform_output="pandas")``,
+per thread: read and set on the cells' thread). They live in the library,
+not in a variable: without this a moved notebook's tables were cut short,
+its plots small again and its pipelines' output arrays, without a word.
 
 Saved with the session's context (context.py) as the options that differ
 from the library's defaults, for the libraries the session loaded (none is
@@ -20,9 +21,10 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import threading
 import warnings
 
-LIBRARIES = ("pandas", "matplotlib")
+LIBRARIES = ("pandas", "matplotlib", "sklearn")
 
 
 def capture() -> dict:
@@ -79,10 +81,30 @@ def _matplotlib(mpl) -> dict:
     return out
 
 
-_READERS = {"pandas": _pandas, "matplotlib": _matplotlib}
+def _sklearn(sklearn) -> dict:
+    from sklearn import _config  # where scikit-learn keeps its defaults
+
+    # Per thread: read on the cells' (the checkpoint is written on the control thread)
+    now = _on_cells_thread(sklearn.get_config)
+    out: dict = {}
+    for key, value in now.items():
+        if key in _config._global_config and value != _config._global_config[key]:
+            _put(out, key, value)
+    return out
+
+
+def _on_cells_thread(fn):
+    from . import idioms
+
+    run = idioms.call_on_cells_thread
+    return fn() if run is None or threading.current_thread() is threading.main_thread() else run(fn)
+
+
+_READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn}
 _SETTERS = {
     "pandas": lambda pd, key, value: pd.set_option(key, value),
     "matplotlib": lambda mpl, key, value: mpl.rcParams.__setitem__(key, value),
+    "sklearn": lambda sklearn, key, value: _on_cells_thread(lambda: sklearn.set_config(**{key: value})),
 }
 
 

@@ -49,9 +49,28 @@ def _target_namespace() -> dict:
     return _restore_target
 
 
-def _make_notebook_function(code, name, ncells):
-    closure = None if ncells is None else tuple(types.CellType() for _ in range(ncells))
+def _make_notebook_function(code, name, closure):
+    """`closure`: the function's cells, empty until its state fills them
+    (shared with the other functions that shared them); an int: as many
+    cells of its own (checkpoints of kernels before 2026-12-02)."""
+    if isinstance(closure, int):
+        closure = tuple(types.CellType() for _ in range(closure))
     return types.FunctionType(code, _target_namespace(), name, None, closure)
+
+
+def _empty_cell():
+    return types.CellType()
+
+
+class _SharedCell:
+    """Stands for one closure cell in a dump: pickled once (the memo), it is
+    one empty cell again, whatever functions close over it. Two closures of
+    one call (``deposit`` and ``balance`` over one ``nonlocal``) then still
+    see each other's writes. Its contents are in each function's state,
+    set after the function exists, so a recursive closure pickles."""
+
+    def __reduce__(self):
+        return _empty_cell, ()
 
 
 def _set_notebook_function_state(func, state):
@@ -63,6 +82,38 @@ def _set_notebook_function_state(func, state):
     for key, value in slots.items():
         setattr(func, key, value)
     return func
+
+
+def _notebook_class_reduce(cls, reduced):
+    """cloudpickle's reduce of a notebook class, with what it leaves out."""
+    make, args, (state, slotstate), *rest = reduced
+    if cls.__qualname__ != cls.__name__:
+        # a class defined in a class: cloudpickle rebuilds it as `Inner`,
+        # and reprs (a dataclass's) would no longer say `Outer.Inner`
+        state["__qualname__"] = cls.__qualname__
+    slots = cls.__dict__.get("__slots__")
+    if make is cloudpickle.cloudpickle._make_skeleton_class and slots and "_fields" not in cls.__dict__:
+        # made without them, the class gave its objects a __dict__: an
+        # attribute assigned by mistake (a typo) no longer raised. (A named
+        # tuple's empty slots are its factory's to make.)
+        args = (*args[:3], {**args[3], "__slots__": slots}, *args[4:])
+    if make is cloudpickle.cloudpickle._make_skeleton_enum:
+        # members are made from their values alone: what the class's
+        # __init__ set on them (Planet.EARTH.mass), or a cell after, is kept here
+        members = {name: {k: v for k, v in vars(member).items() if not (k.startswith("_") and k.endswith("_"))}
+                   for name, member in cls.__members__.items()}
+        members = {name: attrs for name, attrs in members.items() if attrs}
+        if members:
+            return (make, args, ((state, slotstate), members), rest[0], rest[1], _set_enum_state)
+    return (make, args, (state, slotstate), *rest)
+
+
+def _set_enum_state(cls, state):
+    state, members = state
+    cloudpickle.cloudpickle._class_setstate(cls, state)
+    for name, attrs in members.items():
+        vars(cls[name]).update(attrs)
+    return cls
 
 
 def _is_ndarray(value) -> bool:
@@ -177,6 +228,7 @@ class NamespacePickler(cloudpickle.Pickler):
         self._array_roots = array_roots
         self._deferred: list | None = None  # saving flat: states still to save
         self._idioms: dict = {}  # type -> the reduce of its idiom, or None: decided once per type
+        self._cells: dict = {}  # id(closure cell) -> (its _SharedCell, the cell, kept so its id stays its own)
 
     def dump_flat(self, value) -> None:
         """Save `value` without deep recursion: objects of plain classes are
@@ -238,11 +290,9 @@ class NamespacePickler(cloudpickle.Pickler):
             if reduced is not None:
                 return reduced
         reduced = super().reducer_override(obj)
-        if isinstance(reduced, tuple) and isinstance(obj, type) and obj.__qualname__ != obj.__name__ \
-                and len(reduced) == 6 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
-            # a class defined in a class: cloudpickle rebuilds it as `Inner`,
-            # and reprs (a dataclass's) would no longer say `Outer.Inner`
-            reduced[2][0]["__qualname__"] = obj.__qualname__
+        if isinstance(obj, type) and isinstance(reduced, tuple) and len(reduced) == 6 \
+                and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
+            return _notebook_class_reduce(obj, reduced)
         return reduced
 
     def _view_reduce(self, view):
@@ -256,6 +306,12 @@ class NamespacePickler(cloudpickle.Pickler):
         if offset + low < 0 or offset + high > root.nbytes:
             return None  # not inside the root's memory (as_strided tricks): a copy
         return _rebuild_view, (root, offset, view.shape, view.strides, view.dtype, bool(view.flags.writeable))
+
+    def _shared_cell(self, cell) -> _SharedCell:
+        entry = self._cells.get(id(cell))
+        if entry is None:
+            entry = self._cells[id(cell)] = (_SharedCell(), cell)
+        return entry[0]
 
     def _dynamic_function_reduce(self, func):
         if func.__globals__ is not self._user_ns:
@@ -276,10 +332,10 @@ class NamespacePickler(cloudpickle.Pickler):
             "__kwdefaults__": func.__kwdefaults__,
             "__annotations__": func.__annotations__,
         }
-        ncells = None if func.__closure__ is None else len(func.__closure__)
+        closure = None if func.__closure__ is None else tuple(self._shared_cell(c) for c in func.__closure__)
         return (
             _make_notebook_function,
-            (func.__code__, func.__name__, ncells),
+            (func.__code__, func.__name__, closure),
             (dict(func.__dict__), slots, cells),
             None,
             None,

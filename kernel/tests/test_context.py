@@ -123,6 +123,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"logging": {"loggers": {"": {"handlers": [{"kind": "file", "level": 0, "path": 3, "encoding": None}]}}}},
      "logging: logger ''"),
     ({"library_options": {"torch": {}}}, "library_options"),
+    ({"precision": 3}, "precision"),
+    ({"xmode": "Loud"}, "xmode"),
     ({"library_options": {"pandas": {"set": ["display.precision"]}}}, "library_options: pandas"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):

@@ -215,3 +215,26 @@ def test_pandas_display_options_and_the_plot_style_hold_after_a_move(tmp_path, s
     first = run_cell(kc, probe)
     assert first["error"] is None and first["stdout"] == before, first
     assert "WARNING: the pandas option display.float_format is not carried" in first["stderr"]
+
+
+def test_scikit_learns_config_and_ipythons_print_modes_hold_after_a_move(tmp_path, start_elastic_kernel,
+                                                                         stop_elastic_kernel, run_cell):
+    """`set_config(transform_output="pandas")` (kept per thread by
+    scikit-learn: read on the cells' thread), `%precision 3`, `%xmode Minimal`:
+    after a move pipelines returned arrays again and floats printed long."""
+    setup = "import math, sklearn\nsklearn.set_config(transform_output='pandas')\n%precision 3\n%xmode Minimal\n"
+    probe = "print(sklearn.get_config()['transform_output'], get_ipython().InteractiveTB.mode); math.pi"
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    assert run_cell(kc, setup)["error"] is None
+    stop_elastic_kernel(km, kc)
+    km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+    out = {"stdout": "", "result": None}
+
+    def hook(msg):
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+            out["stdout"] += msg["content"]["text"]
+        elif msg["msg_type"] == "execute_result":
+            out["result"] = msg["content"]["data"]["text/plain"]
+
+    kc.execute_interactive(probe, output_hook=hook, timeout=60)
+    assert out == {"stdout": "pandas Minimal\n", "result": "3.142"}, out

@@ -412,3 +412,102 @@ def test_a_database_in_memory_is_written_out_of_band_and_read_back_whole():
     assert failed == {} and values["db"].execute("select count(*), sum(length(x)) from t").fetchone() == (20_000,
                                                                                                        2_000_000)
     assert notes["db"].startswith("the sqlite3 connection is open again (in memory)")
+
+
+CLOSURES = '''
+def make_account(balance):
+    def deposit(x):
+        nonlocal balance
+        balance += x
+        return balance
+    def get():
+        return balance
+    return deposit, get
+deposit, get = make_account(100)
+deposit(50)
+def countdown():
+    def rec(n):
+        return 0 if n == 0 else 1 + rec(n - 1)
+    return rec
+rec = countdown()
+class Base:
+    def hello(self):
+        return "base"
+class Child(Base):
+    def hello(self):
+        return "child of " + super().hello()
+'''
+
+
+def test_closures_that_share_a_variable_still_share_it():
+    """`deposit` and `get` close over one `nonlocal balance`: restored, each
+    had a cell of its own, so `get()` no longer saw a deposit (plain
+    cloudpickle does the same)."""
+    ns = {"__name__": "__main__"}
+    exec(CLOSURES, ns)
+    names = ["deposit", "get", "rec", "Child"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    assert dumped.failed == {}
+    target = {"__name__": "__main__"}
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {}
+    target.update(values)
+    deposit, get = values["deposit"], values["get"]
+    assert (deposit(10), get()) == (160, 160) and deposit.__closure__[0] is get.__closure__[0]
+    assert values["rec"](50) == 50 and values["rec"].__closure__[0].cell_contents is values["rec"]
+    assert values["Child"]().hello() == "child of base"
+
+
+def test_a_notebook_function_of_an_older_checkpoint_gets_cells_of_its_own():
+    def outer():
+        x = 1
+        return lambda: x
+    code = outer().__code__
+    serializer._restore_target = {}
+    try:
+        func = serializer._make_notebook_function(code, "f", 1)  # the format before shared cells
+    finally:
+        serializer._restore_target = None
+    serializer._set_notebook_function_state(func, ({}, {}, [(True, 7)]))
+    assert func() == 7
+
+
+CLASSES = '''
+import dataclasses, enum
+class Planet(enum.Enum):
+    EARTH = (5.97e24, 6.37e6)
+    MARS = (6.42e23, 3.39e6)
+    def __init__(self, mass, radius):
+        self.mass, self.radius = mass, radius
+class Coin(enum.Enum):
+    PENNY = 1
+Coin.PENNY.cents = 1
+class Slotted:
+    __slots__ = ("a", "b")
+    def __init__(self):
+        self.a = 1
+@dataclasses.dataclass(slots=True)
+class Point:
+    x: int
+home, coin, s, p = Planet.EARTH, Coin.PENNY, Slotted(), Point(3)
+'''
+
+
+def test_enum_members_keep_what_init_set_and_slotted_classes_keep_their_slots():
+    """The Python docs' Planet enum lost `mass` (members are rebuilt from
+    their values alone), and a class with __slots__ came back without them:
+    `s.c = 5` no longer raised."""
+    ns = {"__name__": "__main__"}
+    exec(CLASSES, ns)
+    names = ["Planet", "Coin", "Slotted", "Point", "home", "coin", "s", "p"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    assert dumped.failed == {}
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                              {"__name__": "__main__"})
+    assert failed == {}
+    assert values["home"] is values["Planet"].EARTH and values["home"].mass == 5.97e24
+    assert values["Planet"].MARS.radius == 3.39e6 and values["coin"].cents == 1
+    for obj, attr in ((values["s"], "c"), (values["p"], "z")):
+        with pytest.raises(AttributeError):
+            setattr(obj, attr, 5)
+    assert values["s"].a == 1 and values["p"].x == 3 and not hasattr(values["s"], "__dict__")
