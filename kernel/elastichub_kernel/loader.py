@@ -134,6 +134,7 @@ class _Unpickler(pickle.Unpickler):
         super().__init__(source if fills else source.stream, buffers=buffers)
         self.source = source
         self.stand_ins = 0
+        self.stand_in_reason = ""  # the last stand-in's
         self._skipped_reason = ""
 
     def fill(self, entries: list, reason: str) -> None:
@@ -173,13 +174,12 @@ class _Unpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         if (module, name) == _SKIPPED:
-            self.stand_ins += 1
-            return _stand_in(self._skipped_reason)
+            return self._stand_in(self._skipped_reason)
         try:
             found = super().find_class(module, name)
         except Exception as exc:
-            self.stand_ins += 1
-            return _stand_in(f"{module}.{name}: {describe_error(exc)}", name if name.isidentifier() else "Unloadable")
+            return self._stand_in(f"{module}.{name}: {describe_error(exc)}",
+                                  name if name.isidentifier() else "Unloadable")
         if (module, name) in _IMPORTERS:
             return self._safe_import(found)
         return found
@@ -189,9 +189,13 @@ class _Unpickler(pickle.Unpickler):
             try:
                 return importer(module_name, *args)
             except Exception as exc:
-                self.stand_ins += 1
-                return _stand_in(f"import {module_name}: {describe_error(exc)}")()
+                return self._stand_in(f"import {module_name}: {describe_error(exc)}")()
         return load_module
+
+    def _stand_in(self, reason: str, name: str = "Unloadable") -> type:
+        self.stand_ins += 1
+        self.stand_in_reason = reason
+        return _stand_in(reason, name)
 
 
 def _unicode_op(text: str) -> bytes:
@@ -285,6 +289,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
             source.stream.seek(rec.start)
             cursor.pos, cursor.end = rec.buf_start, rec.buf_end
             idioms.load_notes = []
+            stand_ins = unpickler.stand_ins
             try:
                 value = unpickler.load()
                 if type(value) is serializer._FlatHead:  # saved flat: the states follow, then the end
@@ -294,7 +299,11 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
                 if source.stream.tell() != rec.end or cursor.pos != rec.buf_end:
                     raise pickle.UnpicklingError("record length does not match the index")
             except Exception as exc:
-                return values, failed, notes, (rec, "could not be loaded (" + describe_error(exc) + ")")
+                # A reconstructor that met a stand-in fails in its own words
+                # (about a loader class): the stand-in's reason is the cause.
+                met = unpickler.stand_ins > stand_ins or (unpickler.stand_ins and __name__ + "." in str(exc))
+                why = unpickler.stand_in_reason if met else describe_error(exc)
+                return values, failed, notes, (rec, f"could not be loaded ({why})")
             stand_in = _unloadable_in(value, target_ns) if unpickler.stand_ins else None
             if stand_in is not None:
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"

@@ -511,3 +511,26 @@ def test_enum_members_keep_what_init_set_and_slotted_classes_keep_their_slots():
         with pytest.raises(AttributeError):
             setattr(obj, attr, 5)
     assert values["s"].a == 1 and values["p"].x == 3 and not hasattr(values["s"], "__dict__")
+
+
+def test_a_reconstructor_that_meets_an_object_that_could_not_be_loaded_is_named_by_that_cause():
+    """A library's reconstructor handed a stand-in (its class is gone) failed
+    in its own words, about the loader's internal class (SQLAlchemy: "Cannot
+    deserialize object of type <class 'elastichub_kernel.loader.Unloadable'>")."""
+    mod = _module("ehk_strict_module", "class Gone:\n    pass\n"
+                                       "class Holder:\n"
+                                       "    def __init__(self, item):\n        self.item = item\n"
+                                       "    def __reduce__(self):\n        return (check, (self.item,))\n"
+                                       "def check(item):\n"
+                                       "    if type(item).__module__ != __name__:\n"
+                                       "        raise TypeError(f'cannot rebuild from {type(item)!r}')\n"
+                                       "    return Holder(item)\n")
+    try:
+        ns = {"holder": mod.Holder(mod.Gone()), "kept": [1, 2]}
+        dumped = serializer.dump_namespace(ns, list(ns))
+        del mod.Gone
+        values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    finally:
+        del sys.modules["ehk_strict_module"]
+    assert failed["holder"].startswith("could not be loaded (ehk_strict_module.Gone: AttributeError:"), failed
+    assert "elastichub_kernel" not in failed["holder"] and values == {"kept": [1, 2]}
