@@ -27,6 +27,8 @@ Each is a reduce the namespace pickler uses for objects of one type
   after a flush of what the notebook wrote. A file gone, or changed since
   (size, mtime; a file opened to append may grow), fails the variable by
   name; a pipe, a terminal or a deleted file is named as not restorable;
+- a dict's ``keys()``, ``values()`` or ``items()``: a live view of the
+  restored dict again, not a view of a copy (cloudpickle's: a snapshot);
 - the IPython shell (``ip = get_ipython()``): the new kernel's;
 - a ``weakref.ref`` (to its target, saved with it: alive again while the
   state holds the target) and a ``WeakValueDictionary``,
@@ -93,6 +95,8 @@ def reduce_for(kind: type):
         return _weak_ref
     if (kind.__module__, kind.__name__) in _WEAK_CONTAINERS:
         return _weak_container
+    if kind in _DICT_VIEWS:
+        return _dict_view
     if _is_class_of(kind, "IPython.core.interactiveshell", "InteractiveShell"):
         return _shell
     if _is_class_of(kind, "queue", "Queue"):
@@ -314,6 +318,22 @@ def _closed_file(layers, name, raw_mode, text_args):
         f.mode = text_args[0]
     f.close()
     return f
+
+
+# -- dict views -----------------------------------------------------------------------------
+
+_DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
+def _dict_view(view, user_ns):
+    import gc
+
+    (mapping,) = gc.get_referents(view)  # the dict it is a view of (CPython)
+    return _rebuild_dict_view, (mapping, _DICT_VIEWS[type(view)])
+
+
+def _rebuild_dict_view(mapping, which):
+    return getattr(mapping, which)()
 
 
 # -- the IPython shell ---------------------------------------------------------------------

@@ -137,21 +137,48 @@ def saved_array_roots(values) -> set:
     """ids of the arrays whose memory the saved state holds in full: a saved
     array, or the root of a saved array spanning all of it (after a restore,
     ``a`` is a reshape of a flat array: its views are views of that one).
-    Looked for in the values and one level into their dicts, lists, tuples
-    of up to ``_SCAN_ITEMS`` items (a list of a million floats is not
-    walked at every checkpoint; a view whose base is not found is saved as a
-    copy, as plain pickle would)."""
+    Looked for in the values and two levels into their dicts, lists, tuples
+    of up to ``_SCAN_ITEMS`` items and plain objects' attributes
+    (``grid.cells``, ``runs["exp1"]["raw"]``), ``_SCAN_BUDGET`` items in all
+    (a list of a million floats is not walked at every checkpoint; a view
+    whose base is not found is saved as a copy, as plain pickle would)."""
     roots = set()
-    for value in values:
-        inner = value.values() if type(value) is dict else value if type(value) in (list, tuple) else ()
-        if len(inner) > _SCAN_ITEMS:
-            inner = ()
-        for item in (value, *inner):
+    budget = _SCAN_BUDGET
+    level = list(values)
+    for depth in range(3):
+        deeper = []
+        for item in level:
             if _is_ndarray(item):
                 root = _array_root(item)
                 if root is item or (item.nbytes == root.nbytes and _address(item) == _address(root)):
                     roots.add(id(root))
+            elif depth < 2:
+                inner = _inside(item)
+                if inner and len(inner) <= min(_SCAN_ITEMS, budget):
+                    budget -= len(inner)
+                    deeper.extend(inner)
+        level = deeper
     return roots
+
+
+_SCAN_BUDGET = 20 * _SCAN_ITEMS
+
+
+def _inside(value) -> list | tuple:
+    """What a value holds that pickle saves as it is: a dict's values, a list
+    or tuple, the attributes of an object pickled by its __dict__."""
+    kind = type(value)
+    if kind is dict:
+        return list(value.values())
+    if kind in (list, tuple):
+        return value
+    state = getattr(value, "__dict__", None)
+    if type(state) is not dict or isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        return ()
+    if kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \
+            or getattr(kind, "__getstate__", object.__getstate__) is not object.__getstate__:
+        return ()  # saved its own way: the arrays in its __dict__ may not be what it saves
+    return list(state.values())
 
 
 def _address(array) -> int:

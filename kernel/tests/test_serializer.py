@@ -534,3 +534,32 @@ def test_a_reconstructor_that_meets_an_object_that_could_not_be_loaded_is_named_
         del sys.modules["ehk_strict_module"]
     assert failed["holder"].startswith("could not be loaded (ehk_strict_module.Gone: AttributeError:"), failed
     assert "elastichub_kernel" not in failed["holder"] and values == {"kept": [1, 2]}
+
+
+def test_a_view_of_an_array_held_in_an_object_or_two_dicts_deep_stays_a_view():
+    """`row = grid.cells[0]` and `win = runs["exp1"]["raw"][2:5]` came back
+    as copies: a write through them no longer reached the array."""
+    ns = {"__name__": "__main__"}
+    exec("import numpy as np\n"
+         "class Grid:\n    def __init__(self):\n        self.cells = np.zeros((4, 4))\n"
+         "grid = Grid()\nrow = grid.cells[0]\n"
+         "runs = {'exp1': {'raw': np.arange(10.0)}}\nwin = runs['exp1']['raw'][2:5]\n", ns)
+    names = ["Grid", "grid", "row", "runs", "win"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    copied = [bytearray(b) for b in dumped.buffers]  # as read back from the file: not this process's arrays
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, copied, {"__name__": "__main__"})
+    assert failed == {}
+    values["row"][1] = 7.0
+    values["win"][0] = -1.0
+    assert values["grid"].cells[0, 1] == 7.0 and values["runs"]["exp1"]["raw"][2] == -1.0
+
+
+def test_a_dicts_keys_values_and_items_stay_live_views_of_it():
+    d = {"a": 1, "b": 2}
+    ns = {"d": d, "keys": d.keys(), "vals": d.values(), "items": d.items(), "other": {"x": 1}.keys()}
+    dumped = serializer.dump_namespace(ns, list(ns))
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {}
+    values["d"]["c"] = 3  # cloudpickle rebuilds a view of a copy of the dict: a snapshot, blind to this
+    assert list(values["keys"]) == ["a", "b", "c"] and list(values["vals"]) == [1, 2, 3]
+    assert list(values["items"])[-1] == ("c", 3) and list(values["other"]) == ["x"]
