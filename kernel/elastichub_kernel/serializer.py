@@ -65,8 +65,8 @@ def _empty_cell():
 class _SharedCell:
     """Stands for one closure cell in a dump: pickled once (the memo), it is
     one empty cell again, whatever functions close over it. Two closures of
-    one call (``deposit`` and ``balance`` over one ``nonlocal``) then still
-    see each other's writes. Its contents are in each function's state,
+    one call (``deposit`` and ``get`` over one ``nonlocal balance``) then
+    still see each other's writes. Its contents are in each function's state,
     set after the function exists, so a recursive closure pickles."""
 
     def __reduce__(self):
