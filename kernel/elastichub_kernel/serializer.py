@@ -97,6 +97,11 @@ def _notebook_class_reduce(cls, reduced):
         # attribute assigned by mistake (a typo) no longer raised. (A named
         # tuple's empty slots are its factory's to make.)
         args = (*args[:3], {**args[3], "__slots__": slots}, *args[4:])
+    if make is cloudpickle.cloudpickle._make_skeleton_class and type(cls).__module__ == "__main__":
+        # a metaclass of the notebook's: its __new__/__init__ are the
+        # notebook's code, run when the class was defined (a registry it
+        # appends to is saved as it is); the class's dict comes from its state
+        make = _make_class_past_notebook_metaclass
     if make is cloudpickle.cloudpickle._make_skeleton_enum:
         # members are made from their values alone: what the class's
         # __init__ set on them (Planet.EARTH.mass), or a cell after, is kept here
@@ -106,6 +111,16 @@ def _notebook_class_reduce(cls, reduced):
         if members:
             return (make, args, ((state, slotstate), members), rest[0], rest[1], _set_enum_state)
     return (make, args, (state, slotstate), *rest)
+
+
+def _make_class_past_notebook_metaclass(metaclass, name, bases, type_kwargs, class_tracker_id, extra):
+    """cloudpickle's skeleton class, made by the first metaclass up the MRO
+    that is not the notebook's (type, ABCMeta...), without running the
+    notebook's metaclass code again: a registry it appends to got every
+    class twice."""
+    maker = next(m for m in metaclass.__mro__ if m.__module__ != "__main__")
+    skeleton = maker.__new__(metaclass, name, bases, {sys.intern(k): v for k, v in type_kwargs.items()})
+    return cloudpickle.cloudpickle._lookup_class_or_track(class_tracker_id, skeleton)
 
 
 def _set_enum_state(cls, state):

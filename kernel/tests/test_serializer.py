@@ -563,3 +563,46 @@ def test_a_dicts_keys_values_and_items_stay_live_views_of_it():
     values["d"]["c"] = 3  # cloudpickle rebuilds a view of a copy of the dict: a snapshot, blind to this
     assert list(values["keys"]) == ["a", "b", "c"] and list(values["vals"]) == [1, 2, 3]
     assert list(values["items"])[-1] == ("c", 3) and list(values["other"]) == ["x"]
+
+
+METACLASSES = '''
+import abc
+class Registry(type):
+    names = []
+    def __new__(meta, name, bases, ns):
+        meta.names.append(name)
+        return super().__new__(meta, name, bases, ns)
+class Plugin(metaclass=Registry):
+    pass
+class CsvPlugin(Plugin):
+    pass
+class Shape(abc.ABCMeta):
+    def __init__(cls, name, bases, ns):
+        super().__init__(name, bases, ns)
+        cls.made_by = "Shape"
+class Figure(metaclass=Shape):
+    @abc.abstractmethod
+    def area(self): ...
+class Square(Figure):
+    def area(self):
+        return 4
+'''
+
+
+def test_a_notebook_metaclass_is_not_run_again_when_its_classes_are_rebuilt():
+    """Its __new__ appended every class to its registry once more at each
+    restore (["Plugin", "CsvPlugin", "Plugin", "CsvPlugin"]); a metaclass
+    built on ABCMeta keeps ABC's own set-up."""
+    ns = {"__name__": "__main__"}
+    exec(METACLASSES, ns)
+    names = ["Registry", "Plugin", "CsvPlugin", "Shape", "Figure", "Square"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                              {"__name__": "__main__"})
+    assert failed == {}
+    assert values["Registry"].names == ["Plugin", "CsvPlugin"]
+    assert type(values["CsvPlugin"]) is values["Registry"] and issubclass(values["CsvPlugin"], values["Plugin"])
+    with pytest.raises(TypeError):
+        values["Figure"]()  # still abstract
+    assert values["Square"]().area() == 4 and values["Square"].made_by == "Shape"
+    assert isinstance(values["Square"](), values["Figure"])
