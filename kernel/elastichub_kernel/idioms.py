@@ -51,7 +51,6 @@ import functools
 import mmap
 import os
 import pickle
-import threading
 import types
 import typing
 
@@ -63,6 +62,13 @@ load_notes: list | None = None
 # kernel: checkpoints are written on the control thread, and a sqlite3
 # connection answers only the thread that made it (check_same_thread).
 call_on_cells_thread = None
+
+
+def on_cells_thread(fn):
+    """``fn()`` on the thread the notebook's cells run on (in this thread
+    outside a kernel): where a sqlite3 object, or scikit-learn's per-thread
+    config, is read and made."""
+    return fn() if call_on_cells_thread is None else call_on_cells_thread(fn)
 
 _LRU_WRAPPER = type(functools.lru_cache(maxsize=None)(lambda: None))
 _SINGLEDISPATCH_ATTRS = ("register", "dispatch", "registry", "_clear_cache", "__wrapped__")
@@ -215,16 +221,21 @@ def _file_map(array, user_ns):
                     stat.st_size, stat.st_mtime_ns)
 
 
+def _as_saved(what: str, path: str, size: int, mtime_ns: int, may_grow: bool = False) -> None:
+    """ValueError naming `what` unless the file is as the checkpoint saw it
+    (a file opened to append may have grown)."""
+    try:
+        now = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"{what}: the file cannot be read ({exc.strerror})") from None
+    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns) and not (may_grow and now.st_size >= size):
+        raise ValueError(f"{what}: the file changed since the checkpoint (its size or modification time)")
+
+
 def _remap(filename, dtype, mode, offset, shape, order, size, mtime_ns):
     import numpy  # the saved state had it loaded
 
-    try:
-        now = os.stat(filename)
-    except OSError as exc:
-        raise ValueError(f"memory map of {filename}: the file cannot be read ({exc.strerror})") from None
-    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns):
-        raise ValueError(f"memory map of {filename}: the file changed since the checkpoint "
-                         f"(its size or modification time)")
+    _as_saved(f"memory map of {filename}", filename, size, mtime_ns)
     return numpy.memmap(filename, dtype=dtype, mode=mode, offset=offset, shape=shape, order=order)
 
 
@@ -277,13 +288,8 @@ def _open_path(raw) -> str:
 def _reopen(layers, path, name, raw_mode, text_args, position, size, mtime_ns):
     import io
 
-    try:
-        now = os.stat(path)
-    except OSError as exc:
-        raise ValueError(f"open file {path}: the file cannot be read ({exc.strerror})") from None
     appending = "a" in raw_mode
-    if (now.st_size, now.st_mtime_ns) != (size, mtime_ns) and not (appending and now.st_size >= size):
-        raise ValueError(f"open file {path}: the file changed since the checkpoint (its size or modification time)")
+    _as_saved(f"open file {path}", path, size, mtime_ns, may_grow=appending)
     # Opened by descriptor, so "w" and "x" keep the file's content
     access = os.O_RDWR if "+" in raw_mode else os.O_RDONLY if "r" in raw_mode else os.O_WRONLY
     fd = os.open(path, access | (os.O_APPEND if appending else 0) | getattr(os, "O_CLOEXEC", 0))
@@ -412,26 +418,6 @@ def _rebuild_simple_queue(kind, items):
 
 # -- sqlite3 ----------------------------------------------------------------------------
 
-def _on_cells_thread(read, obj):
-    """`read(obj)` on the thread that may use a sqlite3 object."""
-    import sqlite3
-
-    try:
-        return read(obj)
-    except sqlite3.ProgrammingError as exc:
-        if call_on_cells_thread is None or threading.current_thread() is threading.main_thread():
-            raise TypeError(f"cannot be read here ({exc})") from None
-    return call_on_cells_thread(lambda: read(obj))
-
-
-def _made_on_cells_thread(make):
-    """A sqlite3 object is made on the thread the cells will use it from (a
-    live move's delta is applied on the control thread)."""
-    if call_on_cells_thread is None or threading.current_thread() is threading.main_thread():
-        return make()
-    return call_on_cells_thread(make)
-
-
 def _sqlite_state(conn):
     import sqlite3
 
@@ -459,13 +445,13 @@ def _sqlite_state(conn):
 
 
 def _sqlite_connection(conn, user_ns):
-    state = _on_cells_thread(_sqlite_state, conn)
+    state = on_cells_thread(lambda: _sqlite_state(conn))
     attrs = getattr(conn, "__dict__", None)  # a factory class of the notebook's
     return _reconnect, (type(conn), state), dict(attrs) if attrs else None, None, None, _set_attrs
 
 
 def _reconnect(kind, state):
-    return _made_on_cells_thread(lambda: _connect(kind, state))
+    return on_cells_thread(lambda: _connect(kind, state))  # a live move's delta is applied on the control thread
 
 
 def _connect(kind, state):
@@ -519,12 +505,12 @@ def _cursor_state(cur):
 
 
 def _sqlite_cursor(cur, user_ns):
-    row_factory, arraysize, had_rows = _on_cells_thread(_cursor_state, cur)
+    row_factory, arraysize, had_rows = on_cells_thread(lambda: _cursor_state(cur))
     return _new_cursor, (cur.connection, row_factory, arraysize, had_rows)
 
 
 def _new_cursor(conn, row_factory, arraysize, had_rows):
-    return _made_on_cells_thread(lambda: _cursor(conn, row_factory, arraysize, had_rows))
+    return on_cells_thread(lambda: _cursor(conn, row_factory, arraysize, had_rows))
 
 
 def _cursor(conn, row_factory, arraysize, had_rows):

@@ -21,8 +21,9 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import threading
 import warnings
+
+from . import idioms
 
 LIBRARIES = ("pandas", "matplotlib", "sklearn")
 
@@ -66,8 +67,10 @@ def _pandas(pd) -> dict:
 
     out: dict = {}
     for key, option in config._registered_options.items():
-        if key not in config._deprecated_options and pd.get_option(key) != option.defval:
-            _put(out, key, pd.get_option(key))
+        if key not in config._deprecated_options:
+            value = pd.get_option(key)
+            if value != option.defval:
+                _put(out, key, value)
     return out
 
 
@@ -85,7 +88,7 @@ def _sklearn(sklearn) -> dict:
     from sklearn import _config  # where scikit-learn keeps its defaults
 
     # Per thread: read on the cells' (the checkpoint is written on the control thread)
-    now = _on_cells_thread(sklearn.get_config)
+    now = idioms.on_cells_thread(sklearn.get_config)
     out: dict = {}
     for key, value in now.items():
         if key in _config._global_config and value != _config._global_config[key]:
@@ -93,18 +96,11 @@ def _sklearn(sklearn) -> dict:
     return out
 
 
-def _on_cells_thread(fn):
-    from . import idioms
-
-    run = idioms.call_on_cells_thread
-    return fn() if run is None or threading.current_thread() is threading.main_thread() else run(fn)
-
-
 _READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn}
 _SETTERS = {
     "pandas": lambda pd, key, value: pd.set_option(key, value),
     "matplotlib": lambda mpl, key, value: mpl.rcParams.__setitem__(key, value),
-    "sklearn": lambda sklearn, key, value: _on_cells_thread(lambda: sklearn.set_config(**{key: value})),
+    "sklearn": lambda sklearn, key, value: idioms.on_cells_thread(lambda: sklearn.set_config(**{key: value})),
 }
 
 
