@@ -59,13 +59,15 @@ class SessionContext:
     extensions: frozenset = frozenset()  # the shell's at start
     recursion_limit: int = 1000
     logging: dict = dataclasses.field(default=None, compare=False, repr=False)  # logstate.baseline()
+    config: dict = dataclasses.field(default=None, compare=False, repr=False)  # shellstate.config_baseline()
 
     @classmethod
     def now(cls, shell=None) -> SessionContext:
         return cls(_cwd(), tuple(p for p in sys.path if isinstance(p, str)), dict(os.environ),
                    frozenset(sys.modules), tuple(warnings.filters), shell,
                    shellstate.loaded_extensions(shell) if shell is not None else frozenset(),
-                   sys.getrecursionlimit(), logstate.baseline())
+                   sys.getrecursionlimit(), logstate.baseline(),
+                   shellstate.config_baseline(shell) if shell is not None else None)
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -112,7 +114,7 @@ class SessionContext:
         if filters:
             saved["warning_filters"] = [_filter_fields(f) for f in filters]
         if self.shell is not None:
-            saved.update(shellstate.capture(self.shell, self.extensions))
+            saved.update(shellstate.capture(self.shell, self.extensions, self.config))
         saved.update(logstate.capture(self.logging))
         saved.update(libstate.capture())
         return saved
@@ -336,7 +338,7 @@ def checked(saved) -> None:
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
-                            "library_options", "precision", "xmode"}
+                            "library_options", "precision", "xmode", "config", "config_unsaved"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -373,6 +375,7 @@ def checked(saved) -> None:
         raise ValueError("precision")
     if saved.get("xmode", "Context") not in shellstate.XMODES:
         raise ValueError("xmode")
+    shellstate.checked_config(saved)
     limit = saved.get("recursion_limit", 1)
     if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
         raise ValueError("recursion_limit")

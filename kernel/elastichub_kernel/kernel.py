@@ -24,7 +24,7 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms
+from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms, libstate
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
@@ -284,12 +284,16 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             ns = self.shell.user_ns
             prepared = self.recorder.prepare(info, ns)
             number = self.shell.execution_count
+            # Here, as in the cell, the cells' execution context: the one
+            # numpy's and decimal's options live in.
+            libstate.apply_to_cells_context()
             started = time.perf_counter()
             reply = await super().do_execute(
                 code, silent, store_history, user_expressions, allow_stdin,
                 cell_meta=cell_meta, cell_id=cell_id,
             )
             duration = time.perf_counter() - started
+            libstate.note_cells_context()
             self._dirty = True
             self._live_generation += 1
             self.recorder.record(number, transformed, info, prepared, ns, duration,

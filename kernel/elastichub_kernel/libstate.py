@@ -2,18 +2,27 @@
 pandas' (``pd.set_option("display.max_columns", None)``), matplotlib's
 ``rcParams`` (``plt.rcParams["figure.figsize"] = (12, 6)``, a style or a
 seaborn theme) and scikit-learn's (``set_config(transform_output="pandas")``,
-per thread: read and set on the cells' thread). They live in the library,
+per thread: read and set on the cells' thread); and, for what it computes,
+numpy's print and floating-point error options (``np.set_printoptions(
+precision=3, suppress=True)``, ``np.seterr(divide="ignore")``) and
+decimal's context (``getcontext().prec = 50``). They live in the library,
 not in a variable: without this a moved notebook's tables were cut short,
-its plots small again and its pipelines' output arrays, without a word.
+its plots small again, its pipelines' output arrays, its arrays printed
+to eight digits and its decimals computed to 28, without a word.
 
 Saved with the session's context (context.py) as the options that differ
 from the library's defaults, for the libraries the session loaded (none is
 imported here), and set again once the variables are loaded (the library
 is imported again by then). A matplotlib value JSON cannot hold (a
-cycler) is saved as its rc text, as a matplotlibrc file holds it; a pandas
-one is named as not carried. numpy's print options are not here: since
-numpy 2 they belong to the cells' execution context, which the checkpoint,
-written on the kernel's control thread, cannot read.
+cycler) is saved as its rc text, as a matplotlibrc file holds it; any other
+(a pandas callable, a numpy formatter) is named as not carried.
+
+numpy's and decimal's options belong to the execution context the cells
+run in (a ``contextvars.Context``, since numpy 2; decimal's always), which
+the checkpoint, written on the kernel's control thread, cannot see. So the
+kernel notes them after each cell (``note_cells_context``), in that
+context, and sets restored ones again before the next cell
+(``apply_to_cells_context``).
 """
 
 from __future__ import annotations
@@ -26,12 +35,47 @@ import warnings
 from . import idioms
 
 LIBRARIES = ("pandas", "matplotlib", "sklearn")
+IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context
+
+# The IN_CELLS_CONTEXT options as the last cell left them (None outside a
+# kernel: read where capture runs), and those a restore still has to set
+# in the cells' context.
+_seen_in_cells: dict | None = None
+_to_apply: dict = {}
 
 
 def capture() -> dict:
     """{"library_options": {library: {"set": {option: value}, "unsaved": [option]}}}, or {}."""
+    saved = _read(LIBRARIES)
+    saved.update(_read(IN_CELLS_CONTEXT) if _seen_in_cells is None else _seen_in_cells)
+    return {"library_options": saved} if saved else {}
+
+
+def note_cells_context() -> None:
+    """Read numpy's and decimal's options where the cells run (the kernel
+    calls this after each cell: microseconds, and nothing unless the
+    session loaded them)."""
+    global _seen_in_cells
+    _seen_in_cells = _read(IN_CELLS_CONTEXT)
+
+
+def apply_to_cells_context() -> None:
+    """Set the restored options of IN_CELLS_CONTEXT in the context this
+    runs in (the kernel calls this before a cell)."""
+    global _to_apply
+    pending, _to_apply = _to_apply, {}
+    for name, changed in pending.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            try:
+                _SET_TOGETHER[name](module, changed["set"])
+            except Exception:  # restore() set them once and said what failed
+                pass
+
+
+def _read(libraries) -> dict:
     saved = {}
-    for name in LIBRARIES:
+    for name in libraries:
         module = sys.modules.get(name)
         if module is None:
             continue
@@ -43,7 +87,7 @@ def capture() -> dict:
             continue
         if changed:
             saved[name] = changed
-    return {"library_options": saved} if saved else {}
+    return saved
 
 
 def _put(out: dict, key: str, value, as_text: bool = False) -> None:
@@ -96,16 +140,75 @@ def _sklearn(sklearn) -> dict:
     return out
 
 
-_READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn}
+# numpy's documented defaults (numpy 1 keeps them in a global, numpy 2 in a
+# context variable: a constant serves both).
+_NUMPY_PRINT = {"edgeitems": 3, "threshold": 1000, "floatmode": "maxprec", "precision": 8, "suppress": False,
+                "linewidth": 75, "nanstr": "nan", "infstr": "inf", "sign": "-", "formatter": None, "legacy": False}
+_NUMPY_ERR = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}
+_DECIMAL_FIELDS = ("prec", "rounding", "Emin", "Emax", "capitals", "clamp")
+_DEFAULTS: dict = {}
+
+
+def _numpy(np) -> dict:
+    out: dict = {}
+    for key, value in np.get_printoptions().items():
+        if value != _NUMPY_PRINT.get(key):
+            _put(out, key, value)
+    for key, value in np.geterr().items():
+        if value != _NUMPY_ERR[key]:
+            _put(out, "err." + key, value)
+    if np.geterrcall() is not None:
+        out.setdefault("unsaved", []).append("seterrcall")
+    return out
+
+
+def _set_numpy(np, options: dict) -> None:
+    np.set_printoptions(**{k: v for k, v in options.items() if not k.startswith("err.")})
+    np.seterr(**{k[4:]: v for k, v in options.items() if k.startswith("err.")})
+
+
+def _decimal_state(context) -> dict:
+    state = {key: getattr(context, key) for key in _DECIMAL_FIELDS}
+    for kind in ("traps", "flags"):
+        state[kind] = sorted(signal.__name__ for signal, on in getattr(context, kind).items() if on)
+    return state
+
+
+def _decimal(decimal) -> dict:
+    if "decimal" not in _DEFAULTS:  # read after every cell: the default once
+        _DEFAULTS["decimal"] = _decimal_state(decimal.Context())  # a new Context copies DefaultContext
+    default = _DEFAULTS["decimal"]
+    changed = {key: value for key, value in _decimal_state(decimal.getcontext()).items() if value != default[key]}
+    return {"set": changed} if changed else {}
+
+
+def _set_decimal(decimal, options: dict) -> None:
+    state = _decimal_state(decimal.getcontext())
+    state.update(options)
+    signals = {signal.__name__: signal for signal in decimal.Context().traps}
+    for kind in ("traps", "flags"):
+        unknown = sorted(set(state[kind]) - set(signals))
+        if unknown:
+            raise ValueError(f"{kind}: not a decimal signal: {', '.join(map(str, unknown))}")
+        state[kind] = [signals[name] for name in state[kind]]
+    decimal.setcontext(decimal.Context(**state))
+
+
+_READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn, "numpy": _numpy,
+            "decimal": _decimal}
 _SETTERS = {
     "pandas": lambda pd, key, value: pd.set_option(key, value),
     "matplotlib": lambda mpl, key, value: mpl.rcParams.__setitem__(key, value),
     "sklearn": lambda sklearn, key, value: idioms.on_cells_thread(lambda: sklearn.set_config(**{key: value})),
 }
+# IN_CELLS_CONTEXT's options depend on each other (numpy's legacy mode and
+# the rest; decimal's are one Context): set in one call.
+_SET_TOGETHER = {"numpy": _set_numpy, "decimal": _set_decimal}
 
 
 def restore(saved: dict) -> list[str]:
-    """Set the options again; problems as lines."""
+    """Set the options again (numpy's and decimal's here, and again before
+    the next cell, in the cells' context); problems as lines."""
     problems = []
     for name, changed in saved.get("library_options", {}).items():
         try:
@@ -113,7 +216,10 @@ def restore(saved: dict) -> list[str]:
         except ImportError as exc:
             problems.append(f"{name}'s options were not set again ({exc})")
             continue
-        for key, value in changed.get("set", {}).items():
+        options = changed.get("set", {})
+        if name in IN_CELLS_CONTEXT:
+            problems += _restore_in_cells(name, module, options)
+        for key, value in options.items() if name not in IN_CELLS_CONTEXT else ():
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -126,9 +232,27 @@ def restore(saved: dict) -> list[str]:
     return problems
 
 
+def _restore_in_cells(name: str, module, options: dict) -> list[str]:
+    """Set `options` of an IN_CELLS_CONTEXT library now (a value recomputed
+    while restoring sees them) and queue them for the cells' context."""
+    global _seen_in_cells
+    if not options:
+        return []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _SET_TOGETHER[name](module, options)
+    except Exception as exc:  # the library refused one of them: none is set
+        return [f"the {name} options {options} were not set again ({type(exc).__name__}: {exc})"]
+    _to_apply[name] = {"set": options}
+    if _seen_in_cells is not None:  # in a kernel: what the next cell will see
+        _seen_in_cells = {**_seen_in_cells, name: {"set": options}}
+    return []
+
+
 def checked(options) -> None:
     """ValueError when ``options`` (the context's "library_options") is malformed."""
-    if not isinstance(options, dict) or set(options) - set(LIBRARIES):
+    if not isinstance(options, dict) or set(options) - set(LIBRARIES) - set(IN_CELLS_CONTEXT):
         raise ValueError("library_options")
     for name, changed in options.items():
         if not (isinstance(changed, dict) and not set(changed) - {"set", "unsaved"}

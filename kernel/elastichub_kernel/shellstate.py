@@ -1,12 +1,19 @@
 """IPython's own state that a session sets with magics: the extensions it
 loaded (`%load_ext autoreload`, `sql`, ...), autoreload's mode
-(`%autoreload 2`), how floats print (`%precision 3`) and how tracebacks do
-(`%xmode Minimal`). Saved with the session's context (context.py) and set
-again once the variables are loaded: after a move, editing a helper module
-still takes effect in the next cell, as it did before.
+(`%autoreload 2`), how floats print (`%precision 3`), how tracebacks do
+(`%xmode Minimal`), and what `%config` set
+(`%config InteractiveShell.ast_node_interactivity = "all"`,
+`%config InlineBackend.figure_format = "retina"`): the configurable
+settings of the shell's parts that differ from their values at start.
+Saved with the session's context (context.py) and set again once the
+variables are loaded: after a move, editing a helper module still takes
+effect in the next cell, and a cell shows the outputs it showed before.
 """
 
 from __future__ import annotations
+
+import json
+import warnings
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 XMODES = ("Plain", "Context", "Verbose", "Minimal", "Docs")
@@ -18,8 +25,10 @@ def loaded_extensions(shell) -> frozenset:
     return frozenset(getattr(manager, "loaded", None) or ())
 
 
-def capture(shell, at_start: frozenset) -> dict:
-    """The extensions loaded since start, and autoreload's mode if loaded."""
+def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> dict:
+    """The extensions loaded since start, autoreload's mode if loaded, the
+    print modes, and the settings changed since `config_at_start`
+    (`config_baseline`)."""
     saved: dict = {}
     added = sorted(loaded_extensions(shell) - at_start)
     if added:
@@ -33,7 +42,103 @@ def capture(shell, at_start: frozenset) -> dict:
     xmode = getattr(getattr(shell, "InteractiveTB", None), "mode", _DEFAULT_XMODE)
     if xmode != _DEFAULT_XMODE and xmode in XMODES:
         saved["xmode"] = xmode
+    if config_at_start is not None:
+        changed, unsaved = _config_changes(shell, config_at_start)
+        if changed:
+            saved["config"] = changed
+        if unsaved:
+            saved["config_unsaved"] = unsaved
     return saved
+
+
+_UNSET = object()
+
+
+def config_baseline(shell) -> dict:
+    """{id(part): (part, {setting: value})}: every configurable setting of
+    the shell's parts at start (what %config changes), and under None the
+    shell's config (where %config puts settings of a part not made yet)."""
+    baseline = {id(part): (part, {name: _plain(getattr(part, name, _UNSET)) for name in _settings(part)})
+                for part in _parts(shell)}
+    baseline[None] = _config_sections(shell)
+    return baseline
+
+
+def _config_sections(shell) -> dict:
+    config = getattr(shell, "config", None) or {}
+    return {name: {key: _plain(value) for key, value in section.items()}
+            for name, section in config.items() if isinstance(section, dict)}
+
+
+def _parts(shell) -> list:
+    """The shell's configurable parts, as %config finds them; the kernel's
+    application is not one a session sets (its ports, its files)."""
+    from traitlets.config import Application
+
+    return [part for part in getattr(shell, "configurables", ()) if not isinstance(part, Application)]
+
+
+def _settings(part) -> list[str]:
+    return sorted(type(part).class_traits(config=True))
+
+
+def _plain(value):
+    """`value` as JSON holds it (a set as a sorted list), else an _Unplain."""
+    if isinstance(value, (set, frozenset)):
+        try:
+            value = sorted(value)
+        except TypeError:
+            return value
+    try:
+        copy = json.loads(json.dumps(value, allow_nan=False))  # a copy: a list changed in place still differs
+    except (TypeError, ValueError):
+        return _Unplain(value)
+    return copy if copy == value else _Unplain(value)
+
+
+class _Unplain:
+    """A value JSON cannot hold: compared by identity with the one at start."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, _Unplain) and other.value is self.value
+
+    __hash__ = None
+
+
+def _config_changes(shell, at_start: dict) -> tuple[dict, list[str]]:
+    changed: dict = {}
+    unsaved: list[str] = []
+    for part in _parts(shell):
+        name = type(part).__name__
+        start = at_start.get(id(part), (None, None))
+        for setting in _settings(part):
+            value = _plain(getattr(part, setting, _UNSET))
+            if start[0] is part:
+                before = start[1].get(setting, _UNSET)
+            else:  # a part made since (InlineBackend, once a plot is drawn): against its defaults
+                try:
+                    before = _plain(part.trait_defaults(setting))
+                except Exception:  # a default only its instance can compute
+                    continue
+            if value == before or (isinstance(value, _Unplain) and value.value is _UNSET):
+                continue
+            if isinstance(value, _Unplain):
+                unsaved.append(f"{name}.{setting}")
+            else:
+                changed.setdefault(name, {})[setting] = value
+    made = {type(part).__name__ for part in _parts(shell)}
+    start = at_start.get(None, {})
+    for name, section in _config_sections(shell).items():
+        for setting, value in section.items() if name not in made else ():
+            if value != start.get(name, {}).get(setting, _UNSET):
+                if isinstance(value, _Unplain):
+                    unsaved.append(f"{name}.{setting}")
+                else:
+                    changed.setdefault(name, {})[setting] = value
+    return changed, sorted(set(unsaved))
 
 
 def _plain_formatter(shell):
@@ -74,4 +179,39 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
+    return problems + _restore_config(shell, saved)
+
+
+def _restore_config(shell, saved: dict) -> list[str]:
+    """Set what %config set, as %config does; a part not made yet
+    (InlineBackend before the first plot) finds it in the shell's config."""
+    from traitlets.config import Config
+
+    problems = []
+    for name, settings in saved.get("config", {}).items():
+        config = Config({name: settings})
+        parts = [part for part in _parts(shell) if type(part).__name__ == name]
+        if not parts:
+            shell.config.merge(config)
+        for part in parts:
+            try:
+                with warnings.catch_warnings():  # a deprecated alias (figure_format) warns
+                    warnings.simplefilter("ignore")
+                    part.update_config(config)
+            except Exception as exc:  # the trait's own validation
+                problems.append(f"%config {name} {settings} was not set again ({type(exc).__name__}: {exc})")
+    for setting in saved.get("config_unsaved", []):
+        problems.append(f"%config {setting} is not carried (its value cannot be saved): set it again")
     return problems
+
+
+def checked_config(saved: dict) -> None:
+    """ValueError when the context's "config" or "config_unsaved" is malformed."""
+    config = saved.get("config", {})
+    if not (isinstance(config, dict) and all(
+            isinstance(name, str) and name.isidentifier() and isinstance(settings, dict)
+            and all(isinstance(k, str) and k.isidentifier() for k in settings) for name, settings in config.items())):
+        raise ValueError("config")
+    unsaved = saved.get("config_unsaved", [])
+    if not (isinstance(unsaved, list) and all(isinstance(v, str) for v in unsaved)):
+        raise ValueError("config_unsaved")

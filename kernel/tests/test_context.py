@@ -1,6 +1,7 @@
 """SessionContext (context.py) in this process: what is saved, how it is
 put back, and what a malformed one does."""
 
+import ast
 import io
 import json
 import logging
@@ -125,6 +126,9 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"library_options": {"torch": {}}}, "library_options"),
     ({"precision": 3}, "precision"),
     ({"xmode": "Loud"}, "xmode"),
+    ({"config": {"InteractiveShell": ["ast_node_interactivity"]}}, "config"),
+    ({"config": {"os.system": {"x": 1}}}, "config"),
+    ({"config_unsaved": "InlineBackend.rc"}, "config_unsaved"),
     ({"library_options": {"pandas": {"set": ["display.precision"]}}}, "library_options: pandas"),
 ])
 def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field):
@@ -242,6 +246,44 @@ def test_ipythons_extensions_and_autoreload_mode_are_set_again():
     assert len(bad) == 1 and bad[0].startswith("the IPython extension no_such_extension_here was not loaded again")
 
 
+def test_what_config_set_is_set_again_as_config_sets_it():
+    """`%config Class.setting = value`: the shell's parts' settings that
+    differ from their start, and those kept for a part not made yet."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    start = SessionContext.now(shell)
+    assert "config" not in start.capture()  # nothing set: nothing saved
+    try:
+        shell.run_line_magic("config", "InteractiveShell.ast_node_interactivity = 'all'")
+        shell.run_line_magic("config", "IPCompleter.use_jedi = False")
+        shell.run_line_magic("config", "NotMadeYet.dpi = 144")  # as InlineBackend before a plot
+        shell.ast_transformers.append(ast.NodeTransformer())  # an object: cannot be saved, named
+        saved = json.loads(json.dumps(start.capture()))
+        assert saved["config"][type(shell).__name__] == {"ast_node_interactivity": "all"}
+        assert saved["config"]["IPCompleter"] == {"use_jedi": False}
+        assert saved["config"]["NotMadeYet"] == {"dpi": 144}
+        assert saved["config_unsaved"] == [f"{type(shell).__name__}.ast_transformers"]
+        checked(saved)
+
+        shell.ast_node_interactivity, shell.Completer.use_jedi = "last_expr", True
+        shell.ast_transformers.clear()
+        del shell.config["NotMadeYet"]
+        problems = start.restore_after_load(saved)
+        assert problems == [f"%config {type(shell).__name__}.ast_transformers is not carried (its value cannot be "
+                            "saved): set it again"]
+        assert shell.ast_node_interactivity == "all" and shell.Completer.use_jedi is False
+        assert shell.config["NotMadeYet"]["dpi"] == 144  # what a part made later reads
+        bad = {"config": {type(shell).__name__: {"ast_node_interactivity": "everything"}}}
+        assert start.restore_after_load(bad)[0].startswith(
+            f"%config {type(shell).__name__} {{'ast_node_interactivity': 'everything'}} was not set again (TraitError")
+    finally:
+        shell.ast_node_interactivity, shell.Completer.use_jedi = "last_expr", True
+        shell.ast_transformers.clear()
+        for name in ("NotMadeYet", "InteractiveShell", "IPCompleter"):
+            shell.config.pop(name, None)
+
+
 def test_a_raised_recursion_limit_is_set_again_before_the_variables(process):
     start = SessionContext.now()
     try:
@@ -354,3 +396,54 @@ def test_pandas_and_matplotlib_options_are_saved_as_their_changes_and_set_again(
         for key in keys:
             pd.reset_option(key)
         dict.update(matplotlib.rcParams, rc)
+
+
+def test_numpys_print_and_error_options_and_decimals_context_are_saved_and_set_again():
+    import contextvars
+    import decimal
+
+    import numpy as np
+
+    from elastichub_kernel import libstate
+
+    def session():  # what a numerics notebook sets at its top
+        np.set_printoptions(precision=3, suppress=True)
+        np.seterr(divide="ignore", invalid="raise")
+        context = decimal.getcontext()
+        context.prec, context.rounding = 50, decimal.ROUND_DOWN
+        context.traps[decimal.Inexact] = True
+
+    def probe():
+        return (np.get_printoptions()["precision"], np.get_printoptions()["suppress"], np.geterr()["invalid"],
+                str(decimal.Decimal(1) / decimal.Decimal(8)), decimal.getcontext().traps[decimal.Inexact])
+
+    saved = contextvars.Context().run(lambda: (session(), json.loads(json.dumps(SessionContext.now().capture())))[1])
+    assert saved["library_options"]["numpy"] == {"set": {"precision": 3, "suppress": True, "err.divide": "ignore",
+                                                         "err.invalid": "raise"}}
+    assert saved["library_options"]["decimal"] == {"set": {"prec": 50, "rounding": "ROUND_DOWN",
+                                                           "traps": ["DivisionByZero", "Inexact",
+                                                                     "InvalidOperation", "Overflow"]}}
+    checked(saved)
+
+    def restored():
+        assert probe() == (8, False, "warn", "0.125", False)  # a fresh context: the defaults
+        assert SessionContext.now().restore_after_load(saved) == []
+        return probe()
+
+    assert contextvars.Context().run(restored) == (3, True, "raise", "0.125", True)
+    # set again, as the kernel does before the next cell, in another context
+    assert contextvars.Context().run(lambda: (libstate.apply_to_cells_context(), probe())[1]) == (
+        3, True, "raise", "0.125", True)
+    assert contextvars.Context().run(lambda: (libstate.apply_to_cells_context(), probe())[1])[0] == 8  # once only
+
+    formatter = {"library_options": {"numpy": {"set": {"precision": "three"}, "unsaved": ["formatter"]}}}
+    assert contextvars.Context().run(SessionContext.now().restore_after_load, formatter) == [
+        "the numpy options {'precision': 'three'} were not set again (TypeError: precision must be an integer)",
+        "the numpy option formatter is not carried (its value cannot be saved): set it again"]
+    assert contextvars.Context().run(lambda: (
+        np.set_printoptions(formatter={"float": "{:.2f}".format}), libstate.capture())[1]) == {
+        "library_options": {"numpy": {"unsaved": ["formatter"]}}}
+    bad = {"library_options": {"decimal": {"set": {"traps": ["getcontext"]}}}}
+    assert contextvars.Context().run(SessionContext.now().restore_after_load, bad) == [
+        "the decimal options {'traps': ['getcontext']} were not set again (ValueError: traps: not a decimal signal: "
+        "getcontext)"]

@@ -193,6 +193,25 @@ def test_the_logging_a_notebook_set_up_still_logs_after_a_move(tmp_path, start_e
     assert (tmp_path / "train.log").read_text() == "epoch 1\nepoch 2\nepoch 3\n"
 
 
+class _Move:
+    """One notebook session moved again and again: each `probed(setup,
+    probe)` runs setup and probe in the running kernel (the first one made
+    here), stops it, starts it again from its checkpoint and runs probe
+    there first. Returns (probe's stdout before, probe's reply after)."""
+
+    def __init__(self, tmp_path, start, stop, run_cell):
+        self.start = lambda: start(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
+        self.stop, self.run_cell = stop, run_cell
+        self.km, self.kc = self.start()
+
+    def probed(self, setup: str, probe: str):
+        assert self.run_cell(self.kc, setup)["error"] is None
+        before = self.run_cell(self.kc, probe)["stdout"]
+        self.stop(self.km, self.kc)
+        self.km, self.kc = self.start()
+        return before, self.run_cell(self.kc, probe)
+
+
 def test_pandas_display_options_and_the_plot_style_hold_after_a_move(tmp_path, start_elastic_kernel,
                                                                      stop_elastic_kernel, run_cell):
     """`pd.set_option("display.max_columns", None)` and a plot style at the
@@ -205,16 +224,55 @@ def test_pandas_display_options_and_the_plot_style_hold_after_a_move(tmp_path, s
              "plt.style.use('ggplot')\n")
     probe = ("print(pd.get_option('display.max_columns'), list(plt.rcParams['figure.figsize']), "
              "plt.rcParams['axes.facecolor'], plt.rcParams['axes.prop_cycle'].by_key()['color'][0])")
+    move = _Move(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell)
+    before, first = move.probed(setup, probe)
+    assert before.split()[0] == "None"
+    assert first["error"] is None and first["stdout"] == before, first
+    assert "WARNING: the pandas option display.float_format is not carried" in first["stderr"]
+
+
+def test_numpys_print_and_error_options_and_decimals_precision_hold_after_a_move(tmp_path, start_elastic_kernel,
+                                                                                stop_elastic_kernel, run_cell):
+    """`np.set_printoptions(precision=3, suppress=True)`, `np.seterr(...)` and
+    `getcontext().prec = 50` at the top of a numerics notebook: they live in
+    the cells' execution context, which the checkpoint's thread cannot see.
+    After a move arrays printed to eight digits, 0/0 warned instead of
+    raising and decimals were computed to 28 digits, without a word."""
+    setup = ("import decimal, numpy as np\n"
+             "np.set_printoptions(precision=3, suppress=True)\n"
+             "np.seterr(invalid='raise')\n"
+             "decimal.getcontext().prec = 50\n"
+             "a = np.array([1 / 3, 1e-9, 12345.678901])\n")
+    probe = ("print(repr(a), decimal.Decimal(1) / decimal.Decimal(7))\n"
+             "try:\n    np.array([0.0]) / 0\nexcept FloatingPointError as exc:\n    print('raised:', exc)\n")
+    move = _Move(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell)
+    before, first = move.probed(setup, probe)
+    assert "0.333" in before and "raised: invalid value" in before and "0." + "142857" * 8 + "14" in before, before
+    assert first["error"] is None and first["stdout"] == before, first
+    # and again after a cell, from the checkpoint this kernel writes
+    assert move.probed("b = 2", probe)[1]["stdout"] == before
+
+
+def test_what_config_set_holds_after_a_move(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell):
+    """`%config InteractiveShell.ast_node_interactivity = "all"` (every
+    expression of a cell shows) and `%config InlineBackend.figure_format =
+    "retina"` before the first plot, at the top of a course notebook: after
+    a move a cell showed only its last value and the plots were blurred."""
+    setup = ("%config InteractiveShell.ast_node_interactivity = 'all'\n"
+             "%config InlineBackend.figure_format = 'retina'\n")
+    probe = "1 + 1\n2 + 2\n"
+    shown = ("from matplotlib_inline.backend_inline import InlineBackend\n"
+             "print(sorted(InlineBackend.instance(parent=get_ipython()).figure_formats))")
     km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
     assert run_cell(kc, setup)["error"] is None
-    before = run_cell(kc, probe)["stdout"]
-    assert before.split()[0] == "None"
     stop_elastic_kernel(km, kc)
 
     km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
-    first = run_cell(kc, probe)
-    assert first["error"] is None and first["stdout"] == before, first
-    assert "WARNING: the pandas option display.float_format is not carried" in first["stderr"]
+    results = []
+    kc.execute_interactive(probe, timeout=60, output_hook=lambda msg: results.append(msg["content"]["data"]["text/plain"])
+                           if msg["msg_type"] == "execute_result" else None)
+    assert results == ["2", "4"]
+    assert run_cell(kc, shown)["stdout"] == "['retina']\n"
 
 
 def test_scikit_learns_config_and_ipythons_print_modes_hold_after_a_move(tmp_path, start_elastic_kernel,

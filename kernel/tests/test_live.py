@@ -362,7 +362,9 @@ def test_the_sessions_directory_sys_path_and_environment_move_live(tmp_path, sta
                                                                    control_request):
     """What the session changed after the pre-copy arrives with the delta,
     before the delta's modules are imported (its helper is found through
-    the session's sys.path entry)."""
+    the session's sys.path entry); decimal's precision, which lives in the
+    cells' execution context, reaches the destination's cells, though the
+    delta is applied on its control thread."""
     home = tmp_path / "home"
     (home / "lib").mkdir(parents=True)
     (home / "lib" / "lab_helper.py").write_text("def double(x):\n    return 2 * x\n")
@@ -373,12 +375,13 @@ def test_the_sessions_directory_sys_path_and_environment_move_live(tmp_path, sta
     _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV, cwd=home)
 
     change = ("sys.path.append('lib')\nfrom lab_helper import double\n%cd data\n"
-              "os.environ['AFTER'] = 'post'\ndel os.environ['BEFORE']")
+              "os.environ['AFTER'] = 'post'\ndel os.environ['BEFORE']\n"
+              "import decimal\ndecimal.getcontext().prec = 40")  # the cells' context: applied before the next cell
     assert run_cell(src, change)["error"] is None
     probe = ("print(repr((os.getcwd(), 'lib' in sys.path, os.environ.get('BEFORE'), os.environ.get('AFTER'), "
-             "double(n))))")
+             "double(n), str(decimal.Decimal(1) / 7))))")
     before = run_cell(src, probe)["stdout"]
-    assert before.strip() == repr((str(home / "data"), True, None, "post", 2))
+    assert before.strip() == repr((str(home / "data"), True, None, "post", 2, "0." + "142857" * 6 + "1429"))
     frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
     assert frozen["ok"] is True, frozen
     applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
