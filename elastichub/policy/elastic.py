@@ -486,10 +486,12 @@ class ElasticStrategy:
                 return False
             if t.inflow is None:
                 t.inflow = self._inflow(t.snapshot, t.now)
+            # The gap never exceeds what runs: on a hub of cloud nodes only
+            # (the base is one of them) an idle hub keeps no node for it.
             gap = max(self.config.theta_out - theta, 0.0) / 100.0
             reserve = Resources(
-                min(reserve.cpu, t.inflow.cpu + gap * t.base_capacity.cpu),
-                min(reserve.ram, t.inflow.ram + gap * t.base_capacity.ram),
+                min(reserve.cpu, t.inflow.cpu + min(gap * t.base_capacity.cpu, demand.cpu)),
+                min(reserve.ram, t.inflow.ram + min(gap * t.base_capacity.ram, demand.ram)),
             )
             if horizon > 0:
                 # what ends within the horizon frees room no later than a

@@ -15,8 +15,8 @@ from .model import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 def occupancy(nodes: Iterable[Node], resource: str = "ram") -> float:
     """Equation (1): R^k(S) = sum O_i^k / sum C_i^k * 100, in percent.
 
-    A set with no capacity counts as full (100 %): with no active node at
-    all, the cluster cannot take anyone, and scale-out must be allowed.
+    A set with no capacity holds nothing: 0 %. Whether a cluster with no
+    active node must grow is the scale-out test's question.
     """
     used = capacity = 0.0
     if resource == "ram":
@@ -30,13 +30,20 @@ def occupancy(nodes: Iterable[Node], resource: str = "ram") -> float:
     else:
         raise ValueError(f"unknown resource {resource!r}: expected 'cpu' or 'ram'")
     if capacity <= 0:
-        return 100.0
+        return 0.0
     return used / capacity * 100.0
 
 
 def scale_out_needed(snapshot: ClusterSnapshot, theta_out: float) -> bool:
-    """Equation (2): RAM occupancy over N_total(t) above theta_out."""
-    return occupancy(snapshot.active_nodes, "ram") > theta_out
+    """Equation (2): RAM occupancy over N_total(t) above theta_out. With no
+    active node at all (a hub of cloud nodes only, or every on-prem node
+    down), eq. (1) is 0/0: scale out once someone waits, never before (as
+    full, an idle hub started a node and stopped it again every cooldown).
+    A theta_out above 100 never scales out, as ever."""
+    active = snapshot.active_nodes
+    if not any(n.allocatable.ram > 0 for n in active):
+        return bool(snapshot.pending) and theta_out <= 100.0
+    return occupancy(active, "ram") > theta_out
 
 
 def _ram_share(node: Node) -> float:

@@ -45,8 +45,12 @@ def test_occupancy_is_equation_1_over_the_node_set():
     assert occupancy([a, b], "cpu") == pytest.approx(25 / 50 * 100)
 
 
-def test_occupancy_of_nothing_counts_as_full():
-    assert occupancy([], "ram") == 100.0
+def test_occupancy_of_nothing_is_nothing_and_an_empty_cluster_grows_only_for_someone_waiting():
+    assert occupancy([], "ram") == 0.0
+    pool = (node("c1", Tier.CLOUD, status=NodeStatus.STOPPED),)
+    assert scale_out_needed(ClusterSnapshot(pool), 80) is False
+    assert scale_out_needed(ClusterSnapshot(pool, pending=(srv("u1", 4),)), 80) is True
+    assert scale_out_needed(ClusterSnapshot(pool, pending=(srv("u1", 4),)), 101) is False  # above 100: never
 
 
 def test_occupancy_rejects_unknown_resource():

@@ -169,3 +169,25 @@ def test_replayed_trace_plus_calendar_file_gives_the_class_no_wait(tmp_path, mor
     runs = {r["policy"]: r for r in json.loads(proc.stdout)["runs"]}
     assert runs["calendar"]["wait_max_s"] == 0
     assert runs["paper"]["wait_max_s"] > BOUND_S  # one node per cooldown for 500 GiB of students
+
+
+def test_a_hub_of_cloud_nodes_only_starts_a_node_for_someone_and_gives_it_back():
+    """No on-prem node: eq. (1) over no node is 0/0. As "full", `paper`
+    started a node and stopped it again every cooldown for two days; and
+    `elastic`'s scale-in gap, a share of one cloud node there, kept the last
+    node for ever. Now both start a node when someone asks and stop it after;
+    below theta_out 90 `elastic` keeps one warm node (its standing reserve)."""
+    from elastichub.simulator.workload import Request, Workload
+
+    two = tuple(Request(at, 3600, Resources(1, 2 * GiB), "trace") for at in (36000, 208800))
+    workload = Workload("two sessions", two, 60 * 3600, "two sessions two days apart")
+    params = ClusterParams(onprem_nodes=0)
+    runs = {(r.policy, r.theta_out): r for r in run_all(
+        plan_runs(["paper", "elastic"], ["migration"], [80.0, 90.0]), workload, params, seed=1)}
+    for key in [("paper", 80.0), ("paper", 90.0), ("elastic", 90.0)]:
+        run = runs[key]
+        assert (run.scale_outs, run.scale_ins) == (2, 2), key
+        assert summary(run)["cloud_node_hours"] < 2 * (1 + 1200 / 3600), key  # a session plus boot and drain
+        assert summary(run)["wait_max_s"] <= params.tmon_s + params.cloud_boot_s + params.server_start_s, key
+    warm = runs[("elastic", 80.0)]
+    assert (warm.scale_outs, warm.scale_ins, summary(warm)["wait_max_s"]) == (1, 0, 0)
