@@ -23,7 +23,7 @@ import re
 import sys
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -42,8 +42,18 @@ class Sessions:
     rows: list[dict] = field(default_factory=list)
     stops_without_start: int = 0  # servers started before the log begins
     cut_at_end: int = 0  # still running at its last line: they end there
-    first: datetime | None = None
+    started_again: int = 0  # a second start with no stop logged between: the first ends at the second's request
+    first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
+
+
+class LogError(ValueError):
+    """The logs cannot be read as one history (their lines go back in time)."""
+
+
+# JupyterHub writes its lines in order; a step back of more than this is
+# another log, or rotated files given twice.
+_JITTER = timedelta(seconds=5)
 
 
 def _server_of_route(route: str) -> str:
@@ -53,24 +63,58 @@ def _server_of_route(route: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def read_sessions(lines, zone: zoneinfo.ZoneInfo) -> Sessions:
-    """Pair each server's start with its stop, in the order of the lines
-    (concatenate rotated logs oldest first)."""
-    out = Sessions()
-    running: dict[tuple[str, str], tuple[datetime, float]] = {}  # (user, server) -> (ready at, spawn s)
-    for raw in lines:
+def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
+    """(name, line number, local time, message) of each log line; a local
+    time the clock shows twice (the hour a daylight-saving time ends) is
+    the second one once the log has stepped back into it."""
+    last, folded = None, False
+    for number, raw in enumerate(lines, 1):
         m = _LINE.search(_ANSI.sub("", raw.rstrip("\r\n")))
         if m is None:
             continue
         at = datetime.strptime(m["at"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=zone)
         if m["ms"]:
             at += timedelta(milliseconds=int(m["ms"][:3].ljust(3, "0")))
+        twice = at.utcoffset() != at.replace(fold=1).utcoffset()
+        folded = folded and twice
+        if twice and (folded or (last is not None and at.astimezone(timezone.utc) < last - _JITTER)):
+            at, folded = at.replace(fold=1), True
+        utc = at.astimezone(timezone.utc)
+        if last is not None and utc < last - _JITTER:
+            raise LogError(f"{name} line {number}: the time goes back, from {last.astimezone(zone):%Y-%m-%d %H:%M:%S}"
+                           f" to {at:%Y-%m-%d %H:%M:%S}: is it two logs in one file, or a wrong --timezone?")
+        last = max(utc, last or utc)
+        yield name, number, at, m["message"]
+
+
+def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
+    """Pair each server's start with its stop. `logs`: (name, lines) of each
+    file, in any order: rotated files are read oldest first (by their first
+    line), and files that overlap are refused (LogError)."""
+    streams = []
+    for name, lines in logs:
+        entries = list(_entries(name, lines, zone))
+        if entries:
+            streams.append(entries)
+    streams.sort(key=lambda entries: entries[0][2].astimezone(timezone.utc))
+    for before, after in zip(streams, streams[1:]):
+        if after[0][2].astimezone(timezone.utc) < before[-1][2].astimezone(timezone.utc) - _JITTER:
+            raise LogError(f"{after[0][0]} (from {after[0][2]:%Y-%m-%d %H:%M}) overlaps {before[0][0]} (to "
+                           f"{before[-1][2]:%Y-%m-%d %H:%M}): give each log once")
+    out = Sessions()
+    running: dict[tuple[str, str], tuple[datetime, float]] = {}  # (user, server) -> (ready at, spawn s)
+    for _, _, at, message in (entry for entries in streams for entry in entries):
         out.first = out.first or at
         out.last = at
-        started, stopped = _START.match(m["message"]), _STOP.match(m["message"])
+        started, stopped = _START.match(message), _STOP.match(message)
         if started:
             user, _, server = started["name"].partition(":")
-            running[(user, server)] = (at, float(started["seconds"]))
+            spawn = float(started["seconds"])
+            if (user, server) in running:  # its stop was not logged: it ended by the time the next was asked for
+                asked = at.astimezone(timezone.utc) - timedelta(seconds=spawn)
+                out.rows.append(_row((user, server), *running.pop((user, server)), asked))
+                out.started_again += 1
+            running[(user, server)] = (at, spawn)
         elif stopped:
             key = (stopped["user"], _server_of_route(stopped["route"]))
             if key not in running:
@@ -85,15 +129,17 @@ def read_sessions(lines, zone: zoneinfo.ZoneInfo) -> Sessions:
 
 
 def _row(key: tuple[str, str], ready: datetime, spawn: float, end: datetime) -> dict:
-    return {"arrival": (ready - timedelta(seconds=spawn)).isoformat(timespec="seconds"),
-            "duration_s": max(round((end - ready).total_seconds()), 1), "user": key[0], "server": key[1],
-            "spawn_s": round(spawn, 3)}
+    ready_utc = ready.astimezone(timezone.utc)  # a local difference would miss a clock change
+    arrival = (ready_utc - timedelta(seconds=spawn)).astimezone(ready.tzinfo)
+    return {"arrival": arrival.isoformat(timespec="seconds"),
+            "duration_s": max(round((end.astimezone(timezone.utc) - ready_utc).total_seconds()), 1),
+            "user": key[0], "server": key[1], "spawn_s": round(spawn, 3)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOG",
-                        help="JupyterHub's log (kubectl logs deploy/hub > hub.log), rotated files oldest first; "
-                             "- reads standard input")
+                        help="JupyterHub's log (kubectl logs deploy/hub > hub.log), and its rotated files in any "
+                             "order (read oldest first); - reads standard input")
     parser.add_argument("--cpu", required=True, metavar="CORES", help="CPU each server requests (cpu_guarantee)")
     parser.add_argument("--ram-gib", required=True, metavar="GIB",
                         help="RAM each server requests, GiB (mem_guarantee)")
@@ -115,17 +161,20 @@ def run(args: argparse.Namespace) -> int:
         zone = zoneinfo.ZoneInfo(args.timezone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise UsageError(f"--timezone: unknown time zone {args.timezone!r} (e.g. UTC, Europe/Berlin)") from None
-    lines = []
+    logs = []
     for name in args.logs:
         try:
             if name == "-":
-                lines += sys.stdin.readlines()
+                logs.append(("standard input", sys.stdin.readlines()))
             else:
                 with open(name, encoding="utf-8", errors="replace") as f:
-                    lines += f.readlines()
+                    logs.append((name, f.readlines()))
         except OSError as e:
             raise UsageError(f"cannot read {name} ({e.strerror})") from None
-    sessions = read_sessions(lines, zone)
+    try:
+        sessions = read_sessions(logs, zone)
+    except LogError as e:
+        raise UsageError(str(e)) from None
     if not sessions.rows:
         raise UsageError(f"no server start found in {', '.join(args.logs)}: is it JupyterHub's log? (lines like "
                          "'[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start')")
@@ -148,5 +197,8 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"{sessions.stops_without_start} stop(s) of servers started before the log begins: left out")
     if sessions.cut_at_end:
         notes.append(f"{sessions.cut_at_end} still running at the log's end: they end there")
+    if sessions.started_again:
+        notes.append(f"{sessions.started_again} started again with no stop logged in between: each earlier "
+                     "session ends when the next was asked for")
     print("elastichub trace: " + "; ".join(notes), file=sys.stderr)
     return 0

@@ -9,7 +9,7 @@ import zoneinfo
 import pytest
 
 from elastichub.policy import GiB, Resources
-from elastichub.simulator.hublog import read_sessions
+from elastichub.simulator.hublog import LogError, read_sessions
 from elastichub.simulator.trace import load_trace
 
 UTC = zoneinfo.ZoneInfo("UTC")
@@ -27,7 +27,7 @@ LOG = """\
 
 
 def test_starts_and_stops_pair_into_sessions_that_ask_when_the_spawn_began():
-    s = read_sessions(LOG.splitlines(keepends=True), zoneinfo.ZoneInfo("Europe/Berlin"))
+    s = read_sessions([("hub.log", LOG.splitlines(keepends=True))], zoneinfo.ZoneInfo("Europe/Berlin"))
     assert [(r["user"], r["server"], r["arrival"], r["duration_s"], r["spawn_s"]) for r in s.rows] == [
         ("bob", "gpu", "2026-12-01T08:56:59+01:00", 3600, 300.25),  # asked 300 s before it was ready
         ("alice", "", "2026-12-01T09:00:10+01:00", 1800, 3.5),
@@ -41,7 +41,7 @@ def test_a_named_servers_stop_is_told_by_its_route_escaped_as_the_hub_writes_it(
            "[I 2026-12-01 09:00:00.000 JupyterHub base:1193] User zoë:my lab took 2.000 seconds to start\n"
            "[I 2026-12-01 09:10:00.000 JupyterHub proxy:360] Removing user zoë from proxy (/user/zo%C3%AB/my%20lab/)\n"
            "[I 2026-12-01 09:20:00.000 JupyterHub proxy:360] Removing user zoë from proxy (/user/zo%C3%AB/)\n")
-    rows = read_sessions(log.splitlines(), UTC).rows
+    rows = read_sessions([("hub.log", log.splitlines())], UTC).rows
     assert sorted((r["server"], r["duration_s"]) for r in rows) == [("", 1200), ("my lab", 600)]
 
 
@@ -71,6 +71,8 @@ def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
     (["absent.log", "--cpu", "1", "--ram-gib", "1"], "cannot read absent.log (No such file or directory)"),
     (["notes.txt", "--cpu", "1", "--ram-gib", "1"], "no server start found in notes.txt: is it JupyterHub's log?"),
+    (["hub.log", "hub.log", "--cpu", "1", "--ram-gib", "1"], "hub.log (from 2026-12-01 08:59) overlaps hub.log (to "
+                                                             "2026-12-01 10:15): give each log once"),
     (["hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "no/such/dir/t.csv"],
      "--out: cannot write no/such/dir/t.csv (No such file or directory)"),
 ])
@@ -84,5 +86,46 @@ def test_bad_input_is_one_line(tmp_path, args, message):
 
 def test_kubectl_logs_timestamps_before_each_line_are_no_obstacle():
     stamped = "".join(f"2026-12-01T08:00:00.123456789Z {line}\n" for line in LOG.splitlines())
-    rows = read_sessions(stamped.splitlines(), UTC).rows
+    rows = read_sessions([("hub.log", stamped.splitlines())], UTC).rows
     assert [(r["user"], r["duration_s"]) for r in rows] == [("bob", 3600), ("alice", 1800), ("zoë.o'neil@uni.edu", 600)]
+
+
+def test_rotated_logs_in_any_order_read_as_one_history_and_overlaps_are_refused():
+    """`elastichub trace hub.log*` lists the newest file first (hub.log,
+    hub.log.1): read as given, sessions across the cut were paired with
+    the wrong stops, ended before they began and came out 21 s long."""
+    lines = LOG.splitlines()
+    older, newer = ("hub.log.1", lines[:4]), ("hub.log", lines[4:])
+    one = read_sessions([("hub.log", lines)], UTC)
+    both = read_sessions([newer, older], UTC)
+    assert both.rows == one.rows and (both.first, both.last) == (one.first, one.last)
+    with pytest.raises(LogError, match=r"hub.log.1 \(from 2026-12-01 08:59\) overlaps hub.log \(to 2026-12-01 "
+                                       r"10:15\): give each log once"):
+        read_sessions([("hub.log", lines), ("hub.log.1", lines[:4])], UTC)
+    with pytest.raises(LogError, match=r"joined.log line 10: the time goes back, from 2026-12-01 10:15:00 to "
+                                       r"2026-12-01 08:59:59: is it two logs in one file"):
+        read_sessions([("joined.log", lines + lines[:2])], UTC)
+
+
+def test_the_hour_a_clock_shows_twice_is_read_as_it_happened():
+    """Europe/Berlin, 2026-10-25: 02:00-03:00 runs twice. A start at 02:30
+    summer time and a stop at 02:20 winter time are 50 minutes apart, not
+    -10 (a 1-second session before)."""
+    log = ("[I 2026-10-25 02:30:00.000 JupyterHub base:1193] User ann took 3.000 seconds to start\n"
+           "[I 2026-10-25 02:50:00.000 JupyterHub log:192] 200 GET /hub/api\n"
+           "[I 2026-10-25 02:20:00.000 JupyterHub proxy:360] Removing user ann from proxy (/user/ann/)\n"
+           "[I 2026-10-25 02:40:00.000 JupyterHub base:1193] User ben took 1.000 seconds to start\n"
+           "[I 2026-10-25 03:10:00.000 JupyterHub proxy:360] Removing user ben from proxy (/user/ben/)\n")
+    rows = read_sessions([("hub.log", log.splitlines())], zoneinfo.ZoneInfo("Europe/Berlin")).rows
+    assert [(r["user"], r["arrival"], r["duration_s"]) for r in rows] == [
+        ("ann", "2026-10-25T02:29:57+02:00", 50 * 60), ("ben", "2026-10-25T02:39:59+01:00", 30 * 60)]
+
+
+def test_a_server_started_again_with_no_stop_logged_ends_when_the_next_was_asked_for():
+    log = ("[I 2026-12-01 09:00:00.000 JupyterHub base:1193] User ann took 2.000 seconds to start\n"
+           "[I 2026-12-01 10:00:05.000 JupyterHub base:1193] User ann took 5.000 seconds to start\n"
+           "[I 2026-12-01 10:30:05.000 JupyterHub proxy:360] Removing user ann from proxy (/user/ann/)\n")
+    s = read_sessions([("hub.log", log.splitlines())], UTC)
+    assert [(r["arrival"], r["duration_s"]) for r in s.rows] == [
+        ("2026-12-01T08:59:58+00:00", 3600), ("2026-12-01T10:00:00+00:00", 1800)]
+    assert (s.started_again, s.stops_without_start) == (1, 0)
