@@ -12,6 +12,9 @@ import re
 from typing import Iterator
 
 _DECIMAL_COMMA = re.compile(r"\s*[-+]?\d+,\d+\s*")
+# "3.600" in a file whose decimal separator is ',': 3600 with a thousands
+# point, or 3.6 written the other way? Callers refuse it rather than guess.
+GROUPED = re.compile(r"\s*[-+]?[1-9]\d{0,2}(\.\d{3})+\s*")
 
 
 def delimiter(header: str) -> str:

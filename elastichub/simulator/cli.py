@@ -57,11 +57,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--workload", metavar="NAME", default=None,
                    help="workload generator (default: paper; see docs/simulator.md)")
     g.add_argument("--trace", metavar="FILE.csv",
-                   help="replay a trace: header arrival_s,duration_s,cpu,ram_gib (instead of --workload)")
+                   help="replay a trace: header arrival_s,duration_s,cpu,ram_gib (instead of --workload); "
+                        "- reads standard input (elastichub trace hub.log ... | elastichub simulate --trace -)")
     g.add_argument("--days", metavar="D", help="simulated days (paper: 2; trace: until its last server ends)")
     g.add_argument("--calendar", metavar="FILE.csv",
                    help="classes to add (header start,users,cpu,ram_gib[,spread_s,name]; start as seconds "
                         "or 'D HH:MM'): their students arrive, and the calendar policy knows the schedule")
+    g.add_argument("--schedule", metavar="FILE.csv",
+                   help="the same file for a trace that already holds the classes' students (a hub's own "
+                        "history): the calendar policy knows the schedule, nobody is added")
     g.add_argument("--seed", metavar="N", default="1", help="random seed of workload and migrations (default 1)")
     g.add_argument("--policy", metavar="NAME[,NAME...]", default=DEFAULT_POLICIES,
                    help=f"scaling strategies to compare (default {DEFAULT_POLICIES})")
@@ -237,13 +241,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     except ValueError as e:
         raise UsageError(f"--workload {workload_name}: {e}") from None
-    if args.calendar:
+    if args.calendar and args.schedule:
+        raise UsageError("--calendar adds the classes' students, --schedule only their timetable: give one")
+    if args.calendar or args.schedule:
         from .scenarios import load_calendar, with_calendar
 
+        option, path = ("--calendar", args.calendar) if args.calendar else ("--schedule", args.schedule)
         try:
-            workload = with_calendar(workload, load_calendar(args.calendar, params.largest_node), seed, lifetime)
+            workload = with_calendar(workload, load_calendar(path, params.largest_node), seed, lifetime,
+                                     students=bool(args.calendar), source=f"calendar file {path}")
         except ValueError as e:
-            raise UsageError(f"--calendar: {e}") from None
+            raise UsageError(f"{option}: {e}") from None
 
     if tuning:
         if args.move_method is None:  # tune for the orchestrator as it runs by default
@@ -284,32 +292,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_plot(result, out: Path, slo_p95: float, slo_max: float | None) -> Path:
+    from .tune import plot
+
+    try:
+        return plot(result, out, slo_p95, slo_max)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"--tune: the plot needs matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
+    except OSError as e:
+        raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
+
+
 def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, mode: str,
           slo_p95: float, slo_max: float | None) -> int:
     import os
 
     from .report import format_table
-    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, plot, tune
+    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune
 
     theta_grid = THETA_OUT_GRID if args.theta_out == DEFAULT_THETAS else thetas
     specs = grid(policy, mode, theta_grid)
     processes = os.cpu_count() or 1
     started = time.perf_counter()
+    out = Path(args.out or "tune")
     try:
         result = tune(workload, params, seed, policy, mode, slo_p95, slo_max, specs=specs)
-    except NoSettingMeetsSLO as e:
-        raise UsageError(str(e)) from None
+    except NoSettingMeetsSLO as e:  # the plot shows how far off every setting is: most useful now
+        raise UsageError(f"{e}; every setting is drawn in {_tune_plot(e.result, out, slo_p95, slo_max)}") from None
     except ValueError as e:  # a strategy refusing its configuration
         raise UsageError(str(e)) from None
     took = time.perf_counter() - started
     lines = config_lines(result.spec, params, workload)
-    out = Path(args.out or "tune")
-    try:
-        picture = plot(result, out, slo_p95, slo_max)
-    except ModuleNotFoundError as e:
-        raise UsageError(f"--tune: the plot needs matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
-    except OSError as e:
-        raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
+    picture = _tune_plot(result, out, slo_p95, slo_max)
     slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f", max wait <= {slo_max:g} s")
     if args.json:
         print(json.dumps({"chosen": result.chosen, "setting": {"policy": policy, "mode": mode,
@@ -321,6 +335,8 @@ def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, m
     moves = f", {params.move_method} moves" if mode == "migration" else ""
     print(f"tuned {policy} ({mode}{moves}) for {slo}: {len(specs)} settings in {took:.1f} s on {processes} core(s)")
     print(f"cheapest setting that meets it: {describe(result.spec)}")
+    if result.chosen["scale_outs"] == 0:
+        print("(on-prem alone meets it on this history: no cloud node was started)")
     print(format_table([result.chosen]))
     print(f"Pareto plot (chosen setting starred): {picture}")
     print("orchestrator configuration:")

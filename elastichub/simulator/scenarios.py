@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..csvtext import csv_dicts
 from ..policy import GiB, Resources, ScheduledClass, parse_schedule
+from ..policy.calendar import parse_class_row
 from .workload import (
     ClassSession,
     LifetimeModel,
@@ -94,34 +95,40 @@ def load_calendar(path: str | Path, largest_node: Resources | None = None) -> tu
         raise ValueError(f"calendar file {path}: no classes (expected a header start,users,cpu,ram_gib and rows)")
     classes = parse_schedule(rows, source=f"calendar file {path}")
     if largest_node is not None:
-        for c in classes:
-            if not c.request.fits_in(largest_node):
-                label = f"class {c.name!r}" if c.name else f"the class at {c.start_s:g} s"
-                raise ValueError(f"calendar file {path}, {label}: a student's request ({c.request.cpu:g} cores, "
-                                 f"{c.request.ram / GiB:g} GiB) is more than the largest node has "
-                                 f"({largest_node.cpu:g} cores, {largest_node.ram / GiB:g} GiB)")
+        for i, row in enumerate(rows, start=1):
+            where = f"calendar file {path} row {i}"
+            _, request, _, _ = parse_class_row(row, where)  # valid: parse_schedule read it
+            if not request.fits_in(largest_node):
+                raise ValueError(f"{where}: a student's request ({request.cpu:g} cores, {request.ram / GiB:g} GiB) "
+                                 f"is more than the largest node has ({largest_node.cpu:g} cores, "
+                                 f"{largest_node.ram / GiB:g} GiB)")
     return classes
 
 
 def with_calendar(workload: Workload, calendar: tuple[ScheduledClass, ...], seed: int,
-                  lifetime: LifetimeModel | None = None) -> Workload:
-    """`workload` plus the students of every class in `calendar` (who
-    arrive within `spread_s` of the start), and the classes as its calendar."""
+                  lifetime: LifetimeModel | None = None, *, students: bool = True,
+                  source: str = "calendar") -> Workload:
+    """`workload` with the classes in `calendar` as its calendar, plus, with
+    `students`, the students of each (who arrive within `spread_s` of the
+    start); without, the workload already holds them (a hub's own history)."""
     lifetime = lifetime or LifetimeModel()
     rng = random.Random(f"calendar-{seed}")
     sessions = []
     extra: list[Request] = []
     for i, c in enumerate(calendar):
         if c.start_s >= workload.horizon_s:
-            raise ValueError(f"calendar class {c.name or i + 1!r} starts at {c.start_s:g} s, "
-                             f"after the simulated {workload.horizon_s} s")
+            raise ValueError(f"{source}: class {c.name or i + 1!r} starts at {c.start_s:g} s (day "
+                             f"{int(c.start_s // 86_400) + 1}), after the simulated {workload.horizon_s} s "
+                             f"({workload.horizon_s / 86_400:.3g} days): give --days, or drop the class")
         session = ClassSession(c.name or f"class-{i + 1}", int(c.start_s), c.users, int(c.spread_s), c.request)
         sessions.append(session)
-        extra += class_arrivals(rng, session, lifetime)
+        if students:
+            extra += class_arrivals(rng, session, lifetime)
     requests = sorted(list(workload.requests) + [r for r in extra if r.arrival_s < workload.horizon_s],
                       key=lambda r: r.arrival_s)
+    added = "calendar class(es)" if students else "scheduled class(es) whose students it holds"
     return replace(workload, requests=tuple(requests), classes=workload.classes + tuple(sessions),
-                   description=f"{workload.description}; plus {len(sessions)} calendar class(es)")
+                   description=f"{workload.description}; plus {len(sessions)} {added}")
 
 
 def write_trace(workload: Workload, path: str | Path) -> Path:

@@ -34,16 +34,22 @@ GRIDS: dict[str, dict[str, tuple]] = {
 ORCHESTRATOR_CLASS = "ElasticOrchestrator"
 
 
-class NoSettingMeetsSLO(ValueError):
-    """Every setting tried waits longer than the objective; names the closest."""
-
-
 @dataclass(frozen=True)
 class TuneResult:
-    chosen: dict[str, Any]  # the summary of the cheapest run that meets the objective
+    chosen: dict[str, Any]  # the summary of the cheapest run that meets the objective (or the closest)
     spec: RunSpec
     summaries: list[dict[str, Any]]  # every run of the grid, in grid order
     specs: list[RunSpec]
+    met: bool = True  # False: nothing met the objective, `chosen` is the closest
+
+
+class NoSettingMeetsSLO(ValueError):
+    """Every setting tried waits longer than the objective; names the closest
+    (`result`, with met False: what the plot then shows)."""
+
+    def __init__(self, message: str, result: TuneResult):
+        super().__init__(message)
+        self.result = result
 
 
 def grid(policy: str, mode: str, thetas: Sequence[float] = THETA_OUT_GRID) -> list[RunSpec]:
@@ -107,7 +113,8 @@ def tune(workload: Workload, params: ClusterParams, seed: int, policy: str, mode
         slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f" and max wait <= {slo_max:g} s")
         raise NoSettingMeetsSLO(
             f"no setting of {len(specs)} tried meets {slo}; the closest is {describe(specs[closest])}: "
-            f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, {s['cloud_node_hours']:.2f} cloud node-hours"
+            f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, {s['cloud_node_hours']:.2f} cloud node-hours",
+            TuneResult(s, specs[closest], summaries, specs, met=False),
         )
     best = min(ok, key=lambda i: (summaries[i]["cloud_node_hours"], summaries[i]["wait_p95_s"],
                                   summaries[i]["wait_max_s"], i))
@@ -144,7 +151,8 @@ def config_lines(spec: RunSpec, params: ClusterParams, workload: Workload) -> li
 
 def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -> Path:
     """Every setting tried, cost against p95 and max wait, the Pareto front
-    ringed, the objective dashed and the chosen setting starred."""
+    ringed, the objective dashed and the chosen setting (or, when none met
+    the objective, the closest) starred."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,10 +172,13 @@ def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -
                    s=18, color="tab:grey", label="misses it")
         ring_front(ax, points)
         ax.scatter([result.chosen["cloud_node_hours"]], [result.chosen[metric]], s=260, marker="*",
-                   color="tab:red", zorder=4, label=f"chosen: {describe(result.spec)}")
+                   color="tab:red", zorder=4,
+                   label=f"{'chosen' if result.met else 'closest (misses it)'}: {describe(result.spec)}")
         if slo is not None:
             ax.axhline(slo, color="tab:red", ls="--", lw=0.8, label=f"objective {slo:g} s")
         ax.set_ylabel(f"{title} of new requests (s)")
         ax.set_title(f"cost vs {title}: {len(points)} settings")
-    return save(fig, axes, "--tune: the cheapest setting that meets the objective", out / "tune-pareto.png")
+    title = ("--tune: the cheapest setting that meets the objective" if result.met
+             else "--tune: no setting meets the objective; the closest starred")
+    return save(fig, axes, title, out / "tune-pareto.png")
 

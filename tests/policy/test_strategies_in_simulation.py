@@ -12,6 +12,7 @@ from elastichub.simulator import ClusterParams, make_workload
 from elastichub.simulator.pareto import pareto_front, plot_pareto
 from elastichub.simulator.runner import plan_runs, run_all, schedule_of, summary
 from elastichub.simulator.scenarios import class_window_waits, load_calendar, with_calendar, write_trace
+from elastichub.simulator.trace import load_trace
 
 PARAMS = ClusterParams()
 BOUND_S = PARAMS.tmon_s + PARAMS.cloud_boot_s + PARAMS.server_start_s  # ~311 s
@@ -107,7 +108,8 @@ def test_load_calendar_errors_name_file_row_and_column(tmp_path):
     huge = tmp_path / "huge.csv"
     huge.write_text("start,users,cpu,ram_gib,name\n1 10:00,5,1,64,gpu-lab\n")
     assert load_calendar(huge)[0].users == 5  # without a cluster to check against
-    with pytest.raises(ValueError, match=r"huge.csv, class 'gpu-lab': .* 64 GiB\) is more than the largest node"):
+    huge.write_text("start,users,cpu,ram_gib,name\n1 11:00,5,1,2,intro\n1 10:00,5,1,64,gpu-lab\n")
+    with pytest.raises(ValueError, match=r"huge.csv row 2: .* 64 GiB\) is more than the largest node"):
         load_calendar(huge, PARAMS.largest_node)
 
 
@@ -146,10 +148,15 @@ def test_cli_default_policy_and_calendar_option(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--calendar", "missing.csv"], "--calendar: calendar file missing.csv: not found"),
     (["--policy", "calendar", "--workload", "weekend"], "policy 'calendar' needs a schedule"),
-    (["--calendar", "huge.csv"], "is more than the largest node has (25 cores, 50 GiB)"),
+    (["--calendar", "huge.csv"], "--calendar: calendar file huge.csv row 1: a student's request (1 cores, 64 GiB) "
+                                 "is more than the largest node has (25 cores, 50 GiB)"),
+    (["--calendar", "late.csv"], "--calendar: calendar file late.csv: class 'exam' starts at 723600 s (day 9), after "
+                                 "the simulated 8640 s (0.1 days): give --days, or drop the class"),
+    (["--calendar", "late.csv", "--schedule", "late.csv"], "--calendar adds the classes' students, --schedule only"),
 ])
 def test_cli_calendar_errors_are_one_line(tmp_path, args, message):
     (tmp_path / "huge.csv").write_text("start,users,cpu,ram_gib\n1 01:00,5,1,64\n")
+    (tmp_path / "late.csv").write_text("start,users,cpu,ram_gib,name\n9 09:00,5,1,2,exam\n")
     proc = _cli("--days", "0.1", "--mode", "migration", *args, cwd=tmp_path)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
@@ -169,6 +176,17 @@ def test_replayed_trace_plus_calendar_file_gives_the_class_no_wait(tmp_path, mor
     runs = {r["policy"]: r for r in json.loads(proc.stdout)["runs"]}
     assert runs["calendar"]["wait_max_s"] == 0
     assert runs["paper"]["wait_max_s"] > BOUND_S  # one node per cooldown for 500 GiB of students
+
+    # a real history holds the class's students already: --schedule tells the calendar policy, adds nobody
+    history = write_trace(with_calendar(load_trace(trace, PARAMS.largest_node, 43200), load_calendar(cal), seed=1),
+                          tmp_path / "history.csv")
+    told = _cli("--trace", str(history), "--days", "0.5", "--schedule", str(cal), "--mode", "migration",
+                "--policy", "paper,calendar", "--json")
+    assert told.returncode == 0, told.stderr
+    runs = {r["policy"]: r for r in json.loads(told.stdout)["runs"]}
+    held = len(load_trace(history, PARAMS.largest_node).requests)
+    assert runs["calendar"]["servers"] == runs["paper"]["servers"] == held
+    assert runs["calendar"]["wait_max_s"] == 0 and runs["paper"]["wait_max_s"] > BOUND_S
 
 
 def test_a_hub_of_cloud_nodes_only_starts_a_node_for_someone_and_gives_it_back():

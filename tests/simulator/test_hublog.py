@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zoneinfo
@@ -62,6 +63,11 @@ def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     piped = run_trace(tmp_path, "-", "--cpu", "1", "--ram-gib", "1", stdin=LOG)
     assert piped.returncode == 0
     assert piped.stdout.splitlines()[0] == "arrival,duration_s,cpu,ram_gib,user,server,spawn_s"
+    # and on into the simulator, through a pipe
+    replayed = subprocess.run([sys.executable, "-m", "elastichub", "simulate", "--trace", "-", "--mode", "migration",
+                               "--json"], input=piped.stdout, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["runs"][0]["servers"] == 3
 
 
 @pytest.mark.parametrize("args, message", [

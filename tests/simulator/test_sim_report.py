@@ -47,3 +47,13 @@ def test_table_has_one_row_per_run():
     assert header.split()[:4] == ["policy", "mode", "theta_out", "node-h"]
     assert row.split()[:4] == ["paper", "onprem-only", "-", "0.0"]
     assert len(rule) == len(header)
+
+
+def test_a_server_still_waiting_at_the_end_is_noted_under_the_table():
+    """Its wait is counted up to the end: a floor the row cannot show."""
+    wl = workload([request(0, 300, 6), request(10, 500, 8)], 200)  # the second waits past the end
+    result = run_checked(wl, TINY, mode="onprem-only")[1]
+    lines = format_table([summary(tiny_run()), summary(result)]).splitlines()
+    assert len(lines) == 5
+    assert lines[4] == ("note: paper onprem-only -: 1 server(s) still waiting when the simulation ends (no room for "
+                        "them in this mode, or not yet)")

@@ -56,8 +56,11 @@ def test_the_cheapest_setting_that_meets_the_slo_wins(burst_workload):
 def test_no_setting_meeting_the_slo_names_the_closest(burst_workload):
     specs = grid("paper", "migration", (90.0, 95.0))
     with pytest.raises(NoSettingMeetsSLO, match=r"no setting of 2 tried meets p95 wait <= 0 s and max wait <= 0 s; "
-                                                r"the closest is paper, mode migration, theta_out 9\d"):
+                                                r"the closest is paper, mode migration, theta_out 9\d") as info:
         tune(burst_workload, SMALL, 1, "paper", "migration", slo_p95=0, slo_max=0, specs=specs, processes=1)
+    closest = info.value.result  # what the plot stars
+    assert closest.met is False and closest.spec in specs and closest.chosen in closest.summaries
+    assert len(closest.summaries) == 2 and closest.chosen["wait_max_s"] > 0
 
 
 def test_cli_tune_prints_the_setting_row_plot_and_config(tmp_path, capsys):
@@ -107,7 +110,19 @@ def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
 ])
 def test_cli_tune_errors_are_one_line(capsys, tmp_path, argv, message):
     with pytest.raises(SystemExit) as e:
-        main(["simulate", "--out", str(tmp_path), *argv])
+        main(["simulate", "--out", str(tmp_path / "out"), *argv])
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+    # out of reach, the plot of every setting is what tells an admin how far: it is drawn
+    missed = message.startswith("no setting")
+    assert (tmp_path / "out" / "tune-pareto.png").exists() is missed
+    assert (f"every setting is drawn in {tmp_path / 'out' / 'tune-pareto.png'}" in err) is missed
+
+
+def test_cli_tune_says_when_on_prem_alone_meets_the_objective(tmp_path, capsys):
+    code = main(["simulate", "--workload", "weekend", "--days", "0.5", "--tune", "--slo-p95-wait", "60",
+                 "--theta-out", "90", "--out", str(tmp_path)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "(on-prem alone meets it on this history: no cloud node was started)" in out

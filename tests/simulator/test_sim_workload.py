@@ -179,8 +179,19 @@ def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
      "column arrival_s: the first server arrives 1764590000 s (20,423 days) after the start: arrival_s counts "
      "seconds from the start of the replay. For Unix times or ISO 8601 timestamps, name the column arrival instead"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,3600,1,1\n40000000,60,1,1\n",
-     "a server that arrives at 40000000 s and runs 60 s ends 463 days after the start; a replay spans at most "
-     "400 days (a value in milliseconds?)"),
+     "line 3: this server ends 463 days after the start; a replay spans at most 400 days (arrival_s in "
+     "milliseconds?)"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,3600,1,1\n100,1e9,1,1\n",
+     "line 3, column duration_s: 1000000000 s is 11,574 days; a replay spans at most 400 days (a value in "
+     "milliseconds?)"),
+    ("arrival,duration_s,cpu,ram_gib\n2025-01-01T09:00:00Z,60,1,1\n2026-04-01T09:00:00z,60,1,1\n",
+     "line 3: this server ends 455 days after the start; a replay spans at most 400 days (split the history)"),
+    # a decimal comma in a comma-separated file shifts every value after it
+    ("arrival_s,duration_s,cpu,ram_gib\n0,3600,0,5,2\n", "line 2: 5 values for 4 columns (a decimal comma"),
+    ("arrival_s,duration_s,cpu,cpu,ram_gib\n0,3600,1,2,2\n", "line 1: column(s) cpu named twice"),
+    ("arrival_s;duration_s;cpu;ram_gib\n100;3.600;1;2\n",
+     "line 2, column duration_s: '3.600' in a file whose decimal separator is ',': a thousands point or a "
+     "decimal one?"),
     ("arrival,duration_s,cpu,ram_gib\n1764590000000,10,1,1\n", "line 2, column arrival: not a Unix time: "
      "'1764590000000' (milliseconds?)"),
     ("arrival,duration_s,cpu,ram_gib\n-5,10,1,1\n", "line 2, column arrival: not a Unix time: '-5'"),
@@ -191,6 +202,17 @@ def test_trace_errors_name_line_and_column(tmp_path, text, message):
         load_trace(path, LARGEST)
     assert message in str(info.value) and "\n" not in str(info.value)
     assert str(path) in str(info.value)
+
+
+def test_a_header_in_other_case_and_a_spreadsheets_unicode_text_read_as_the_same_trace(tmp_path):
+    plain = load_trace(write_csv(tmp_path / "t.csv", "arrival_s,duration_s,cpu,ram_gib\n0,3600,1,2\n"), LARGEST)
+    upper = tmp_path / "u.csv"
+    upper.write_text("ARRIVAL_S\tDuration_S\tCPU\tRAM_GiB\r\n0\t3600\t1\t2\r\n", encoding="utf-16")
+    assert load_trace(upper, LARGEST).requests == plain.requests
+    latin = tmp_path / "l.csv"
+    latin.write_bytes("arrival_s,duration_s,cpu,ram_gib,user\n0,3600,1,2,ann\n5,60,1,2,zo\xeb\n".encode("latin-1"))
+    with pytest.raises(TraceError, match=r"l.csv line 3: not UTF-8 text \(byte 0xeb\): save the file as CSV UTF-8"):
+        load_trace(latin, LARGEST)
 
 
 def test_missing_trace_file(tmp_path):
