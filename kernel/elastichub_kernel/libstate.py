@@ -54,9 +54,12 @@ def capture() -> dict:
 def note_cells_context() -> None:
     """Read numpy's and decimal's options where the cells run (the kernel
     calls this after each cell: microseconds, and nothing unless the
-    session loaded them)."""
+    session loaded them). A restore queued during the cell (%elastic_restore)
+    set them in this context already, and the cell may have changed them
+    since: nothing is left to apply."""
     global _seen_in_cells
     _seen_in_cells = _read(IN_CELLS_CONTEXT)
+    _to_apply.clear()
 
 
 def apply_to_cells_context() -> None:

@@ -435,6 +435,18 @@ def test_numpys_print_and_error_options_and_decimals_context_are_saved_and_set_a
     assert contextvars.Context().run(lambda: (libstate.apply_to_cells_context(), probe())[1]) == (
         3, True, "raise", "0.125", True)
     assert contextvars.Context().run(lambda: (libstate.apply_to_cells_context(), probe())[1])[0] == 8  # once only
+    # restored inside a cell (%elastic_restore), which then sets its own: the next cell keeps the cell's
+    try:
+        def cell():
+            SessionContext.now().restore_after_load(saved)
+            np.set_printoptions(precision=5)
+            libstate.note_cells_context()  # the kernel, after the cell
+            libstate.apply_to_cells_context()  # the kernel, before the next
+            return probe()[0]
+
+        assert contextvars.Context().run(cell) == 5
+    finally:
+        libstate._seen_in_cells = None  # outside a kernel again
 
     formatter = {"library_options": {"numpy": {"set": {"precision": "three"}, "unsaved": ["formatter"]}}}
     assert contextvars.Context().run(SessionContext.now().restore_after_load, formatter) == [
