@@ -81,8 +81,9 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
             at, folded = at.replace(fold=1), True
         utc = at.astimezone(timezone.utc)
         if last is not None and utc < last - _JITTER:
-            raise LogError(f"{name} line {number}: the time goes back, from {last.astimezone(zone):%Y-%m-%d %H:%M:%S}"
-                           f" to {at:%Y-%m-%d %H:%M:%S}: is it two logs in one file, or a wrong --timezone?")
+            raise LogError(f"{name} line {number}: the time goes back, from "
+                           f"{last.astimezone(zone):%Y-%m-%d %H:%M:%S} to {at:%Y-%m-%d %H:%M:%S}: is it two logs "
+                           "in one file, or a wrong --timezone?")
         last = max(utc, last or utc)
         yield name, number, at, m["message"]
 

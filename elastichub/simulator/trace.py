@@ -141,8 +141,7 @@ def _text(path: Path) -> str:
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
         raise TraceError(f"{path} line {line}: not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text "
-                         f"(byte {raw[e.start]:#04x}): "
-                         "save the file as CSV UTF-8") from None
+                         f"(byte {raw[e.start]:#04x}): save the file as CSV UTF-8") from None
 
 
 def _check_span(path: Path, rows: list[tuple], stamped: bool) -> None:

@@ -261,18 +261,22 @@ def test_what_config_set_holds_after_a_move(tmp_path, start_elastic_kernel, stop
     setup = ("%config InteractiveShell.ast_node_interactivity = 'all'\n"
              "%config InlineBackend.figure_format = 'retina'\n")
     probe = "1 + 1\n2 + 2\n"
-    shown = ("from matplotlib_inline.backend_inline import InlineBackend\n"
-             "print(sorted(InlineBackend.instance(parent=get_ipython()).figure_formats))")
+    formats = ("from matplotlib_inline.backend_inline import InlineBackend\n"
+               "print(sorted(InlineBackend.instance(parent=get_ipython()).figure_formats))")
     km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
     assert run_cell(kc, setup)["error"] is None
     stop_elastic_kernel(km, kc)
 
     km, kc = start_elastic_kernel(tmp_path / "ckpt", session_name=SESSION, cwd=tmp_path)
     results = []
-    kc.execute_interactive(probe, timeout=60, output_hook=lambda msg: results.append(msg["content"]["data"]["text/plain"])
-                           if msg["msg_type"] == "execute_result" else None)
+
+    def shown(msg):
+        if msg["msg_type"] == "execute_result":
+            results.append(msg["content"]["data"]["text/plain"])
+
+    kc.execute_interactive(probe, timeout=60, output_hook=shown)
     assert results == ["2", "4"]
-    assert run_cell(kc, shown)["stdout"] == "['retina']\n"
+    assert run_cell(kc, formats)["stdout"] == "['retina']\n"
 
 
 def test_scikit_learns_config_and_ipythons_print_modes_hold_after_a_move(tmp_path, start_elastic_kernel,
