@@ -8,6 +8,7 @@ Registered as ``c.JupyterHub.spawner_class = "elastic"``.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import textwrap
 import time
 import weakref
@@ -155,7 +156,28 @@ class ElasticSpawner(KubeSpawner):
 
     # -- the pod ---------------------------------------------------------------------------------
 
+    def _apply_overrides(self, spawner_override: dict):
+        """A profile's kubespawner_override: a key that is no setting would
+        be set as a plain attribute and do nothing (a misspelt `migratable`
+        leaves an exam's servers movable), a bad value would end the start
+        in a traceback: both end it with one line naming the setting."""
+        for key in spawner_override:
+            if not self.has_trait(key):
+                close = difflib.get_close_matches(key, self.trait_names(config=True), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise web.HTTPError(500, "Bad ElasticHub configuration: profile_list: kubespawner_override "
+                                    "key %r is not a setting of ElasticSpawner%s", key, hint)
+        try:
+            super()._apply_overrides(spawner_override)
+        except TraitError as e:
+            raise web.HTTPError(500, "Bad ElasticHub configuration: profile_list: kubespawner_override: %s",
+                                str(e)) from None
+
     async def get_pod_manifest(self):
+        if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
+            raise web.HTTPError(500, "Bad ElasticHub configuration: ElasticSpawner.onprem_weight (%d) must be "
+                                "higher than cloud_weight (%d), or servers fill the cloud first", self.onprem_weight,
+                                self.cloud_weight)
         pod = await super().get_pod_manifest()
         meta = pod.metadata
         meta.labels = {**(meta.labels or {}), **podspec.pod_labels(self.migratable)}

@@ -43,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--students must be >= 1 and --stay between 0 and --students")
     if args.boot_delay < 0:
         raise UsageError("--boot-delay must be >= 0 seconds")
+    if args.config is not None and not args.config.is_file():
+        raise UsageError(f"--config {args.config}: no such file")
     port = args.port or (8000 if args.interactive else 0)
+    # The hub runs in the work directory: paths given relative to here are made absolute
     settings = DemoSettings(students=args.students, stay=args.stay, json=args.json, interactive=args.interactive,
-                            port=port, boot_delay=args.boot_delay, config=args.config or EXAMPLE_CONFIG,
-                            workdir=args.workdir)
+                            port=port, boot_delay=args.boot_delay,
+                            config=args.config.resolve() if args.config else EXAMPLE_CONFIG,
+                            workdir=args.workdir.resolve() if args.workdir else None)
     return asyncio.run(play(settings))

@@ -127,8 +127,11 @@ async def play(settings: DemoSettings) -> int:
         console.print("interrupted: stopping everything")
         return 130
     except (StageError, RuntimeError) as e:
-        console.print(f"[bold red]demo failed:[/bold red] {e}")
-        if stage.workdir is not None:
+        console.print("[bold red]demo failed:[/bold red]", end=" ")
+        console.print(str(e), markup=False, highlight=False)  # log lines have brackets: no markup
+        if stage.workdir is not None and settings.workdir is not None:
+            console.print(f"the hub's whole log: {stage.workdir / 'jupyterhub.log'}")
+        elif stage.workdir is not None and isinstance(e, RuntimeError):
             console.print(stage.hub_log(), markup=False, highlight=False)
         return 1
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +30,10 @@ from ..localcluster.config import ClusterConfig, NodeConfig
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = REPO / "jupyterhub_config_example.py"
 SERVICE = "elastichub-orchestrator"
+
+
+# JupyterHub's line when a managed service's process ends (it restarts it).
+_SERVICE_EXITED = re.compile(r"Service \S+ exited with status")
 
 
 class StageError(Exception):
@@ -133,11 +138,22 @@ class Stage:
             stdout=self._hub_log, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         await self._wait_up(wait_for_orchestrator)
 
-    def hub_log(self, tail: int = 3000) -> str:
+    def hub_log(self, lines: int = 40) -> str:
+        """The log's last `lines`, without the proxy's lines (while a service
+        is down they are most of it: a 503 or ECONNREFUSED per request)."""
         try:
-            return (self.workdir / "jupyterhub.log").read_text(errors="replace")[-tail:]
+            text = (self.workdir / "jupyterhub.log").read_text(errors="replace")
         except OSError:
             return ""
+        return "\n".join([line for line in text.splitlines() if "ConfigProxy" not in line][-lines:])
+
+    def hub_errors(self) -> str:
+        """What went wrong, from the log: the services' one-line errors and
+        the hub's error lines (the last few), else its last lines."""
+        log = self.hub_log(lines=100_000).splitlines()
+        errors = [line for line in log if ": error: " in line or line.startswith(("[E ", "[C "))
+                  or "CRITICAL" in line]
+        return "\n".join(errors[-8:]) if errors else "\n".join(log[-20:])
 
     async def api(self, method: str, path: str, body=None, token: str | None = None):
         url = path if path.startswith("http") else f"{self.url}/hub/api{path}"
@@ -161,7 +177,10 @@ class Stage:
         deadline = asyncio.get_running_loop().time() + timeout
         while asyncio.get_running_loop().time() < deadline:
             if self.hub_proc.returncode is not None:
-                raise StageError("JupyterHub exited at start:\n" + self.hub_log())
+                raise StageError("JupyterHub exited at start:\n" + self.hub_errors())
+            if orchestrator and _SERVICE_EXITED.search(self.hub_log(lines=200)):
+                # the hub would start it again and again: its error is in the log already
+                raise StageError("the orchestrator exited at start:\n" + self.hub_errors())
             try:
                 if orchestrator and await self.orchestrator_status() is not None:
                     return
@@ -170,7 +189,7 @@ class Stage:
             except OSError:
                 pass
             await asyncio.sleep(0.5)
-        raise StageError(f"the hub and its orchestrator did not come up within {timeout:g} s:\n" + self.hub_log())
+        raise StageError(f"the hub and its orchestrator did not come up within {timeout:g} s:\n" + self.hub_errors())
 
     async def stop(self) -> None:
         """Stop the hub (it stops the servers and its services), then the cluster: nothing left behind."""
@@ -189,8 +208,22 @@ class Stage:
                 await self.hub_proc.wait()
             self._hub_log.close()
             self.hub_proc = None
+            _stop_proxy(self.workdir / "jupyterhub-proxy.pid")
         if self.cluster is not None:
             await self.cluster.stop()
             self.cluster = None
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _stop_proxy(pid_file: Path) -> None:
+    """The hub starts configurable-http-proxy in a session of its own, out of
+    the hub's process group: a hub that fails before its clean-up leaves it
+    running. Its pid file says which process it is."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        if b"configurable-http-proxy" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return  # the pid was reused: not ours to stop
+        os.kill(pid, signal.SIGKILL)
+    except (OSError, ValueError):
+        pass  # no pid file, or the proxy is gone already

@@ -29,6 +29,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
+from ..podspec import label_key_problem, label_value_problem
 from ..policy import PolicyConfig, Resources, make_strategy, option_names, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
@@ -199,6 +200,24 @@ class ElasticOrchestrator(Application):
             raise TraitError(f"ElasticOrchestrator.{mistake}")
         return proposal["value"]
 
+    @validate("tier_label")
+    def _tier_label(self, proposal):
+        problem = label_key_problem(proposal["value"])
+        if problem:
+            raise TraitError(f"ElasticOrchestrator.tier_label: {problem}")
+        return proposal["value"]
+
+    @validate("onprem_tier", "cloud_tier")
+    def _tier(self, proposal):
+        name, value = proposal["trait"].name, proposal["value"]
+        problem = label_value_problem(value)
+        if problem:
+            raise TraitError(f"ElasticOrchestrator.{name}: {problem}")
+        if value == (self.cloud_tier if name == "onprem_tier" else self.onprem_tier):
+            raise TraitError(f"ElasticOrchestrator.{name}: {value!r} is the other tier's value too; the on-prem "
+                             "and cloud tiers need different values")
+        return value
+
     @validate("cloud_node_mapping")
     def _mapping(self, proposal):
         value = proposal["value"]
@@ -212,6 +231,11 @@ class ElasticOrchestrator(Application):
         """The strategy, with the timetable of calendar_file if one is set
         (`now`: the clock it starts at, for the first day's classes)."""
         timetable = self.load_timetable()
+        gap = self.policy_options.get("theta_in")
+        if isinstance(gap, (int, float)) and gap > self.theta_out:
+            raise StartupError(f"ElasticOrchestrator.policy_options: theta_in {gap:g} is the gap below theta_out "
+                               f"kept after a scale-in: above theta_out {self.theta_out:g} no node would ever be "
+                               "scaled in (default 5)")
         if self.policy == "calendar" and timetable is None:
             raise StartupError("ElasticOrchestrator.policy 'calendar' needs ElasticOrchestrator.calendar_file, "
                                "the weekly class timetable (or use policy 'elastic')")
@@ -293,6 +317,8 @@ class ElasticOrchestrator(Application):
     async def _kube(self):
         from kubernetes_asyncio import client, config
 
+        if self.kubeconfig and not os.path.isfile(self.kubeconfig):
+            raise StartupError(f"ElasticOrchestrator.kubeconfig {self.kubeconfig}: no such file")
         try:
             if self.kubeconfig:
                 await config.load_kube_config(config_file=self.kubeconfig)
@@ -421,16 +447,37 @@ class ElasticOrchestrator(Application):
         except asyncio.CancelledError:
             self.log.info("stopped")
 
+    # A config file that fails half-way must stop the start: run on the
+    # defaults, the orchestrator would leave dry_run, the driver and the
+    # thresholds behind without a word.
+    raise_config_file_errors = True
+
     def initialize(self, argv=None) -> None:
         super().initialize(argv)
         if not self.generate_config:
-            self.load_config_file(self.config_file_name)
+            self._read_config_file()
         # The modules log under "elastichub": through the Application's handler, at its level.
         package_log = logging.getLogger("elastichub")
         package_log.handlers = list(self.log.handlers)
         package_log.setLevel(self.log_level)
         package_log.propagate = False
         self.log.propagate = False
+
+    def _read_config_file(self) -> None:
+        path = self.config_file_name
+        if not os.path.isfile(path):
+            if "config_file_name" in self.cli_config.get("ElasticOrchestrator", {}):
+                raise StartupError(f"--config {path}: no such file")
+            return  # the default name, absent: the command line's settings alone
+        try:
+            self.load_config_file(path)
+        except TraitError:
+            raise
+        except Exception as e:
+            raise StartupError(
+                f"config file {path} failed ({type(e).__name__}: {e}): nothing of it is used. As a hub-managed "
+                "service the orchestrator starts with a clean environment: give what the file reads from "
+                "os.environ in the service's 'environment', or the orchestrator a config file of its own") from None
 
     @default("log_level")
     def _log_level(self):

@@ -67,7 +67,11 @@ def load_driver(name: str, args: list, kwargs: dict):
     try:
         return cls(*args, **kwargs)
     except Exception as e:  # libcloud raises many types for bad credentials/arguments
-        raise ValueError(f"cloud driver {name!r} rejected its arguments: {type(e).__name__}: {e}") from None
+        hint = ""
+        if not args and isinstance(e, TypeError) and "required positional argument" in str(e):
+            hint = (" (no credentials given: set ELASTICHUB_CLOUD_KEY and ELASTICHUB_CLOUD_SECRET in the "
+                    "service's environment, or ElasticOrchestrator.cloud_driver_args)")
+        raise ValueError(f"cloud driver {name!r} rejected its arguments: {type(e).__name__}: {e}{hint}") from None
 
 
 def vm_tags(node) -> dict:

@@ -150,16 +150,19 @@ class Drain:
         report = MoveReport(pod.server, self.node)
         self.on_move(report)
         log.info("moving %s (pod %s) off %s", pod.server, pod.key, self.node)
-        server = await self.hub.server(pod.user, pod.server_name)
-        if server is None or not server.ready:
-            # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
-            await self._wait_pod_gone(pod.key, self.t.stop)
-            report.outcome, report.error = "skipped", "not running in the hub"
-            self.on_move(report)
-            return
         try:
+            server = await self.hub.server(pod.user, pod.server_name)
+            if server is not None and server.pending == "spawn":
+                # Its pod runs, the hub has not finished the start: the move waits for it.
+                server = await self._wait_spawned(pod)
+            if server is None or not server.ready:
+                # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
+                await self._wait_pod_gone(pod.key, self.t.stop)
+                report.outcome, report.error = "skipped", "not running in the hub"
+                self.on_move(report)
+                return
             await self._wait_terminals_quiet(server)
-        except MoveAborted as e:
+        except MoveAborted as e:  # the move ends here, and says so (not left "in flight")
             report.outcome, report.error = "aborted", str(e)
             self.on_move(report)
             raise
@@ -281,6 +284,18 @@ class Drain:
             if time.monotonic() > deadline:
                 raise MoveAborted(f"{server.key} has a {what} {state} ({', '.join(busy)}) after {self.t.busy:g} s")
             await asyncio.sleep(self.t.poll)
+
+    async def _wait_spawned(self, pod: PodRecord) -> HubServer | None:
+        """The server once the hub has finished starting it (None if the
+        start failed: it is no longer the hub's)."""
+        deadline = time.monotonic() + self.t.start
+        while True:
+            server = await self.hub.server(pod.user, pod.server_name)
+            if server is None or server.pending != "spawn":
+                return server
+            if time.monotonic() > deadline:
+                raise MoveAborted(f"{pod.server} is still starting in the hub after {self.t.start:g} s")
+            await asyncio.sleep(self.t.poll / 4)
 
     async def _wait_stopped(self, pod: PodRecord) -> None:
         deadline = time.monotonic() + self.t.stop

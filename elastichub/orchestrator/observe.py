@@ -102,6 +102,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     onprem_only: dict[str, str] = {}
     if waiting:
         pending = _cloud_can_take(pending, waiting, nodes, tiers, problems, onprem_only)
+    _mark_cloud_only(pods, pending, servers, nodes, tiers)
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
     if no_ram:
         problems.append(no_ram_problem(no_ram))
@@ -204,6 +205,32 @@ def _cloud_can_take(pending: list[Server], waiting: dict[str, PodRecord], nodes:
         problems.append(f"servers no cloud node can take wait for on-prem room: {len(left_out)} ("
                         + ", ".join(sorted(left_out)[:3]) + (", ..." if len(left_out) > 3 else "") + ")")
     return kept
+
+
+def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict[str, list[Server]],
+                     nodes: list[NodeRecord], tiers: dict) -> None:
+    """Servers no on-prem node can take (a profile whose node selector only
+    cloud nodes match), in place: a waiting one is `cloud_only`, so the
+    policy starts a cloud node for it though on-prem has room; a running
+    one is not `movable`, so its node is never drained from under it (every
+    move would wait for a cloud node the drain is taking away)."""
+    onprem = [rec.offers for rec in nodes if rec.offers is not None and tiers.get(rec.tier) is Tier.ONPREM]
+    if not onprem:
+        return
+    tainted = any(t.taints for t in onprem)
+    # Most pods ask nothing of their node: one look each, no node template read.
+    asking = {p.server: p.needs for p in pods
+              if p.needs is not None and (tainted or p.needs.node_selector or p.needs.terms or p.needs.extended)}
+    if not asking:
+        return
+
+    def only_cloud(name: str) -> bool:
+        needs = asking.get(name)
+        return needs is not None and all(misfit(needs, template) for template in onprem)
+
+    pending[:] = [replace(s, cloud_only=True) if only_cloud(s.name) else s for s in pending]
+    for node, here in servers.items():
+        servers[node] = [replace(s, movable=False) if s.movable and only_cloud(s.name) else s for s in here]
 
 
 def no_ram_problem(servers: list[str]) -> str:

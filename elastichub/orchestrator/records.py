@@ -56,7 +56,7 @@ class PodRecord:
     holds_resources: bool = True  # counts towards its node's O_i: not finished
     as_server: Server | None = None  # the policy's view of it (managed pods), built once per event
     move_of: str = ""  # a live move's destination: the source pod's key (namespace/name)
-    needs: Constraints | None = None  # a waiting server's node constraints (nodefit); None once placed
+    needs: Constraints | None = None  # a server's node constraints (nodefit); None for a pod not ElasticHub's
     uid: str = ""  # what an Event about the pod names (the spawner follows a pod's events by uid)
 
 
@@ -167,7 +167,7 @@ def pod_record(obj: dict) -> PodRecord:
         holds_resources=phase not in ("Succeeded", "Failed"),
         as_server=Server(key, Resources(cpu, ram), node, started, created, migratable) if managed else None,
         move_of=f"{meta.get('namespace', '')}/{move_of}" if managed and move_of else "",
-        needs=pod_constraints(spec) if managed and node is None else None,
+        needs=pod_constraints(spec) if managed else None,
         uid=str(meta.get("uid") or ""),
     )
 

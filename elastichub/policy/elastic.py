@@ -521,15 +521,26 @@ class ElasticStrategy:
         horizon = self.scale_out_horizon_s
         if snapshot.pending:
             nodes = t.active + t.booting
-            urgent, patient = self._split_queue(snapshot.pending, now)
             free = [n.free for n in nodes]
+            # Servers only a cloud node can run (a profile's node selector)
+            # place first, on cloud room alone, and never wait on purpose:
+            # on-prem room and departures there do nothing for them.
+            only_cloud = [srv.requests for srv in snapshot.pending if srv.cloud_only]
+            bound = []
+            if only_cloud:
+                cloud = [i for i, n in enumerate(nodes) if n.tier is Tier.CLOUD]
+                slots = [free[i] for i in cloud]
+                bound = _first_fit(_by_size(only_cloud), slots)
+                for i, slot in zip(cloud, slots):
+                    free[i] = slot
+            urgent, patient = self._split_queue([srv for srv in snapshot.pending if not srv.cloud_only], now)
             left = _first_fit(_by_size(urgent), free) if urgent else []
             if patient:  # a patience > 0, so a horizon > 0
                 free = _departure_slots(free, nodes, self._outflow(t, horizon)[1])
                 left += _first_fit(_by_size(patient), free)
-                left.sort(key=lambda g: (-g[0].ram, -g[0].cpu))
             if left and self._small_remainder(left, snapshot.pending, t.stopped, now):
                 left = []
+            left = sorted(left + bound, key=lambda g: (-g[0].ram, -g[0].cpu))
             pool = []
             for node in t.stopped:
                 if left and any(req.fits_in(node.allocatable) for req, _ in left):

@@ -81,6 +81,7 @@ class Server:
     started_at: float | None = None  # when it started running (for lifetime-aware policies)
     created_at: float | None = None  # when the user asked for it (waiting starts here)
     movable: bool = True  # False: never migrated (an admin pinned it); its node stays until it ends
+    cloud_only: bool = False  # only a cloud node can run it (its profile's node selector): it waits for cloud room
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,3 +78,24 @@ def test_ctrl_c_stops_everything(tmp_path):
     assert "interrupted" in err or "interrupted" in _
     time.sleep(1)
     assert processes_under(tmp_path / "demo") == []
+
+
+def test_a_config_whose_orchestrator_cannot_start_fails_fast_names_why_and_leaves_nothing(tmp_path):
+    """An admin's own config (given relative to where they stand) with a
+    setting the orchestrator refuses: the demo used to wait 90 s, print the
+    proxy's noise, and leave configurable-http-proxy running."""
+    example = Path(__file__).resolve().parents[2] / "jupyterhub_config_example.py"
+    (tmp_path / "my_hub.py").write_text(f"exec(open({str(example)!r}).read())\n"
+                                        "c.ElasticOrchestrator.theta_out = 0.8\n")
+    proc = subprocess.Popen([sys.executable, "-m", "elastichub", "demo", "--workdir", "demo", "--config", "my_hub.py"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err[-3000:]
+    text = out + err
+    assert "the orchestrator exited at start" in text and "0.8 looks like a fraction" in text, text[-3000:]
+    assert "ConfigProxy" not in text
+    assert time.monotonic() - started < 80  # not the 90 s wait for a service that is not coming
+    time.sleep(1)
+    assert processes_under(tmp_path / "demo") == []

@@ -35,6 +35,8 @@ def one_error_line(result) -> str:
     (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),
     (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
     (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
+    (["--ElasticOrchestrator.policy_options={'theta_in': 95}"],
+     "theta_in 95 is the gap below theta_out kept after a scale-in: above theta_out 80 no node would ever be"),
     (["--ElasticOrchestrator.policy_options={'no_such_option': 1}"],
      "policy 'elastic' has no option 'no_such_option': its options are boot_s, delay_after_add_s"),
     (["--policy=paper", "--ElasticOrchestrator.policy_options={'boot_s': 290}"],
@@ -48,11 +50,24 @@ def one_error_line(result) -> str:
     (["--policy=paper", "--ElasticOrchestrator.calendar_file=t.csv"], "policy 'paper' takes no timetable"),
     (["--ElasticOrchestrator.history_file=no/such/dir/h.csv"],
      "history_file: cannot write no/such/dir/h.csv (No such file or directory)"),
+    (["--ElasticOrchestrator.tier_label=my tier"], "tier_label: 'my tier' is not a Kubernetes label key"),
+    (["--ElasticOrchestrator.onprem_tier=cloud"], "onprem_tier: 'cloud' is the other tier's value too"),
+    (["--ElasticOrchestrator.cloud_tier=Cloud Nodes"], "cloud_tier: 'Cloud Nodes' is not a Kubernetes label value"),
+    (["--config=absent.py"], "--config absent.py: no such file"),
+    (["--kubeconfig=absent.yaml"], "ElasticOrchestrator.kubeconfig absent.yaml: no such file"),
+    (["--cloud-driver=ec2"], "cloud driver 'ec2' rejected its arguments: TypeError: EC2NodeDriver.__init__() missing 1 "
+                             "required positional argument: 'key' (no credentials given: set ELASTICHUB_CLOUD_KEY"),
+    # the hub's config file read by the service, which gets a clean environment: not silently the defaults
+    (["--config=hub.py"], "config file hub.py failed (KeyError: 'GITHUB_CLIENT_SECRET'): nothing of it is used"),
+    (["--config=typed.py"], "The 'theta_out' trait of an ElasticOrchestrator instance expected a float"),
 ])
 def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\n")
     (tmp_path / "bad.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\nTuesdays,10:00,1,1,2\n")
     (tmp_path / "past.csv").write_text("day,time,users,cpu,ram_gib\n2020-01-14,10:00,40,1,2\n")
+    (tmp_path / "hub.py").write_text("import os\nc.ElasticOrchestrator.dry_run = True\n"
+                                     "c.GitHubOAuthenticator.client_secret = os.environ['GITHUB_CLIENT_SECRET']\n")
+    (tmp_path / "typed.py").write_text("c.ElasticOrchestrator.theta_out = 'high'\n")
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
 
 

@@ -281,3 +281,25 @@ def test_with_no_cloud_node_seen_every_waiting_server_stays_in_the_queue():
     obs = observe([node("onprem-1")], pods, None, CONFIG, NOW)
     assert [s.name for s in obs.snapshot.pending] == ["gpu", "plain"]
     assert not [p for p in obs.problems if "no cloud node can take" in p]
+
+
+def test_a_server_only_a_cloud_node_can_take_is_marked_so_and_never_moved():
+    """A "cloud burst" profile (node selector tier=cloud): waiting, it is
+    marked cloud_only, so the policy starts a cloud node though on-prem has
+    room; running, it is pinned, so its node is never drained from under it
+    (every move would wait for the cloud node the drain takes away)."""
+    nodes = [node("onprem-1"), node("cloud-1", tier="cloud")]
+    burst = {"nodeSelector": {podmeta.TIER_LABEL: "cloud"}}
+    pods = [waiting("carol", **burst), waiting("plain"),
+            pod_record({"metadata": {"name": "dan", "namespace": "jh", "labels": {podmeta.MANAGED_LABEL: "true"},
+                                     "annotations": {podmeta.USER_ANNOTATION: "dan"}},
+                        "spec": {"nodeName": "cloud-1", "containers": [{"name": "n", "resources": {
+                            "requests": {"memory": "1Gi"}}}], **burst}, "status": {"phase": "Running"}}),
+            pod("erin", node="cloud-1")]
+    snap = observe(nodes, pods, None, CONFIG, NOW).snapshot
+    assert {s.name: s.cloud_only for s in snap.pending} == {"carol": True, "plain": False}
+    assert {s.name: s.movable for s in snap.node("cloud-1").servers} == {"dan": False, "erin": True}
+    assert plan_migration(snap, snap.node("cloud-1")) is None  # dan keeps his node
+    # with no on-prem node to judge by, nothing is marked
+    alone = observe([node("cloud-1", tier="cloud")], pods, None, CONFIG, NOW).snapshot
+    assert not any(s.cloud_only for s in alone.pending)

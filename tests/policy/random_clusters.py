@@ -33,7 +33,7 @@ def clusters(draw):
         nodes.append(Node(f"n{i}", tier, alloc, used, tuple(servers), status))
     pending = tuple(
         Server(f"p{j}", Resources(draw(st.integers(0, 4)) / 2, draw(st.integers(1, 16)) * GiB), None,
-               None, NOW - draw(st.integers(0, 900)))
+               None, NOW - draw(st.integers(0, 900)), cloud_only=draw(st.booleans()))
         for j in range(draw(st.integers(0, 4)))
     )
     return ClusterSnapshot(tuple(nodes), pending)

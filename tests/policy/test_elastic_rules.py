@@ -292,3 +292,23 @@ def test_arrivals_of_a_scheduled_class_are_not_a_trend():
     s = ElasticStrategy(PolicyConfig(theta_out=80), schedule=(cls,))
     # the 360 GiB arrived inside the class window: no reserve for them
     assert s.decide(ClusterSnapshot(tuple(fresh + pool(8))), ControllerState(), NOW)[0] is None
+
+
+# -- servers only a cloud node can run --------------------------------------
+
+
+def test_a_server_only_a_cloud_node_can_run_starts_one_though_on_prem_has_room():
+    """A "cloud burst" profile: counted on on-prem room, the server waited
+    for ever (the scheduler never puts it there)."""
+    quiet = onprem(8, ram_each=10)  # 20 % used: room everywhere on-prem
+    burst = Server("carol", Resources(1, 2 * GiB), None, created_at=NOW - 20, cloud_only=True)
+    for theta_out, thrift in ((80.0, None), (95.0, None), (95.0, 1.0)):  # patience and min_fill do not hold it
+        s = strategy(theta_out, thrift=thrift)
+        action, _ = s.decide(ClusterSnapshot(tuple(quiet + pool(2)), (burst,)), ElasticState(), NOW)
+        assert isinstance(action, ScaleOut) and action.nodes == ("cloud0",), (theta_out, action)
+        plain = Server("carol", Resources(1, 2 * GiB), None, created_at=NOW - 20)
+        assert s.decide(ClusterSnapshot(tuple(quiet + pool(2)), (plain,)), ElasticState(), NOW)[0] is None
+    # a cloud node up with room, or one booting: nothing more to start
+    for status in (NodeStatus.READY, NodeStatus.BOOTING):
+        snap = ClusterSnapshot(tuple(quiet + pool(1, status) + pool(1, start=1)), (burst,))
+        assert strategy().nodes_to_start(snap, NOW) == []

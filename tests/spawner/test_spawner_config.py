@@ -70,6 +70,33 @@ async def test_a_profile_can_pin_its_servers():
     assert pod.metadata.labels[podmeta.MIGRATABLE_LABEL] == "false"
 
 
+@pytest.mark.parametrize("override, words", [
+    ({"migrateable": False}, "kubespawner_override key 'migrateable' is not a setting of ElasticSpawner (did you "
+                             "mean 'migratable'?)"),
+    ({"migratable": "false"}, "profile_list: kubespawner_override: The 'migratable' trait of an ElasticSpawner "
+                              "instance expected a boolean, not the str 'false'"),
+    ({"onprem_weight": 500}, "profile_list: kubespawner_override: ElasticSpawner.onprem_weight: 500 is outside"),
+])
+async def test_a_profiles_bad_override_is_one_error_naming_it(override, words):
+    """A misspelt key would do nothing: an exam's servers, meant to be
+    pinned, would stay movable."""
+    s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "kubespawner_override": override}])
+    s.user_options = {"profile": "exam"}
+    with pytest.raises(web.HTTPError) as err:
+        await s.load_user_options()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("weights", [{"onprem_weight": 1, "cloud_weight": 50}, {"onprem_weight": 5, "cloud_weight": 5}])
+async def test_cloud_weighed_at_or_above_on_prem_is_refused(weights):
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(**weights).get_pod_manifest()
+    message = err.value.log_message % err.value.args
+    assert message == (f"Bad ElasticHub configuration: ElasticSpawner.onprem_weight ({weights['onprem_weight']}) "
+                       f"must be higher than cloud_weight ({weights['cloud_weight']}), or servers fill the cloud first")
+
+
 @pytest.mark.parametrize("trait,value,words", [
     ("onprem_weight", 0, "ElasticSpawner.onprem_weight: 0 is outside 1..100"),
     ("cloud_weight", 101, "ElasticSpawner.cloud_weight: 101 is outside 1..100"),
