@@ -36,6 +36,7 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
     booting = sorted({n.name for n in snapshot.nodes if n.tier is Tier.CLOUD and n.status is NodeStatus.BOOTING}
                      | set(boot_started))
     clouds = [n for n in snapshot.nodes if n.tier is Tier.CLOUD]
+    cloud_message = None  # what a server only cloud nodes take is told instead, when it differs
     if booting:
         situation = "booting:" + ",".join(booting)
         starts = [boot_started[n] for n in booting if n in boot_started]
@@ -47,17 +48,21 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
                  else f"cloud nodes {', '.join(booting)} are starting")
         message = (f"ElasticHub: the on-premises nodes are full, so {which} for the servers waiting; "
                    f"this server starts as soon as there is room{eta}.")
+        # a profile only cloud nodes take: on-prem may have room, it is no help
+        cloud_message = (f"ElasticHub: this server runs on cloud nodes only (its profile), and {which}; it "
+                         f"starts as soon as there is room{eta}.")
     elif not any(n.status is NodeStatus.STOPPED for n in clouds):
         situation = "full"
         message = ("ElasticHub: every node is full" + (", cloud nodes included" if clouds else "")
                    + "; this server starts as soon as another one ends.")
     else:
         situation, message = "", ""  # the policy may still start a node for it: nothing to say yet
+    cloud_only = {s.name for s in snapshot.pending if s.cloud_only}
     out, now_told = [], {}
     for pod in waiting:
         now_told[pod.key] = situation or told.get(pod.key, "")
         if situation and told.get(pod.key) != situation:
-            out.append((pod, message))
+            out.append((pod, cloud_message if cloud_message and pod.server in cloud_only else message))
     for pod, why in onprem_only:
         now_told[pod.key] = "on-prem only"
         if told.get(pod.key) != "on-prem only":

@@ -64,3 +64,19 @@ def test_a_server_no_cloud_node_can_run_is_told_why():
 def test_the_boot_estimate_is_the_median_of_the_boots_seen():
     assert boot_estimate([200, 400, 260], 290) == 260
     assert boot_estimate([], 290) == 290 and boot_estimate([], None) is None
+
+
+def test_a_server_only_cloud_nodes_take_is_told_why_a_node_starts_for_it():
+    """On-prem may have room: "the on-premises nodes are full" would be untrue."""
+    from dataclasses import replace
+
+    from elastichub.policy import Server
+
+    snap = nodes(NodeStatus.BOOTING)
+    snap = replace(snap, pending=(Server("ann", Resources(1, GiB), cloud_only=True), Server("bob", Resources(1, GiB))))
+    send, _ = notices(snap, waiting("ann", "bob"), {"cloud-1": NOW - 60}, 290, NOW, {})
+    assert dict((p.user, m) for p, m in send) == {
+        "ann": "ElasticHub: this server runs on cloud nodes only (its profile), and cloud node cloud-1 is starting; "
+               "it starts as soon as there is room (about 4 min).",
+        "bob": "ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the servers "
+               "waiting; this server starts as soon as there is room (about 4 min)."}
