@@ -218,9 +218,12 @@ def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict
     if not onprem:
         return
     tainted = any(t.taints for t in onprem)
-    # Most pods ask nothing of their node: one look each, no node template read.
+    # Only waiting servers and those on cloud nodes (only cloud nodes are
+    # drained), and most ask nothing of their node: one look each.
+    cloud = {rec.name for rec in nodes if tiers.get(rec.tier) is Tier.CLOUD}
     asking = {p.server: p.needs for p in pods
-              if p.needs is not None and (tainted or p.needs.node_selector or p.needs.terms or p.needs.extended)}
+              if p.needs is not None and (p.node is None or p.node in cloud)
+              and (tainted or p.needs.node_selector or p.needs.terms or p.needs.extended)}
     if not asking:
         return
 
@@ -229,8 +232,9 @@ def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict
         return needs is not None and all(misfit(needs, template) for template in onprem)
 
     pending[:] = [replace(s, cloud_only=True) if only_cloud(s.name) else s for s in pending]
-    for node, here in servers.items():
-        servers[node] = [replace(s, movable=False) if s.movable and only_cloud(s.name) else s for s in here]
+    for node in cloud & servers.keys():
+        servers[node] = [replace(s, movable=False) if s.movable and only_cloud(s.name) else s
+                         for s in servers[node]]
 
 
 def no_ram_problem(servers: list[str]) -> str:
