@@ -87,8 +87,8 @@ def _plain(value):
     if isinstance(value, (set, frozenset)):
         try:
             value = sorted(value)
-        except TypeError:
-            return value
+        except TypeError:  # members of different types
+            return _Unplain(value)
     try:
         copy = json.loads(json.dumps(value, allow_nan=False))  # a copy: a list changed in place still differs
     except (TypeError, ValueError):

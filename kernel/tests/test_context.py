@@ -259,19 +259,20 @@ def test_what_config_set_is_set_again_as_config_sets_it():
         shell.run_line_magic("config", "IPCompleter.use_jedi = False")
         shell.run_line_magic("config", "NotMadeYet.dpi = 144")  # as InlineBackend before a plot
         shell.ast_transformers.append(ast.NodeTransformer())  # an object: cannot be saved, named
+        shell.config.NotMadeEither.kinds = {1, "a"}  # a set JSON cannot hold as a sorted list: named
         saved = json.loads(json.dumps(start.capture()))
         assert saved["config"][type(shell).__name__] == {"ast_node_interactivity": "all"}
         assert saved["config"]["IPCompleter"] == {"use_jedi": False}
         assert saved["config"]["NotMadeYet"] == {"dpi": 144}
-        assert saved["config_unsaved"] == [f"{type(shell).__name__}.ast_transformers"]
+        assert saved["config_unsaved"] == sorted(["NotMadeEither.kinds", f"{type(shell).__name__}.ast_transformers"])
         checked(saved)
 
         shell.ast_node_interactivity, shell.Completer.use_jedi = "last_expr", True
         shell.ast_transformers.clear()
         del shell.config["NotMadeYet"]
         problems = start.restore_after_load(saved)
-        assert problems == [f"%config {type(shell).__name__}.ast_transformers is not carried (its value cannot be "
-                            "saved): set it again"]
+        assert problems == [f"%config {setting} is not carried (its value cannot be saved): set it again"
+                            for setting in saved["config_unsaved"]]
         assert shell.ast_node_interactivity == "all" and shell.Completer.use_jedi is False
         assert shell.config["NotMadeYet"]["dpi"] == 144  # what a part made later reads
         bad = {"config": {type(shell).__name__: {"ast_node_interactivity": "everything"}}}
@@ -280,7 +281,7 @@ def test_what_config_set_is_set_again_as_config_sets_it():
     finally:
         shell.ast_node_interactivity, shell.Completer.use_jedi = "last_expr", True
         shell.ast_transformers.clear()
-        for name in ("NotMadeYet", "InteractiveShell", "IPCompleter"):
+        for name in ("NotMadeYet", "NotMadeEither", "InteractiveShell", "IPCompleter"):
             shell.config.pop(name, None)
 
 
