@@ -27,6 +27,16 @@ def label_value_problem(value: str) -> str | None:
     return None
 
 
+def tier_value_problem(value: str, other_tier: str) -> str | None:
+    """Why `value` cannot be a tier's value of the tier label, the other
+    tier's being `other_tier` (None when it can): the spawner's and the
+    orchestrator's settings are checked alike."""
+    problem = label_value_problem(value)
+    if problem is None and value == other_tier:
+        problem = f"{value!r} is the other tier's value too; the on-prem and cloud tiers need different values"
+    return problem
+
+
 def label_key_problem(key: str) -> str | None:
     """Why `key` cannot be a Kubernetes label key (None when it can)."""
     if not isinstance(key, str) or not _LABEL_KEY.match(key):

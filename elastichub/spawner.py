@@ -112,13 +112,10 @@ class ElasticSpawner(KubeSpawner):
     @validate("onprem_tier", "cloud_tier")
     def _valid_tier(self, proposal):
         name = proposal.trait.name
-        problem = podspec.label_value_problem(proposal.value)
+        problem = podspec.tier_value_problem(proposal.value,
+                                             self.cloud_tier if name == "onprem_tier" else self.onprem_tier)
         if problem:
             raise TraitError(f"ElasticSpawner.{name}: {problem}")
-        other = self.cloud_tier if name == "onprem_tier" else self.onprem_tier
-        if proposal.value == other:
-            raise TraitError(f"ElasticSpawner.{name}: {proposal.value!r} is the other tier's value too; "
-                             "the on-prem and cloud tiers need different values")
         return proposal.value
 
     @validate("onprem_weight", "cloud_weight")

@@ -29,7 +29,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Integer, List, Unicode
 from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
-from ..podspec import label_key_problem, label_value_problem
+from ..podspec import label_key_problem, tier_value_problem
 from ..policy import PolicyConfig, Resources, make_strategy, option_names, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
@@ -210,12 +210,9 @@ class ElasticOrchestrator(Application):
     @validate("onprem_tier", "cloud_tier")
     def _tier(self, proposal):
         name, value = proposal["trait"].name, proposal["value"]
-        problem = label_value_problem(value)
+        problem = tier_value_problem(value, self.cloud_tier if name == "onprem_tier" else self.onprem_tier)
         if problem:
             raise TraitError(f"ElasticOrchestrator.{name}: {problem}")
-        if value == (self.cloud_tier if name == "onprem_tier" else self.onprem_tier):
-            raise TraitError(f"ElasticOrchestrator.{name}: {value!r} is the other tier's value too; the on-prem "
-                             "and cloud tiers need different values")
         return value
 
     @validate("cloud_node_mapping")

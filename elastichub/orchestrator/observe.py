@@ -189,7 +189,7 @@ def _cloud_can_take(pending: list[Server], waiting: dict[str, PodRecord], nodes:
     in the queue the policy reads, they would start cloud nodes they can
     never use and, as nothing scales in while users queue, hold them up.
     With no cloud node seen yet there is nothing to judge by: all stay."""
-    cloud = [rec.offers for rec in nodes if rec.offers is not None and tiers.get(rec.tier) is Tier.CLOUD]
+    cloud = _templates(nodes, tiers, Tier.CLOUD)
     if not cloud:
         return pending
     kept, left_out = [], []
@@ -207,6 +207,11 @@ def _cloud_can_take(pending: list[Server], waiting: dict[str, PodRecord], nodes:
     return kept
 
 
+def _templates(nodes: list[NodeRecord], tiers: dict, tier: Tier) -> list:
+    """What each node of `tier` offers a pod (nodefit), for the nodes seen so far."""
+    return [rec.offers for rec in nodes if rec.offers is not None and tiers.get(rec.tier) is tier]
+
+
 def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict[str, list[Server]],
                      nodes: list[NodeRecord], tiers: dict) -> None:
     """Servers no on-prem node can take (a profile whose node selector only
@@ -214,7 +219,7 @@ def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict
     policy starts a cloud node for it though on-prem has room; a running
     one is not `movable`, so its node is never drained from under it (every
     move would wait for a cloud node the drain is taking away)."""
-    onprem = [rec.offers for rec in nodes if rec.offers is not None and tiers.get(rec.tier) is Tier.ONPREM]
+    onprem = _templates(nodes, tiers, Tier.ONPREM)
     if not onprem:
         return
     tainted = any(t.taints for t in onprem)

@@ -222,14 +222,15 @@ def restore(saved: dict) -> list[str]:
         options = changed.get("set", {})
         if name in IN_CELLS_CONTEXT:
             problems += _restore_in_cells(name, module, options)
-        for key, value in options.items() if name not in IN_CELLS_CONTEXT else ():
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    _SETTERS[name](module, key, value)
-            except Exception as exc:  # a library's validator: anything may refuse
-                problems.append(f"the {name} option {key} = {value!r} was not set again ({type(exc).__name__}: "
-                                f"{exc})")
+        else:
+            for key, value in options.items():
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        _SETTERS[name](module, key, value)
+                except Exception as exc:  # a library's validator: anything may refuse
+                    problems.append(f"the {name} option {key} = {value!r} was not set again "
+                                    f"({type(exc).__name__}: {exc})")
         for key in changed.get("unsaved", []):
             problems.append(f"the {name} option {key} is not carried (its value cannot be saved): set it again")
     return problems

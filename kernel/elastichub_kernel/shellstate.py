@@ -111,6 +111,13 @@ class _Unplain:
 def _config_changes(shell, at_start: dict) -> tuple[dict, list[str]]:
     changed: dict = {}
     unsaved: list[str] = []
+
+    def differs(name: str, setting: str, value) -> None:
+        if isinstance(value, _Unplain):
+            unsaved.append(f"{name}.{setting}")
+        else:
+            changed.setdefault(name, {})[setting] = value
+
     for part in _parts(shell):
         name = type(part).__name__
         start = at_start.get(id(part), (None, None))
@@ -123,21 +130,14 @@ def _config_changes(shell, at_start: dict) -> tuple[dict, list[str]]:
                     before = _plain(part.trait_defaults(setting))
                 except Exception:  # a default only its instance can compute
                     continue
-            if value == before or (isinstance(value, _Unplain) and value.value is _UNSET):
-                continue
-            if isinstance(value, _Unplain):
-                unsaved.append(f"{name}.{setting}")
-            else:
-                changed.setdefault(name, {})[setting] = value
+            if value != before and not (isinstance(value, _Unplain) and value.value is _UNSET):
+                differs(name, setting, value)
     made = {type(part).__name__ for part in _parts(shell)}
     start = at_start.get(None, {})
     for name, section in _config_sections(shell).items():
         for setting, value in section.items() if name not in made else ():
             if value != start.get(name, {}).get(setting, _UNSET):
-                if isinstance(value, _Unplain):
-                    unsaved.append(f"{name}.{setting}")
-                else:
-                    changed.setdefault(name, {})[setting] = value
+                differs(name, setting, value)
     return changed, sorted(set(unsaved))
 
 
