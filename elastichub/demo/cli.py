@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE",
                         help="the hub config to run (default: the repository's jupyterhub_config_example.py)")
     parser.add_argument("--workdir", type=Path, metavar="DIR",
-                        help="keep the hub's files and logs here (default: a temporary directory, removed)")
+                        help="keep the hub's files and logs here (default: a temporary directory, removed); "
+                             "one demo at a time per directory, and the history grows run after run")
 
 
 def run(args: argparse.Namespace) -> int:

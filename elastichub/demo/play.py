@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -47,10 +48,7 @@ async def summarize(stage: Stage, room: Classroom, status: dict, migrations: lis
     text = metrics.decode() if isinstance(metrics, bytes) else str(metrics or "")
     waits = [s.wait_s for s in room.students if s.wait_s is not None]
     history = stage.workdir / "history.csv"  # the example config's history_file
-    sessions = []
-    if history.is_file():
-        with open(history, newline="", encoding="utf-8") as f:
-            sessions = [row.get("user", "") for row in csv.DictReader(f)]
+    sessions = sessions_since(history, started) if history.is_file() else []
     return {
         "students": len(room.students),
         "scale_outs": int(metric(text, 'elastichub_scale_actions_total{action="scale-out"}')),
@@ -66,6 +64,25 @@ async def summarize(stage: Stage, room: Classroom, status: dict, migrations: lis
         "history_sessions": sessions,  # users whose sessions ended, one entry per session
         "seconds": round(time.time() - started, 1),
     }
+
+
+def sessions_since(history: Path, started: float) -> list[str]:
+    """The users of the history's sessions asked for since `started`: a
+    --workdir kept from earlier runs holds their sessions too."""
+    with open(history, newline="", encoding="utf-8") as f:
+        return [row.get("user", "") for row in csv.DictReader(f)
+                if datetime.fromisoformat(row["arrival"]).timestamp() >= int(started)]  # written to the second
+
+
+def failures(summary: dict) -> list[str]:
+    """What makes the demo fail (exit status 1), one line each."""
+    failed = []
+    if summary["failed_students"]:
+        failed.append(f"{len(summary['failed_students'])} student(s) could not work (why: in the table): "
+                      + ", ".join(sorted(summary["failed_students"])))
+    if not summary["all_states_identical"]:
+        failed.append("a moved student's state differs from what it held before the move")
+    return failed
 
 
 async def play(settings: DemoSettings) -> int:
@@ -119,10 +136,12 @@ async def play(settings: DemoSettings) -> int:
         if settings.interactive:
             console.print(f"\nstill running at {stage.url} — Ctrl-C to stop everything")
             await asyncio.Event().wait()
-        if not summary["all_states_identical"]:
-            console.print("[bold red]a moved student's state differs from what it held before the move[/bold red]")
-            return 1
-        return 0
+        failed = failures(summary)
+        for problem in failed:
+            console.print(problem, style="bold red", markup=False, highlight=False)
+        if failed and settings.workdir is not None:
+            console.print(f"the hub's whole log: {stage.workdir / 'jupyterhub.log'}")
+        return 1 if failed else 0
     except asyncio.CancelledError:
         console.print("interrupted: stopping everything")
         return 130

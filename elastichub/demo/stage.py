@@ -11,6 +11,7 @@ the local cluster. Everything else in the file is what an admin deploys.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
@@ -44,6 +45,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def claim_workdir(workdir: Path):
+    """An open lock file that keeps other demos out of `workdir` while it
+    stays open (the kernel drops the lock when the process ends, however
+    it ends). Two demos in one directory would share the hub's database and
+    the proxy's pid file: one's clean-up would stop the other's proxy."""
+    lock = open(workdir / "demo.lock", "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        lock.close()
+        raise StageError(f"{workdir} is in use by another elastichub demo (pid {holder}): give another "
+                         "--workdir, or stop that demo") from None
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
 
 
 def find_proxy() -> str:
@@ -81,6 +102,7 @@ class Stage:
         self.token = secrets.token_hex(24)  # the demo's own service (it plays the students)
         self.workdir: Path | None = None
         self._own_workdir = False
+        self._lock = None
         self.url = ""
         self.http = AsyncHTTPClient()
 
@@ -102,8 +124,10 @@ class Stage:
             self.workdir = Path(tempfile.mkdtemp(prefix="elastichub-demo-"))
             self._own_workdir = True
         else:
-            self.workdir = self.s.workdir.resolve()
-            self.workdir.mkdir(parents=True, exist_ok=True)
+            workdir = self.s.workdir.resolve()
+            workdir.mkdir(parents=True, exist_ok=True)
+            self._lock = claim_workdir(workdir)  # before it is ours: another demo's log is not our error
+            self.workdir = workdir
         nodes = [NodeConfig(f"onprem-{i}", "on-prem", self.s.node_cpu, self.s.node_memory)
                  for i in range(1, self.s.onprem_nodes + 1)]
         nodes += [NodeConfig(f"cloud-{i}", "cloud", self.s.node_cpu, self.s.node_memory)
@@ -214,6 +238,9 @@ class Stage:
             self.cluster = None
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
 
 def _stop_proxy(pid_file: Path) -> None:

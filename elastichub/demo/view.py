@@ -77,6 +77,8 @@ def summary_table(summary: dict) -> Table:
     table.add_column("")
     table.add_column("")
     table.add_row("students", str(summary["students"]))
+    for name, error in sorted(summary["failed_students"].items()):
+        table.add_row(f"  {name}", Text(f"could not work: {error}", style="bold red"))  # not markup: errors quote
     table.add_row("scale-outs (cloud VMs started)", str(summary["scale_outs"]))
     table.add_row("scale-ins (cloud VMs given back)", str(summary["scale_ins"]))
     table.add_row("cloud node-seconds", f"{summary['cloud_node_seconds']:.0f}")

@@ -83,7 +83,8 @@ class ElasticOrchestrator(Application):
     calendar_timezone = Unicode("UTC", config=True, help="""IANA time zone of calendar_file's times (e.g.
         'Europe/Berlin'): a class keeps its local time across daylight saving.""")
     theta_out = Float(80.0, config=True, help="""Scale-out threshold, percent of the RAM requests over the
-        allocatable RAM of the active nodes (the paper's theta_out, eq. 2).""")
+        allocatable RAM of the active nodes (the paper's theta_out, eq. 2); at most 100 (a fraction such as 0.8 is
+        refused: it would be 0.8 %).""")
     tmon = Float(15.0, config=True, help="Seconds between two observations (the paper's Tmon).")
     tcool = Float(580.0, config=True, help="Seconds after a scaling action before the next one (the paper's Tcool).")
     scale_out = Bool(True, config=True, help="Start cloud nodes at all (False: on-prem only, observe and report).")

@@ -23,7 +23,7 @@ import json
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -328,14 +328,22 @@ class Controller:
     # -- reconcile -----------------------------------------------------------------------
 
     def _reconcile(self, obs: Observation, now: float) -> None:
+        adopted = False
         for node, text in obs.drains.items():
             if not self._busy(f"drain:{node}"):
                 self._start_drain(node, obs, resume=text, reason="resumed from the node's record")
+                adopted = True
         for n in obs.snapshot.nodes:
             if n.status is NodeStatus.BOOTING and not self._busy(f"boot:{n.name}"):
                 vm = obs.vms.get(n.name)
                 self.boot_started.setdefault(n.name, now)
                 self._start_boot(n.name, vm.id if vm else None, start=False)
+                adopted = True
+        if adopted and self.state.last_action_at is None:
+            # A scaling action of an earlier run (this one restarted) is still under way, and its
+            # time is lost with that run: Tcool counts from now, or a restart mid-boot would
+            # start a second node within one cooldown.
+            self.state = replace(self.state, last_action_at=now)
         # Our taint on a Ready node nobody is draining or booting (e.g. an
         # on-prem node of an interrupted roll-back): lift it.
         for name in obs.tainted - set(obs.drains):

@@ -38,9 +38,15 @@ class OAuthCallbackHandler(HubOAuthCallbackHandler):
 
 
 class StatusAPIHandler(_Base):
-    @web.authenticated
     def get(self) -> None:
         self.set_header("Content-Type", "application/json")
+        if self.current_user is None:
+            # An API client gets a refusal it can read, as from the hub's own API,
+            # not web.authenticated's redirect to a login page.
+            self.set_status(403)
+            self.finish(json.dumps({"status": 403, "message": "a hub token with access to this service is "
+                                    "needed (Authorization: token <token>)"}))
+            return
         self.finish(json.dumps(self.controller.status()))
 
 

@@ -30,6 +30,7 @@ def one_error_line(result) -> str:
     (["--tmon=-1"], "tmon must be > 0"),
     (["--theta-out=lots"], "theta_out"),
     (["--theta-out=0.8"], "0.8 looks like a fraction and would start cloud nodes at 0.8 % occupancy: use 80"),
+    (["--theta-out=800"], "theta_out is a percentage of RAM occupancy, at most 100; at 800 no cloud node would"),
     (["--ElasticOrchestrator.cloud_node_mapping=label"], "cloud_node_mapping"),
     (["--ElasticOrchestrator.cloud_node_memory=big"], "cloud_node_memory"),
     (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),

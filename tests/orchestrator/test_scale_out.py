@@ -107,3 +107,20 @@ async def test_a_cloud_that_cannot_be_listed_skips_the_decision_not_the_loop(clu
     decision = await ctl.cycle()
     assert decision["action"] == "none" and "unknown" in decision["reason"]
     assert any("cloud API down" in e["message"] for e in ctl.events)
+
+
+async def test_a_restart_while_a_vm_boots_keeps_the_cooldown(cluster_factory, wire):
+    """The new run adopts the boot and counts Tcool from then: `paper` starts
+    no second node in the same cooldown because its state was lost."""
+    cluster = await cluster_factory(cluster_config(boot_delay=30))
+    await fill(cluster, [f"u{i}" for i in range(7)])  # 87.5 % on-prem
+    first = await wire(cluster, paper(tcool=600))
+    assert (await first.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: any(e["kind"] == "scale-out" for e in first.events), what="cloud-1's VM started")
+    await first.close()  # the run ends while cloud-1 boots
+
+    second = await wire(cluster, paper(tcool=600))
+    decision = await second.cycle()
+    assert decision["action"] == "none", decision
+    assert second._busy("boot:cloud-1")  # adopted: it will uncordon cloud-1 once Ready
+    assert {vm.id: vm.state for vm in await second.cloud.list()}["cloud-2"] == "stopped"

@@ -84,6 +84,7 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
     (["--theta-out", "abc"], "--theta-out: expected a number, got 'abc'"),
     (["--theta-out", "80,,90"], "--theta-out: expected a comma-separated list"),
     (["--theta-out", "-5"], "--theta-out: must not be negative"),
+    (["--theta-out", "80,800"], "--theta-out: theta_out is a percentage of RAM occupancy, at most 100; at 800"),
     (["--cloud-node-cpu", "8"], "--cloud-node-cpu and --cloud-node-ram-gib go together: give both or neither"),
     (["--onprem-node-ru", "40", "--onprem-node-cpu", "16", "--onprem-node-ram-gib", "64"],
      "--onprem-node-ru and --onprem-node-cpu/--onprem-node-ram-gib say the same: give one"),

@@ -1,0 +1,65 @@
+"""The demo's verdict and summary table, without running the demo
+(tests/e2e/test_demo.py runs it)."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import pytest
+from rich.console import Console
+
+from elastichub.demo.play import failures, sessions_since
+from elastichub.demo.stage import StageError, claim_workdir
+from elastichub.demo.view import summary_table
+
+
+def summary(**changes) -> dict:
+    base = {"students": 3, "scale_outs": 1, "scale_ins": 1, "cloud_node_seconds": 100.0, "max_wait_s": 12.0,
+            "migrations": [{"user": "s2", "from_node": "cloud-1", "to_node": "onprem-1", "method": "live",
+                            "downtime_s": 0.3, "state_identical": True, "same_kernel": True}],
+            "all_states_identical": True, "failed_students": {}, "left": ["s1"], "history_file": None,
+            "history_kept": False, "history_sessions": [], "seconds": 90.0}
+    return {**base, **changes}
+
+
+def rendered(s: dict) -> str:
+    console = Console(width=200, record=True)
+    console.print(summary_table(s))
+    return console.export_text()
+
+
+def test_a_clean_run_passes():
+    assert failures(summary()) == []
+
+
+def test_a_student_who_could_not_work_fails_the_demo_and_the_table_says_why():
+    s = summary(failed_students={"s3": "s3's cell failed: [Errno 28] No space left on device"})
+    assert failures(s) == ["1 student(s) could not work (why: in the table): s3"]
+    assert "s3's cell failed: [Errno 28] No space left on device" in rendered(s)  # brackets kept, not markup
+
+
+def test_a_state_that_differs_fails_the_demo():
+    s = summary(all_states_identical=False)
+    assert failures(s) == ["a moved student's state differs from what it held before the move"]
+
+
+def test_the_summary_counts_this_runs_sessions_not_those_of_a_kept_workdirs_earlier_runs(tmp_path):
+    history = tmp_path / "history.csv"
+    history.write_text("arrival,duration_s,cpu,ram_gib,user,server,waited_s\n"
+                       "2026-12-02T10:34:31+00:00,50,0.1,1,student03,,0\n"  # yesterday's run
+                       "2026-12-02T10:35:48+00:00,59,0.1,1,student03,,0\n"
+                       "2026-12-02T10:35:49+00:00,59,0.1,1,student04,,0\n")
+    started = datetime(2026, 12, 2, 10, 35, 40, 700_000, tzinfo=timezone.utc).timestamp()
+    assert sessions_since(history, started) == ["student03", "student04"]
+
+
+def test_a_workdir_another_demo_holds_is_refused_by_name(tmp_path):
+    held = claim_workdir(tmp_path)
+    try:
+        with pytest.raises(StageError, match=rf"{tmp_path} is in use by another elastichub demo "
+                                             rf"\(pid {os.getpid()}\): give another --workdir"):
+            claim_workdir(tmp_path)
+    finally:
+        held.close()
+    claim_workdir(tmp_path).close()  # free again once the holder is gone
