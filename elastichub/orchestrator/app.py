@@ -291,7 +291,7 @@ class ElasticOrchestrator(Application):
                                 start=self.start_timeout, poll=min(1.0, self.tmon), route=self.route_timeout,
                                 freeze_lease=self.freeze_lease, terminal_quiet=self.terminal_quiet),
             move_method=self.move_method,
-            observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default),
+            observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default, self.tier_label),
             timeline_s=self.history_hours * 3600, dry_run=self.dry_run)
 
     def build_cloud(self):

@@ -34,6 +34,7 @@ class Constraints:
     terms: tuple = ()  # required nodeSelectorTerms (ORed), as the API gives them
     tolerations: tuple = ()
     extended: tuple[str, ...] = ()  # extended resources it requests (nvidia.com/gpu)
+    prefers: frozenset = frozenset()  # (key, value) of its preferred node affinity's In expressions
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,13 @@ def pod_constraints(spec: dict) -> Constraints:
         names.update((resources.get("limits") or {}).keys())
     extended = _extended(names)
     tolerations = tuple(t for t in spec.get("tolerations") or [] if isinstance(t, dict))
-    return Constraints(tuple(sorted((str(k), str(v)) for k, v in selector.items())), terms, tolerations, extended)
+    prefers = frozenset(
+        (str(e.get("key")), str(v))
+        for t in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or [] if isinstance(t, dict)
+        for e in (t.get("preference") or {}).get("matchExpressions") or []
+        if isinstance(e, dict) and e.get("operator") == "In" for v in e.get("values") or [])
+    return Constraints(tuple(sorted((str(k), str(v)) for k, v in selector.items())), terms, tolerations, extended,
+                       prefers)
 
 
 def node_template(name: str, labels: dict, spec: dict, allocatable: dict) -> NodeTemplate:

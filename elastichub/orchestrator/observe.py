@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
+from .. import podmeta
 from ..policy import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 from .cloud import PENDING, RUNNING, STOPPED, STOPPING, UNKNOWN, VM
 from .nodefit import misfit
@@ -31,6 +32,7 @@ class ObserveConfig:
     onprem_tier: str = "on-prem"
     cloud_tier: str = "cloud"
     default_allocatable: Resources = Resources()  # a pool VM not (yet) seen as a node
+    tier_label: str = podmeta.TIER_LABEL
 
 
 @dataclass
@@ -70,6 +72,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     pending: list[Server] = []
     waiting: dict[str, PodRecord] = {}  # server -> its pod, for pending servers
     no_ram: list[str] = []
+    other_tiers: list[PodRecord] = []  # servers the spawner placed by tiers the orchestrator does not read
+    onprem = (config.tier_label, config.onprem_tier)
     for pod in pods:
         if pod.problem:
             problems.append(pod.problem)
@@ -88,6 +92,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
             server = replace(server, created_at=asked[pod.server])  # restarted by a drain: no new arrival
         if server is not None and pod.ram <= 0 and not pod.problem:
             no_ram.append(pod.server)
+        if server is not None and pod.needs is not None and pod.needs.prefers and onprem not in pod.needs.prefers:
+            other_tiers.append(pod)
         if server is None or (pod.move_of and pod.move_of in moving):
             continue  # its node's requests count; the server is counted at its source until the switch
         if node is not None:
@@ -106,6 +112,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     pending.sort(key=lambda s: (s.created_at if s.created_at is not None else now, s.name))
     if no_ram:
         problems.append(no_ram_problem(no_ram))
+    if other_tiers:
+        problems.append(other_tiers_problem(other_tiers, config))
 
     out_nodes: list[Node] = []
     drains: dict[str, str] = {}
@@ -248,6 +256,19 @@ def no_ram_problem(servers: list[str]) -> str:
     names = ", ".join(sorted(servers)[:3]) + (", ..." if len(servers) > 3 else "")
     return (f"servers that request no memory: {len(servers)} ({names}): the RAM occupancy that scales the "
             "cloud cannot count them; set c.KubeSpawner.mem_guarantee")
+
+
+def other_tiers_problem(pods: list[PodRecord], config: ObserveConfig) -> str:
+    """One line for the servers whose pods prefer nodes by tiers other than
+    the ones the orchestrator reads: ElasticSpawner and the orchestrator
+    configured apart. Their on-prem-first placement then means nothing to
+    the scheduler's view of the tiers the orchestrator scales."""
+    first = min(pods, key=lambda p: p.server)
+    prefers = ", ".join(f"{k}={v}" for k, v in sorted(first.needs.prefers))
+    return (f"servers placed by other tiers than the orchestrator's: {len(pods)} ({first.server} prefers "
+            f"{prefers}; the orchestrator reads {config.tier_label}={config.onprem_tier} and "
+            f"={config.cloud_tier}): give c.ElasticSpawner and c.ElasticOrchestrator the same tier_label, "
+            "onprem_tier and cloud_tier")
 
 
 def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> NodeStatus | None:

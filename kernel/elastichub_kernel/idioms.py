@@ -109,6 +109,8 @@ def reduce_for(kind: type):
         return _queue
     if _is_class_of(kind, "_queue", "SimpleQueue"):
         return _simple_queue
+    if _hashes_by_value(kind):
+        return _hashed_by_value
     return None
 
 
@@ -189,6 +191,55 @@ def _rebuild_exception(cls, args, attrs):
     exc.args = args
     exc.__dict__.update(attrs)
     return exc
+
+
+# -- notebook classes that hash by value --------------------------------------------
+#
+# A graph of such objects (a city hashed by its name, each holding a dict of
+# its roads keyed by the other cities) is a cycle: plain pickle makes each
+# object and sets its state last, so a dict reached first puts a city in as a
+# key before its name is set, and the restore fails in __hash__ after the
+# checkpoint said it was saved. Made with its plain values (str, numbers,
+# tuples of them) at once, and the rest set afterwards, it hashes in time.
+
+_SCALARS = frozenset({str, int, float, complex, bool, bytes, type(None)})
+
+
+def _hashes_by_value(kind: type) -> bool:
+    """A notebook class (no library base) with its own __hash__ and pickle's
+    default handling of its instance __dict__ (no __slots__, no
+    __reduce__/__getstate__/__setstate__/__getnewargs__ of its own)."""
+    return (kind.__module__ == "__main__" and kind.__hash__ is not None and kind.__hash__ is not object.__hash__
+            and all(c is object or c.__module__ == "__main__" for c in kind.__mro__)
+            and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
+            and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
+            and not any(hasattr(kind, a) for a in ("__setstate__", "__getnewargs__", "__getnewargs_ex__"))
+            and not any("__slots__" in vars(c) for c in kind.__mro__))
+
+
+def _plain(value, depth: int = 0) -> bool:
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    return kind in (tuple, frozenset) and depth < 4 and all(_plain(v, depth + 1) for v in value)
+
+
+def _hashed_by_value(obj, user_ns):
+    state = getattr(obj, "__dict__", None)
+    if not isinstance(state, dict) or not state:
+        return None
+    plain = {k: _plain(v) for k, v in state.items()}
+    if not any(plain.values()):
+        return None  # nothing a hash could read early
+    early = {k: v if plain[k] else None for k, v in state.items()}  # every key, in order: the rest replaces
+    rest = {k: v for k, v in state.items() if not plain[k]}
+    return _new_with, (type(obj), early), rest or None, None, None, _set_attrs if rest else None
+
+
+def _new_with(cls, attrs):
+    obj = cls.__new__(cls)
+    obj.__dict__.update(attrs)
+    return obj
 
 
 # -- NewType ----------------------------------------------------------------------

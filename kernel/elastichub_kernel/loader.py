@@ -22,6 +22,7 @@ import gc
 import io
 import pickle
 import pickletools
+import struct
 import types
 
 from . import idioms, serializer
@@ -151,19 +152,45 @@ class _Unpickler(pickle.Unpickler):
             value = part[1] if part[0] == "str" else memo.get(part[1], built)
             return value if isinstance(value, str) else None
 
-        for entry in entries:
-            kind, value = entry[0], built
+        def ops(part) -> bytes | None:
+            """The opcodes that push `part` again, or None when it cannot be made without the record."""
+            kind = part[0] if part else None
             if kind == "str":
-                out += _unicode_op(entry[1])
-                value = entry[1]
-            elif kind == "get" and entry[1] in memo:
-                out += pickle.LONG_BINGET + entry[1].to_bytes(4, "little")
-                value = memo[entry[1]]
-            elif kind == "global" and text(entry[1]) is not None and text(entry[2]) is not None:
-                out += _unicode_op(text(entry[1])) + _unicode_op(text(entry[2])) + pickle.STACK_GLOBAL
+                return _unicode_op(part[1])
+            if kind == "get":
+                return pickle.LONG_BINGET + part[1].to_bytes(4, "little") if part[1] in memo else None
+            if kind == "global":
+                module, name = text(part[1]), text(part[2])
+                return None if module is None or name is None else (
+                    _unicode_op(module) + _unicode_op(name) + pickle.STACK_GLOBAL)
+            if kind == "const":
+                return _const_op(part[1])
+            if kind == "tuple":
+                items = [ops(item) for item in part[1:]]
+                if None in items:
+                    return None
+                return b"".join(items) + _TUPLE_OPS[len(items)] if len(items) in _TUPLE_OPS else (
+                    pickle.MARK + b"".join(items) + pickle.TUPLE)
+            if kind == "call" and part[1][0] == "global" and (text(part[1][1]), text(part[1][2])) in _PURE_CALLS:
+                # A lookup by name every later function shares (cloudpickle's _builtin_type("CodeType")):
+                # made again, or each of them would fail on the stand-in.
+                args = [text(a) for a in part[2][1:]] if part[2][0] == "tuple" else [None]
+                if None in args:
+                    return None
+                try:
+                    self.find_class(text(part[1][1]), text(part[1][2]))(*args)
+                except Exception:
+                    return None
+                return ops(part[1]) + ops(part[2]) + pickle.REDUCE
+            return None
+
+        for entry in entries:
+            made = ops(entry)
+            out += skipped if made is None else made
+            if entry[0] == "str":
+                memo[len(memo)] = entry[1]
             else:
-                out += skipped
-            memo[len(memo)] = value
+                memo[len(memo)] = memo[entry[1]] if entry[0] == "get" and made is not None else built
             out += pickle.MEMOIZE + pickle.POP
         self._skipped_reason = reason
         self.source.current = io.BytesIO(bytes(out + pickle.NONE + pickle.STOP))
@@ -198,45 +225,94 @@ class _Unpickler(pickle.Unpickler):
         return _stand_in(reason, name)
 
 
+def _const_op(value) -> bytes | None:
+    """Push `value` (None, a bool, an int, a float, bytes) without memoizing it."""
+    if value is None:
+        return pickle.NONE
+    if isinstance(value, bool):
+        return pickle.NEWTRUE if value else pickle.NEWFALSE
+    if isinstance(value, int):
+        if -2 ** 31 <= value < 2 ** 31:
+            return pickle.BININT + struct.pack("<i", value)
+        data = pickle.encode_long(value)
+        return pickle.LONG4 + struct.pack("<i", len(data)) + data
+    if isinstance(value, float):
+        return pickle.BINFLOAT + struct.pack(">d", value)
+    if isinstance(value, (bytes, bytearray)):
+        return pickle.BINBYTES8 + struct.pack("<Q", len(value)) + bytes(value)
+    return None
+
+
 def _unicode_op(text: str) -> bytes:
     data = text.encode("utf-8", "surrogatepass")
     return pickle.BINUNICODE + len(data).to_bytes(4, "little") + data
 
 
 _STRING_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
+_CONST_OPS = {"BININT", "BININT1", "BININT2", "LONG1", "LONG4", "INT", "LONG", "BINFLOAT", "FLOAT",
+              "SHORT_BINBYTES", "BINBYTES", "BINBYTES8"}
+_MARK = object()
+_TUPLE_OPS = {0: pickle.EMPTY_TUPLE, 1: pickle.TUPLE1, 2: pickle.TUPLE2, 3: pickle.TUPLE3}
+# Reconstructors that only look a name up: a skipped record's memo entry made by one is made again.
+_PURE_CALLS = {(module, name) for module in ("cloudpickle.cloudpickle", "cloudpickle.cloudpickle_fast")
+               for name in ("_builtin_type", "subimport")}
 
 
 def _memo_fill(stream, rec) -> list | None:
     """The memo entries a record's bytes make, in order, described so that
     a fill can make them without running the record: ("str", text),
-    ("get", index) for an entry made before, ("global", module, name) with
-    each part a "str" or "get" description, or ("skipped",) for anything
-    the record built. Follows just enough of the stack for that: what the
-    last two opcodes pushed. None when its bytes cannot be read as a pickle."""
+    ("const", value) for None, a bool, an int, a float or bytes, ("get",
+    index) for an entry made before, ("global", module, name),
+    ("tuple", part...), ("call", global, tuple) of a REDUCE, or
+    ("skipped",) for anything else the record built. Follows the stack with
+    each opcode's declared effect (pickletools). None when its bytes cannot
+    be read as a pickle."""
     entries: list = []
-    recent: list = []  # descriptions of the last pushes (None: something built)
+    stack: list = []  # descriptions of what is on the stack (None: something built; _MARK: a mark)
     data = io.BytesIO(memoryview(stream)[rec.start:rec.end])
     try:
         for op, arg, _ in _all_ops(data):
             name = op.name
+            if name == "MEMOIZE":
+                entries.append((stack[-1] if stack and stack[-1] is not _MARK else None) or ("skipped",))
+                continue
+            before = op.stack_before
+            sliced = None
+            if pickletools.markobject in before:
+                at = len(stack) - 1 - stack[::-1].index(_MARK)
+                sliced, stack[at:] = stack[at + 1:], []
+                below_count = before.index(pickletools.markobject)
+            else:
+                below_count = len(before)
+            below = stack[len(stack) - below_count:] if below_count else []
+            del stack[len(stack) - below_count:]
             if name in _STRING_OPS:
-                recent.append(("str", arg))
+                made = [("str", arg)]
+            elif name in _CONST_OPS:
+                made = [("const", arg)]
+            elif name == "NONE":
+                made = [("const", None)]
+            elif name in ("NEWTRUE", "NEWFALSE"):
+                made = [("const", name == "NEWTRUE")]
             elif name in ("BINGET", "LONG_BINGET", "GET"):
-                recent.append(("get", int(arg)))
-            elif name == "STACK_GLOBAL":
-                parts = recent[-2:]
-                recent[-2:] = [("global", *parts) if len(parts) == 2 and None not in parts else None]
+                made = [("get", int(arg))]
             elif name == "GLOBAL":
                 module, qual = arg.split(" ", 1)
-                recent.append(("global", ("str", module), ("str", qual)))
-            elif name == "MEMOIZE":
-                entries.append((recent[-1] if recent else None) or ("skipped",))
-                continue
-            elif name in ("PROTO", "FRAME", "STOP"):
-                continue
+                made = [("global", ("str", module), ("str", qual))]
+            elif name == "MARK":
+                made = [_MARK]
             else:
-                recent.append(None)
-            del recent[:-2]
+                parts = sliced if name == "TUPLE" else below
+                known = parts is not None and None not in parts and _MARK not in parts
+                if name == "STACK_GLOBAL":
+                    made = [("global", *parts) if known else None]
+                elif name in ("TUPLE", "EMPTY_TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+                    made = [("tuple", *(parts or ())) if known or name == "EMPTY_TUPLE" else None]
+                elif name == "REDUCE":
+                    made = [("call", *parts) if known else None]
+                else:
+                    made = [None] * len(op.stack_after)
+            stack.extend(made)
     except Exception:  # damaged bytes (the file's checksums make this unreachable in practice)
         return None  # entries unknown: nothing after this record can be read in step
     return entries

@@ -140,6 +140,64 @@ def test_a_reconstructor_that_fails_here_is_skipped_in_step_and_what_shares_its_
     assert values == {"first": ["p", "q", "p"], "after": ["q", "r", "s", "t", "u", "r"]}
 
 
+def test_a_failed_record_does_not_sink_the_notebook_code_saved_after_it():
+    """The first record with notebook code memoizes what every later
+    function shares (cloudpickle's code type, constant tuples, b""). When
+    that record failed, the memo fill made stand-ins of them, and every
+    function and class saved after it failed too ("argument 'code' must be
+    code, not Unloadable"), unrelated as they were."""
+    mod = _module("ehk_fragile_code", "class Fragile:\n    def __reduce__(self):\n        return (rebuild, ())\n"
+                                      "BROKEN = False\n"
+                                      "def rebuild():\n    if BROKEN:\n        raise RuntimeError('cannot read it')\n"
+                                      "    return Fragile()\n")
+    ns = {"__name__": "__main__"}
+    exec("def first(r):\n    return r\n"
+         "def area(r):\n    return 3.14159 * r * r\n"
+         "square = lambda x: x * x\n"
+         "class Point:\n    def __init__(self, x):\n        self.x = x\n    def norm(self):\n        return abs(self.x)\n"
+         "p = Point(-3)\n", ns)
+    ns["holder"] = [ns["first"], mod.Fragile()]
+    names = ["holder", "area", "square", "Point", "p"]
+    try:
+        dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+        mod.BROKEN = True
+        target = {"__name__": "__main__"}
+        values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    finally:
+        del sys.modules["ehk_fragile_code"]
+    assert set(failed) == {"holder"} and "cannot read it" in failed["holder"], failed
+    target.update(values)
+    assert values["area"](2) == 3.14159 * 4 and values["square"](7) == 49
+    assert values["p"].norm() == 3 and isinstance(values["p"], values["Point"])
+
+
+def test_a_graph_of_objects_hashed_by_value_comes_back_whole():
+    """Cities hashed by name, each with a dict of roads keyed by the others:
+    plain pickle puts a city in a dict before its name is set, and the
+    restore failed in __hash__ after the checkpoint said all was saved."""
+    ns = {"__name__": "__main__"}
+    exec("from dataclasses import dataclass, field\n"
+         "class City:\n"
+         "    def __init__(self, name):\n        self.name = name\n        self.roads = {}\n        self.seen = 0\n"
+         "    def __hash__(self):\n        return hash(self.name)\n"
+         "    def __eq__(self, o):\n        return isinstance(o, City) and o.name == self.name\n"
+         "graph = {n: City(n) for n in 'ABC'}\n"
+         "graph['A'].roads[graph['B']] = 5\ngraph['B'].roads[graph['A']] = 5\ngraph['C'].roads[graph['A']] = 2\n"
+         "@dataclass(frozen=True)\n"
+         "class Cell:\n    at: tuple\n    links: dict = field(default_factory=dict, compare=False, hash=False)\n"
+         "a, b = Cell((0, 1)), Cell((1, 1))\na.links[b] = 'east'\nb.links[a] = 'west'\n", ns)
+    names = ["City", "graph", "Cell", "a", "b"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    target = {"__name__": "__main__"}
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {}
+    g = values["graph"]
+    assert g["A"].roads[g["B"]] == 5 and g["C"].roads[g["A"]] == 2 and g["B"].roads[g["A"]] == 5
+    assert list(vars(g["A"])) == ["name", "roads", "seen"]  # the order the notebook set them in
+    a, b = values["a"], values["b"]
+    assert a.links[b] == "east" and b.links[a] == "west" and a == ns["a"] and hash(a) == hash(ns["a"])
+
+
 def test_after_a_record_whose_bytes_cannot_be_read_nothing_is_guessed():
     ns = {"first": ["p", "q", "p"], "broken": {"k": "v"}, "after": ["q", "r", "r"]}
     dumped = serializer.dump_namespace(ns, list(ns))

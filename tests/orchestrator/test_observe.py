@@ -303,3 +303,34 @@ def test_a_server_only_a_cloud_node_can_take_is_marked_so_and_never_moved():
     # with no on-prem node to judge by, nothing is marked
     alone = observe([node("cloud-1", tier="cloud")], pods, None, CONFIG, NOW).snapshot
     assert not any(s.cloud_only for s in alone.pending)
+
+
+def preferring(name, node_name, key, values):
+    """A server pod with the spawner's preferred node affinity for tiers `values` of label `key`."""
+    from elastichub.podspec import tier_preferences
+    rec = pod(name, node_name)
+    spec = {"nodeName": node_name, "containers": [{"name": "notebook", "resources": {"requests": {"memory": "1Gi"}}}],
+            "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution":
+                                          tier_preferences(key, [(v, 100 - i) for i, v in enumerate(values)])}}}
+    return pod_record({"metadata": {"name": name, "namespace": "jh", "labels": {podmeta.MANAGED_LABEL: "true"},
+                                    "annotations": {podmeta.USER_ANNOTATION: rec.user,
+                                                    podmeta.SERVER_NAME_ANNOTATION: ""}},
+                       "spec": spec, "status": {"phase": "Running"}})
+
+
+def test_servers_the_spawner_places_by_other_tiers_than_the_orchestrators_are_a_problem():
+    """c.ElasticSpawner.onprem_tier = "onprem" beside the orchestrator's
+    "on-prem": the scheduler prefers nodes by values no node carries, and
+    on-prem-first placement is gone without a word."""
+    nodes = [node("onprem-1"), node("cloud-1", "cloud")]
+    same = preferring("jupyter-ann", "onprem-1", podmeta.TIER_LABEL, ["on-prem", "cloud"])
+    other = preferring("jupyter-bob", "cloud-1", podmeta.TIER_LABEL, ["onprem", "cloud"])
+    other_key = preferring("jupyter-cy", "cloud-1", "example.org/pool", ["on-prem", "cloud"])
+    assert observe(nodes, [same], None, CONFIG, NOW).problems == []
+    problems = observe(nodes, [same, other, other_key], None, CONFIG, NOW).problems
+    assert problems == [
+        "servers placed by other tiers than the orchestrator's: 2 (jupyter-bob prefers elastichub.io/tier=cloud, "
+        "elastichub.io/tier=onprem; the orchestrator reads elastichub.io/tier=on-prem and =cloud): give "
+        "c.ElasticSpawner and c.ElasticOrchestrator the same tier_label, onprem_tier and cloud_tier"]
+    custom = ObserveConfig(onprem_tier="onprem", default_allocatable=CONFIG.default_allocatable)
+    assert "jupyter-ann prefers" in observe(nodes, [same, other], None, custom, NOW).problems[0]
