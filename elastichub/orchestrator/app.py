@@ -415,7 +415,11 @@ class ElasticOrchestrator(Application):
         app = make_app(controller, self.service_prefix, cookie_secret=secrets.token_bytes(32), hub_auth=hub_auth,
                        authenticate_metrics=self.authenticate_metrics, page_refresh_s=self.page_refresh)
         server = HTTPServer(app)
-        server.listen(url.port or 80, url.hostname or "")
+        try:
+            server.listen(url.port or 80, url.hostname or "")
+        except OSError as e:
+            raise StartupError(f"cannot serve at ElasticOrchestrator.service_url {self.service_url}: "
+                               f"{e.strerror or e} (another orchestrator running there?)") from None
         self.log.info("status page, API and metrics at %s%s", self.service_url.rstrip("/"), self.service_prefix)
         return server
 

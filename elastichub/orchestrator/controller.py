@@ -96,6 +96,8 @@ class Controller:
         self.sessions = SessionTracker()
         self._history_failing = False
         self._problems: set[str] = set()  # subjects of the last cycle's problems
+        self._dry_before: set[str] = set()  # what the dry run said last cycle, and this one
+        self._dry_now: set[str] = set()
         # Servers whose last live move failed -> why: their next move is a restart, so that a cause
         # that stays (a spawner that cannot switch routes, a kernel outside any session) neither keeps
         # a cloud node up nor pauses its user again at every drain.
@@ -127,6 +129,7 @@ class Controller:
 
     async def cycle(self) -> dict:
         now = self.clock()
+        self._dry_before, self._dry_now = self._dry_now, set()
         vms = None
         t0 = time.perf_counter()
         if self.cloud is not None:
@@ -184,6 +187,13 @@ class Controller:
         self.events.append({"time": self.clock(), "kind": kind, "message": message})
         (log.warning if kind in ("error", "problem", "boot-failed", "drain-failed") else log.info)(
             "%s: %s", kind, message)
+
+    def _dry_run_says(self, message: str) -> None:
+        """What a dry run would do, said when it starts, not again every Tmon while it lasts (the
+        decision log keeps every cycle's)."""
+        self._dry_now.add(message)
+        if message not in self._dry_before:
+            self.event("dry-run", message)
 
     def _report_problems(self, problems: list[str]) -> None:
         """Each problem is an event when it appears, not every cycle. A
@@ -330,7 +340,7 @@ class Controller:
     def _reconcile(self, obs: Observation, now: float) -> None:
         adopted = False
         for node, text in obs.drains.items():
-            if not self._busy(f"drain:{node}"):
+            if not self._busy(f"drain:{node}") and now >= self.backoff.get(f"drain:{node}", Backoff()).until:
                 self._start_drain(node, obs, resume=text, reason="resumed from the node's record")
                 adopted = True
         for n in obs.snapshot.nodes:
@@ -350,7 +360,7 @@ class Controller:
             node = self._node(obs.snapshot, name)
             if node is not None and node.status is NodeStatus.CORDONED and not self._busy(f"boot:{name}"):
                 if self.settings.dry_run:
-                    self.event("dry-run", f"would uncordon {name} (our taint, no drain recorded)")
+                    self._dry_run_says(f"would uncordon {name} (our taint, no drain recorded)")
                 else:
                     self._spawn(f"boot:{name}", self.kube.uncordon(name))
 
@@ -381,12 +391,13 @@ class Controller:
                     self.event("error", f"scale-out chose {name}, which has no VM in the cloud pool")
                     continue
                 if self.settings.dry_run:
-                    self.event("dry-run", f"would start VM {vm.id} for node {name}")
+                    self._dry_run_says(f"would start VM {vm.id} for node {name}")
                     continue
                 self.boot_started[name] = now
                 self._start_boot(name, vm.id, start=True)
                 started.append(name)
-            self.metrics.actions.labels("scale-out").inc()
+            if started:  # as a scale-in is: what was done, not what was decided (a dry run does nothing)
+                self.metrics.actions.labels("scale-out").inc()
             return f"starting {', '.join(started)}" if started else "nothing started"
         # ScaleIn
         if self.draining() is not None:
@@ -396,7 +407,7 @@ class Controller:
             self.event("error", f"scale-in chose {action.node}, which has no VM in the cloud pool")
             return "no VM to stop"
         if self.settings.dry_run:
-            self.event("dry-run", f"would drain {action.node} ({len(action.moves)} server(s)) and stop its VM")
+            self._dry_run_says(f"would drain {action.node} ({len(action.moves)} server(s)) and stop its VM")
             return "dry run"
         self.metrics.actions.labels("scale-in").inc()
         self._start_drain(action.node, obs, reason=action.reason)
@@ -404,7 +415,7 @@ class Controller:
 
     def _start_drain(self, node: str, obs: Observation, *, reason: str, resume: str | None = None) -> None:
         if self.settings.dry_run:
-            self.event("dry-run", f"would {'resume' if resume else 'start'} the drain of {node}")
+            self._dry_run_says(f"would {'resume' if resume else 'start'} the drain of {node}")
             return
         vm = obs.vms.get(node)
         drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
@@ -419,8 +430,14 @@ class Controller:
             except MoveAborted as e:  # the node vanished before it was marked
                 outcome = f"not started ({e})"
             except (HubError, CloudError) as e:
-                self.event("drain-failed", f"drain of {node} interrupted: {e}; the next cycle resumes it")
+                # Out of reach for now: resumed after a back-off that doubles, not every Tmon.
+                b = self.backoff.setdefault(f"drain:{node}", Backoff())
+                b.failures += 1
+                delay = min(self.settings.tmon * 2 ** b.failures, 300.0)
+                b.until = self.clock() + delay
+                self.event("drain-failed", f"drain of {node} interrupted: {e}; resumed in {delay:.0f} s")
                 return
+            self.backoff.pop(f"drain:{node}", None)
             self.event("drain", f"drain of {node}: {outcome}")
         self._spawn(f"drain:{node}", run())
 
@@ -452,6 +469,13 @@ class Controller:
                 if self.clock() > deadline:
                     break
                 await asyncio.sleep(s.poll)
+            hosted = sorted(p.server for p in self.pods.records.values()
+                            if p.managed and p.node == node and p.holds_resources)
+            if hosted:
+                # Not a boot that failed: a node that hosts servers and stopped reporting. Stopping its
+                # VM would end their sessions without a checkpoint; observe() names it every cycle.
+                self.event("problem", f"{node} is not Ready but hosts {', '.join(hosted)}: its VM is left running")
+                return
             b = self.backoff.setdefault(node, Backoff())
             b.failures += 1
             delay = min(s.boot_backoff * 2 ** (b.failures - 1), s.boot_backoff_max)

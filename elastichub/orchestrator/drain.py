@@ -120,7 +120,8 @@ class Drain:
         self.record.setdefault("servers", {})
         log.info("resuming the drain of %s (state %s)", self.node, self.record.get("state"))
         if self.record.get("state") == ABORTING:
-            await self._roll_back("finishing a roll-back interrupted by a restart")
+            await self._roll_back("finishing a roll-back left unfinished (a restart, or the hub or cloud "
+                                  "out of reach)")
             return self.outcome
         return await self._run()
 
@@ -193,14 +194,20 @@ class Drain:
             self.on_move(report)
             raise MoveAborted(f"{pod.server}: {e}") from None
 
-        self.record["servers"][pod.server] = {"user": pod.user, "name": pod.server_name, "step": RESTART,
-                                               "options": server.user_options, "checkpoint": report.checkpoint}
-        if pod.created is not None:  # its new pod keeps it (_keep_asked): no new arrival, one history row
-            self.record["servers"][pod.server]["asked"] = format_time(pod.created)
+        entry = self.record["servers"][pod.server] = {
+            "user": pod.user, "name": pod.server_name, "step": RESTART, "options": server.user_options,
+            "checkpoint": report.checkpoint, "stop_sent": False}
+        # Its new pod keeps both (_keep_times): no new arrival, and one history row with its real wait.
+        if pod.created is not None:
+            entry["asked"] = format_time(pod.created)
+        if pod.started is not None:
+            entry["started"] = format_time(pod.started)
         await self._save()
         down = time.monotonic()
         try:
             await self.hub.stop(pod.user, pod.server_name)
+            entry["stop_sent"] = True  # from here a server found stopped was stopped by us
+            await self._save()
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)
         except HubError as e:
@@ -334,22 +341,25 @@ class Drain:
             await asyncio.sleep(self.t.poll / 4)
         landed = next((p for p in self.pods() if p.managed and p.server == key and p.holds_resources
                        and p.node), None)
-        if landed is not None and entry.get("asked"):
-            await self._keep_asked(landed, entry["asked"])
+        if landed is not None:
+            await self._keep_times(landed, entry)
         entry.update(step=DONE, to=landed.node if landed else None)
         await self._save()
         return entry["to"]
 
-    async def _keep_asked(self, pod: PodRecord, asked: str) -> None:
-        """Write on a restarted server's new pod when its user asked for it.
-        Until then the drain record says it; a failure only costs that."""
-        if self.kube_pods is None:
+    async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
+        """Write on a restarted server's new pod when its user asked for it
+        and when it first started, as a live move's destination carries
+        them. Until then the drain record says them; a failure only costs that."""
+        times = {key: entry[field] for key, field in ((podmeta.ASKED_ANNOTATION, "asked"),
+                                                       (podmeta.STARTED_ANNOTATION, "started")) if entry.get(field)}
+        if self.kube_pods is None or not times:
             return
         namespace, name = pod.key.split("/", 1)
         try:
-            await self.kube_pods.annotate(namespace, name, {podmeta.ASKED_ANNOTATION: asked})
+            await self.kube_pods.annotate(namespace, name, times)
         except Exception as e:  # the move itself succeeded
-            log.warning("could not mark pod %s with when %s was asked for: %s", pod.key, pod.server, e)
+            log.warning("could not mark pod %s with when %s was asked for and started: %s", pod.key, pod.server, e)
 
     async def _restart_pending(self) -> None:
         """Servers a previous run stopped (or began to stop) and had not
@@ -375,6 +385,15 @@ class Drain:
             server = await self.hub.server(entry["user"], entry["name"])
             if server is not None and server.ready and here and not any(p.terminating for p in here):
                 continue  # never stopped: the loop moves it again from the start (checkpoint included)
+            if entry.get("stop_sent") is False and server is None and not here:
+                # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.
+                log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
+                del self.record["servers"][key]
+                await self._save()
+                report = MoveReport(key, self.node)
+                report.outcome, report.error = "skipped", "stopped by its user during the move"
+                self.on_move(report)
+                continue
             log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
             if here:
                 await self._wait_pod_gone(here[0].key, self.t.stop)
@@ -386,6 +405,11 @@ class Drain:
     # -- the VM and the end -------------------------------------------------------------
 
     async def _stop_vm(self) -> None:
+        here = self._servers_here()
+        if here:
+            # Resumed at this step after a restart, and its VM hosts servers again (started anew
+            # meanwhile): stopping it would end their sessions unsaved.
+            raise MoveAborted(f"{', '.join(p.server for p in here)} run on {self.node} again")
         self.record["state"] = STOPPING_VM
         await self._save()
         if self.cloud is not None and self.vm_id is not None:

@@ -131,9 +131,12 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         if rec.drain_taint:
             tainted.add(rec.name)
         vm = vm_by_node.get(rec.name)
-        status = _status(rec, tier, vm, cloud_managed)
+        status = _status(rec, tier, vm, cloud_managed, hosting=bool(servers.get(rec.name)))
         if status is None:
             continue
+        if status is NodeStatus.NOT_READY and tier is Tier.CLOUD and vm is not None and servers.get(rec.name):
+            problems.append(f"cloud node {rec.name}: not Ready while {_servers_on(servers[rec.name])} run on it; "
+                            f"its VM {vm.id} is left running (stopping it would end their sessions unsaved)")
         if status is NodeStatus.CORDONED and vm is not None and not rec.drain_taint:
             # The one way a pool VM runs on that no rule of ours will stop: say so while it lasts.
             problems.append(f"cloud node {rec.name}: cordoned, not by ElasticHub: its VM {vm.id} runs on, "
@@ -147,7 +150,9 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         problems.append(f"no on-prem node: none is labelled with the tier {config.onprem_tier!r}, so every "
                         "server needs the cloud; label them (kubectl label node NAME elastichub.io/tier="
                         f"{config.onprem_tier}, or your tier_label)")
-    elsewhere = sorted(node for node in servers if node not in seen)
+    # A pool VM's node whose Node object is gone (deleted by hand) while pods are still bound to it.
+    unlisted = {name for name in servers if name not in seen and name in vm_by_node}
+    elsewhere = sorted(node for node in servers if node not in seen and node not in unlisted)
     if elsewhere:
         count = sum(len(servers[node]) for node in elsewhere)
         names = ", ".join(elsewhere[:3]) + (", ..." if len(elsewhere) > 3 else "")
@@ -157,6 +162,13 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     # Pool VMs that are no Node (yet).
     for name, vm in vm_by_node.items():
         if name in seen:
+            continue
+        if name in unlisted:
+            problems.append(f"cloud node {name}: no Node object, but {_servers_on(servers[name])} are bound to "
+                            f"it; its VM {vm.id} is left running (stopping it would end their sessions unsaved)")
+            u = used.get(name, (0.0, 0.0))
+            out_nodes.append(Node(name, Tier.CLOUD, config.default_allocatable, Resources(u[0], u[1]),
+                                  tuple(servers[name]), NodeStatus.NOT_READY))
             continue
         if vm.state == STOPPED:
             status = NodeStatus.STOPPED
@@ -271,8 +283,14 @@ def other_tiers_problem(pods: list[PodRecord], config: ObserveConfig) -> str:
             "onprem_tier and cloud_tier")
 
 
-def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> NodeStatus | None:
-    """None: leave the node out of the snapshot."""
+def _servers_on(servers: list[Server]) -> str:
+    names = ", ".join(sorted(s.name for s in servers)[:3]) + (", ..." if len(servers) > 3 else "")
+    return f"{len(servers)} server(s) ({names})"
+
+
+def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool, hosting: bool = False) \
+        -> NodeStatus | None:
+    """None: leave the node out of the snapshot. `hosting`: servers are bound to it."""
     if tier is Tier.CLOUD and cloud_managed:
         if vm is None:
             # A cloud-tier node with no VM in the pool: nothing can start or
@@ -281,8 +299,14 @@ def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool) -> 
         elif vm.state == STOPPED:
             if rec.unschedulable and not rec.drain_taint:
                 return None  # an admin set it aside: not ours to start
+            if rec.drain is not None:
+                return NodeStatus.NOT_READY  # its drain has still to finish: not to be started before
             return NodeStatus.STOPPED
         elif vm.state == STOPPING:
+            return NodeStatus.NOT_READY
+        elif hosting and not rec.ready:
+            # Servers run there: it was Ready, so this is no boot but a node that stopped reporting
+            # (a boot that timed out would stop the VM, and their sessions with it).
             return NodeStatus.NOT_READY
         elif not rec.ready or (rec.drain_taint and rec.drain is None):
             return NodeStatus.BOOTING

@@ -161,3 +161,22 @@ def test_the_web_handlers_check_tokens_with_the_apps_hub_settings(monkeypatch):
                                     headers=HTTPHeaders({"Host": "hub.example"}), connection=Mock())
         h = handler(app, request)
         assert h.hub_auth is auth and h.hub_auth.api_url == "http://hub.example:8081/hub/api"
+
+
+def test_a_service_url_already_in_use_is_one_line_naming_it():
+    """A second orchestrator with the same service_url (one run by hand
+    beside the hub's): its port is taken; a traceback used to say so."""
+    import socket
+    from unittest.mock import Mock
+
+    from elastichub.orchestrator.app import ElasticOrchestrator, StartupError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        app = ElasticOrchestrator(service_url=f"http://127.0.0.1:{port}", api_token="t",
+                                  hub_api_url="http://127.0.0.1:1/hub/api")
+        with pytest.raises(StartupError, match=rf"cannot serve at ElasticOrchestrator.service_url "
+                                               rf"http://127.0.0.1:{port}: Address already in use \(another"):
+            app._serve(Mock())

@@ -3,6 +3,8 @@ steps before any pod is touched (no cluster, no hub process)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from elastichub import podmeta
@@ -66,3 +68,88 @@ async def test_a_pod_that_outlives_the_stop_wait_ends_the_move_as_aborted_not_in
     with pytest.raises(MoveAborted, match="pod jh/jupyter-carol is still on cloud-1 after 0.3 s"):
         await drain._move(carol_pod())
     assert reports[-1].outcome == "aborted"
+
+
+async def test_a_drain_resumed_at_its_vm_stop_never_stops_a_vm_that_hosts_servers_again():
+    """Resumed after a restart at "stopping-vm", with the VM started anew
+    meanwhile and a server on it: the stop would end carol's session unsaved."""
+    class Kube:
+        saved, ended = [], []
+
+        async def record_drain(self, node, record):
+            self.saved.append(dict(record))
+
+        async def end_drain(self, node, uncordon):
+            self.ended.append(uncordon)
+
+    class Cloud:
+        stopped = []
+
+        async def stop(self, vm_id):
+            self.stopped.append(vm_id)
+
+    kube, cloud = Kube(), Cloud()
+    drain = Drain("cloud-1", "i-1", kube=kube, hub=ScriptedHub(None), cloud=cloud, pods=lambda: [carol_pod()],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=lambda r: None)
+    outcome = await drain.resume('{"v": 1, "state": "stopping-vm", "servers": {}}')
+    assert cloud.stopped == [] and outcome == "rolled-back", outcome
+    assert kube.ended == [True]  # uncordoned: the node is in use
+    assert "carol run on cloud-1 again" in kube.saved[-1]["why"]
+
+
+class Recorder:
+    """The kube side of a drain: records what it was asked to write."""
+
+    def __init__(self):
+        self.saved, self.ended, self.annotated = [], [], []
+
+    async def record_drain(self, node, record):
+        self.saved.append(dict(record))
+
+    async def end_drain(self, node, uncordon):
+        self.ended.append(uncordon)
+
+    async def annotate(self, namespace, name, annotations):
+        self.annotated.append((namespace, name, annotations))
+
+
+async def test_a_server_its_user_stopped_before_the_drain_stopped_it_stays_stopped():
+    """The record says "restart" before the hub is asked to stop the server;
+    the orchestrator died there, and alice stopped her server herself. The
+    next run used to start it again, saying it had stopped it."""
+    class Hub:
+        started = []
+
+        async def server(self, user, name):
+            return hub_server(ready=True) if self.started else None
+
+        async def start(self, user, name, options):
+            self.started.append(user)
+
+    kube, hub, reports = Recorder(), Hub(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=hub, cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    record = {"v": 1, "state": "draining", "servers": {
+        "alice": {"user": "alice", "name": "", "step": "restart", "options": {}, "stop_sent": False}}}
+    assert await drain.resume(json.dumps(record)) == "stopped"
+    assert hub.started == [] and kube.saved[0]["servers"] == {}
+    assert [(r.server, r.outcome, r.error) for r in reports] == [
+        ("alice", "skipped", "stopped by its user during the move")]
+    # Once the stop was sent, a server found stopped was stopped by the drain: it is started again.
+    record["servers"]["alice"]["stop_sent"] = True
+    drain = Drain("cloud-1", None, kube=Recorder(), hub=hub, cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    await drain.resume(json.dumps(record))
+    assert hub.started == ["alice"]
+
+
+async def test_a_restarted_servers_new_pod_keeps_when_it_was_asked_for_and_first_started():
+    """Else a restarted orchestrator's history took the new pod's start for
+    the session's: its wait swallowed all the time before the move."""
+    kube = Recorder()
+    drain = Drain("cloud-1", None, kube=kube, hub=None, cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(), on_move=lambda r: None, kube_pods=kube)
+    await drain._keep_times(carol_pod("onprem-1"), {"asked": "2027-01-15T08:00:00Z",
+                                                    "started": "2027-01-15T08:00:04Z"})
+    assert kube.annotated == [("jh", "jupyter-carol", {podmeta.ASKED_ANNOTATION: "2027-01-15T08:00:00Z",
+                                                       podmeta.STARTED_ANNOTATION: "2027-01-15T08:00:04Z"})]

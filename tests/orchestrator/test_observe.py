@@ -73,6 +73,9 @@ def test_unscheduled_servers_are_the_queue_oldest_first():
      NodeStatus.CORDONED),
     (RUNNING, dict(ready=True, unschedulable=True), NodeStatus.CORDONED),  # an admin's cordon
     (STOPPING, dict(ready=True), NodeStatus.NOT_READY),
+    # stopped by a drain that has still to clear its record (a restart between the two): not to be started yet
+    (STOPPED, dict(ready=False, unschedulable=True, taint=True, drain={"state": "stopping-vm", "servers": {}}),
+     NodeStatus.NOT_READY),
 ])
 def test_cloud_node_status_from_node_and_vm(vm_state, rec, status):
     obs = observe([node("cloud-1", "cloud", **rec)], [], [VM("i-1", "cloud-1", vm_state, "cloud-1")], CONFIG, NOW)
@@ -334,3 +337,22 @@ def test_servers_the_spawner_places_by_other_tiers_than_the_orchestrators_are_a_
         "c.ElasticSpawner and c.ElasticOrchestrator the same tier_label, onprem_tier and cloud_tier"]
     custom = ObserveConfig(onprem_tier="onprem", default_allocatable=CONFIG.default_allocatable)
     assert "jupyter-ann prefers" in observe(nodes, [same, other], None, custom, NOW).problems[0]
+
+
+def test_a_cloud_node_that_stops_reporting_while_it_hosts_servers_is_no_boot():
+    """A running VM whose node is not Ready used to count as booting, and a
+    boot that times out stops its VM: the servers on it with it, unsaved."""
+    vm = [VM("i-1", "cloud-1", RUNNING, "cloud-1")]
+    servers = [pod("jupyter-alice", "cloud-1", user="alice")]
+    obs = observe([node("onprem-1"), node("cloud-1", "cloud", ready=False)], servers, vm, CONFIG, NOW)
+    assert obs.snapshot.node("cloud-1").status is NodeStatus.NOT_READY
+    assert ("cloud node cloud-1: not Ready while 1 server(s) (alice) run on it; its VM i-1 is left running "
+            "(stopping it would end their sessions unsaved)") in obs.problems
+    # Its Node deleted by hand, the pods still bound to it: the same, said as it is.
+    obs = observe([node("onprem-1")], servers, vm, CONFIG, NOW)
+    assert obs.snapshot.node("cloud-1").status is NodeStatus.NOT_READY
+    assert obs.problems == ["cloud node cloud-1: no Node object, but 1 server(s) (alice) are bound to it; its VM "
+                            "i-1 is left running (stopping it would end their sessions unsaved)"]
+    # Without servers a node that is not Ready is a boot, as before.
+    obs = observe([node("onprem-1"), node("cloud-1", "cloud", ready=False)], [], vm, CONFIG, NOW)
+    assert obs.snapshot.node("cloud-1").status is NodeStatus.BOOTING and obs.problems == []

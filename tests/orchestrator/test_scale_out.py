@@ -4,6 +4,8 @@ through small subclasses of the libcloud driver."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from podtools import cluster_config, node_of, server_pod, until
 
@@ -124,3 +126,44 @@ async def test_a_restart_while_a_vm_boots_keeps_the_cooldown(cluster_factory, wi
     assert decision["action"] == "none", decision
     assert second._busy("boot:cloud-1")  # adopted: it will uncordon cloud-1 once Ready
     assert {vm.id: vm.state for vm in await second.cloud.list()}["cloud-2"] == "stopped"
+
+
+async def test_a_cloud_node_that_stops_reporting_keeps_its_vm_while_it_hosts_a_server(cluster_factory, wire):
+    """Its kubelet stops posting status (Ready: Unknown) while alice runs on
+    it: counted as a boot, it was stopped at the boot timeout, and alice's
+    session ended unsaved."""
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(8)])  # on-prem full
+    ctl = await wire(cluster, paper(), boot_timeout=0.5)
+    await until(lambda: len(ctl.pods.records) >= 8, what="cache")
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: not ctl._busy("boot:cloud-1") and ctl.nodes.records["cloud-1"].ready, what="cloud-1 up")
+    await fill(cluster, ["alice"])
+    assert node_of(cluster.store, "jupyter-alice") == "cloud-1"
+
+    def stops_reporting(node):
+        for condition in node["status"]["conditions"]:
+            if condition["type"] == "Ready":
+                condition.update(status="Unknown", reason="NodeStatusUnknown")
+    cluster.store.update("nodes", "cloud-1", stops_reporting)
+    await until(lambda: not ctl.nodes.records["cloud-1"].ready, what="cloud-1 not Ready in the cache")
+    for _ in range(4):  # past the boot timeout, several cycles
+        await ctl.cycle()
+        await asyncio.sleep(0.3)
+    assert {vm.id: vm.state for vm in await ctl.cloud.list()}["cloud-1"] == "running"
+    assert not any(e["kind"] == "boot-failed" and "cloud-1" in e["message"] for e in ctl.events), ctl.events
+    assert any("cloud node cloud-1: not Ready while 1 server(s) (alice)" in e["message"] for e in ctl.events)
+
+
+async def test_a_dry_run_starts_nothing_counts_nothing_and_says_each_would_be_action_once(cluster_factory, wire):
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    ctl = await wire(cluster, paper(), dry_run=True)
+    await until(lambda: len(ctl.pods.records) >= 7, what="cache")
+    for _ in range(3):
+        assert (await ctl.cycle())["action"] == "scale-out"
+    assert {vm.state for vm in await ctl.cloud.list()} == {"stopped"}
+    said = [e["message"] for e in ctl.events if e["kind"] == "dry-run"]
+    assert said == ["would start VM cloud-1 for node cloud-1"]  # once, not every Tmon
+    counted = ctl.metrics.actions.labels("scale-out")._value.get()
+    assert counted == 0  # elastichub_scale_actions_total counts what was done
