@@ -246,7 +246,7 @@ def _load_verified(path, ns, keep, imports, first):
     # The data is read and verified in a helper thread while this thread
     # re-imports the notebook's modules (numpy, pandas... take a while):
     # both finish sooner than one after the other. Names are bound only once
-    # the whole file has been verified.
+    # the whole file has been verified, then each as soon as it has loaded.
     with ThreadPoolExecutor(1, thread_name_prefix="elastichub-read") as pool:
         pending = pool.submit(read_checkpoint, path)
         modules = import_modules(imports)
@@ -259,7 +259,7 @@ def _load_verified(path, ns, keep, imports, first):
     if keep is not None:
         keep.update(base_id=index.get("base_id"), buffers=buffers, path=path)
     built = build_namespace(index, loaded.blobs[0], records, buffers, imports, modules, ns)
-    ns.update(built.pop("bindings"))
+    built.pop("bindings")  # bound already
     return index, built
 
 
@@ -323,14 +323,31 @@ def checked_records(path: str, index: dict, stream_len: int, nbuf: int) -> list:
     return records
 
 
-def build_namespace(index, stream, records, buffers, imports, modules, target_ns) -> dict:
-    """The variables of a verified file, bound to nothing yet: ``bindings``
-    plus the report fields. Notebook functions get ``target_ns`` as globals."""
+def build_namespace(index, stream, records, buffers, imports, modules, target_ns, bindings=None) -> dict:
+    """The variables of a verified file, bound into ``target_ns`` as they
+    load (modules first): notebook code run while a later one loads (a
+    ``__setstate__``, a ``__reduce__`` helper) sees them, as it did in the
+    notebook. ``bindings`` (loader.Bindings, over ``target_ns``; made here
+    when not given) is returned too: what failed is not bound, and its
+    ``undo()`` puts the namespace back as it was. Notebook functions get
+    ``target_ns`` as globals."""
+    from .loader import Bindings
+
+    if bindings is None:
+        bindings = Bindings(target_ns, skip=_PURE_PREFIX)
+    try:
+        return _build_namespace(index, stream, records, buffers, imports, modules, target_ns, bindings)
+    except BaseException:
+        bindings.undo()  # nothing is left half-loaded
+        raise
+
+
+def _build_namespace(index, stream, records, buffers, imports, modules, target_ns, bindings) -> dict:
     from .loader import load_namespace
 
     earlier = [dict(i) for i in index.get("not_restorable", [])]
     not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]
-    bindings, recomputed, differs, failed_now = {}, [], [], []
+    recomputed, differs, failed_now = [], [], []
     for imp in imports:
         name, module = imp["name"], modules[imp["name"]]
         if isinstance(module, str):
@@ -340,13 +357,13 @@ def build_namespace(index, stream, records, buffers, imports, modules, target_ns
         if now["version"] != imp.get("version") or now["file"] != imp.get("file"):
             differs.append({"name": name, "reason": f"module {imp['module']} is now version {now['version']} "
                             f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
-        bindings[name] = module
+        bindings.bind(name, module)
         recomputed.append(name)
 
     buffers = list(buffers)
     for i in index.get("readonly_buffers", []):
         buffers[i] = memoryview(buffers[i]).toreadonly()
-    values, failed, notes = load_namespace(stream, records, buffers, target_ns)
+    values, failed, notes = load_namespace(stream, records, buffers, target_ns, bindings)
     differs += [{"name": name, "reason": why} for name, why in notes.items()]
     for name, why in failed.items():
         shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
@@ -354,13 +371,14 @@ def build_namespace(index, stream, records, buffers, imports, modules, target_ns
     migrated = []
     for name, value in values.items():
         if name.startswith(_PURE_PREFIX):
-            problem = _recompute_pure(name[len(_PURE_PREFIX):], value, bindings)
+            shown, made = name[len(_PURE_PREFIX):], {}
+            problem = _recompute_pure(shown, value, made)
             if problem:
-                failed_now.append({"name": name[len(_PURE_PREFIX):], "reason": problem})
+                failed_now.append({"name": shown, "reason": problem})
             else:
-                recomputed.append(name[len(_PURE_PREFIX):])
+                bindings.bind(shown, made[shown])
+                recomputed.append(shown)
             continue
-        bindings[name] = value
         migrated.append(name)
     return dict(bindings=bindings, migrated=migrated, recomputed=recomputed,
                 not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs)

@@ -15,6 +15,9 @@ Each is a reduce the namespace pickler uses for objects of one type
   arguments than it passes on: pickle would call it again with ``args``;
   rebuilt without ``__init__``, as pickle rebuilds any other object;
 - a ``typing.NewType`` of the notebook (pickled by name, as lru_cache is);
+- a numpy array subclass that leaves pickling to ndarray (the numpy docs'
+  ``InfoArray``): its instance ``__dict__`` (``info``), which ndarray's
+  reduce drops, is carried too;
 - a numpy memory map of a file (``np.load(path, mmap_mode="r")``,
   ``np.memmap``): saved as its file, not its data, and mapped again. A copy
   would fill the checkpoint and memory with a dataset kept on disk on
@@ -111,6 +114,8 @@ def reduce_for(kind: type):
         return _simple_queue
     if _hashes_by_value(kind):
         return _hashed_by_value
+    if _ndarray_subclass_pickled_by_numpy(kind):
+        return _array_with_attrs
     return None
 
 
@@ -240,6 +245,32 @@ def _new_with(cls, attrs):
     obj = cls.__new__(cls)
     obj.__dict__.update(attrs)
     return obj
+
+
+# -- numpy array subclasses ----------------------------------------------------------
+
+def _ndarray_subclass_pickled_by_numpy(kind: type) -> bool:
+    """A subclass of numpy.ndarray (numpy is never imported here) that leaves
+    pickling to ndarray's: its __reduce__ drops the instance __dict__ (the
+    numpy docs' InfoArray lost its ``info``, silently)."""
+    base = next((c for c in kind.__mro__[1:] if c.__module__ == "numpy" and c.__name__ == "ndarray"), None)
+    return base is not None and all(getattr(kind, name, None) is getattr(base, name)
+                                    for name in ("__reduce__", "__reduce_ex__", "__setstate__"))
+
+
+def _array_with_attrs(array, user_ns):
+    attrs = getattr(array, "__dict__", None)
+    if not attrs:
+        return None  # numpy's own reduce loses nothing
+    make, args, state = array.__reduce__()
+    return make, args, (state, dict(attrs)), None, None, _set_array_state
+
+
+def _set_array_state(array, state):
+    state, attrs = state
+    array.__setstate__(state)
+    array.__dict__.update(attrs)
+    return array
 
 
 # -- NewType ----------------------------------------------------------------------

@@ -29,8 +29,9 @@ import time
 
 import xxhash
 
-from .engine import (build_namespace, checked_imports, checked_records, dump_state, file_index, import_modules,
-                     migrated_names, restore_after_load, restore_context)
+from .engine import (_PURE_PREFIX, build_namespace, checked_imports, checked_records, dump_state, file_index,
+                     import_modules, migrated_names, restore_after_load, restore_context)
+from .loader import Bindings
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 
@@ -209,17 +210,30 @@ def load_delta(directory, base: dict | None, delta_id: str | None = None, base_i
     return index, loaded.blobs[0], records, buffers, imports
 
 
-def build(directory, ns, base, delta_id=None, base_id=..., context=None) -> tuple[dict, dict]:
-    """(bindings, report) of the delta's state; ``ns`` untouched (its dict is
-    only the globals of notebook functions). ``context``: the kernel's
-    SessionContext, given the delta's saved one before its modules are
-    imported (the destination is discarded if its apply fails)."""
+def build(directory, ns, base, delta_id=None, base_id=..., context=None, old_names=()) -> tuple[Bindings, dict]:
+    """(bindings, report): the delta's state, bound into ``ns`` as it loads,
+    so notebook code run while a later variable loads (a ``__setstate__``,
+    a dict subclass's ``__setitem__``) sees the source's values, not the
+    pre-copy's. ``old_names`` (the state restored before) that the delta
+    does not hold are unbound first; `swap` finishes the job, and
+    ``bindings.undo()`` puts ``ns`` back as it was (a refused apply).
+    ``context``: the kernel's SessionContext, given the delta's saved one
+    before its modules are imported (the destination is discarded if its
+    apply fails)."""
     started = time.perf_counter()
     index, stream, records, buffers, imports = load_delta(directory, base, delta_id, base_id)
     context_report = restore_context(context, index)
-    built = build_namespace(index, stream, records, buffers, imports, import_modules(imports), ns)
-    restore_after_load(context, index, context_report)
-    bindings = built.pop("bindings")
+    bindings = Bindings(ns, skip=_PURE_PREFIX)
+    new = {i["name"] for i in imports} | {r.name.removeprefix(_PURE_PREFIX) for r in records}
+    try:
+        for name in sorted(set(old_names) - new):
+            bindings.drop(name)
+        built = build_namespace(index, stream, records, buffers, imports, import_modules(imports), ns, bindings)
+        restore_after_load(context, index, context_report)
+    except BaseException:
+        bindings.undo()
+        raise
+    built.pop("bindings")
     path = os.path.join(directory, DELTA_NAME)
     report = dict(path=path, created=index.get("created"), **built, **context_report,
                   bytes=os.path.getsize(path), seconds=round(time.perf_counter() - started, 6),
@@ -229,12 +243,11 @@ def build(directory, ns, base, delta_id=None, base_id=..., context=None) -> tupl
     return bindings, report
 
 
-def swap(ns: dict, old_names, bindings: dict) -> None:
-    """Replace the restored names by the new state in one go: names of the
-    old state absent from the new one are deleted."""
-    for name in set(old_names) - set(bindings):
-        ns.pop(name, None)
-    ns.update(bindings)
+def swap(ns: dict, old_names, bindings: Bindings) -> None:
+    """Finish a `build`: names of the old state the new one lacks (gone, or
+    failed to load here) are unbound; the new values are bound already."""
+    for name in set(old_names) - set(bindings.values):
+        bindings.drop(name)
 
 
 def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bool = True, context=None) -> dict:
@@ -256,7 +269,9 @@ def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bo
             if own_files:
                 remove_delta(directory)  # a checkpoint written after this self-contained delta
             return report
-        bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"), context=context)
+        old = (report["migrated"] + report["recomputed"]) if report else []
+        bindings, delta_report = build(directory, ns, base, base_id=base.get("base_id"), context=context,
+                                       old_names=old)
     except LiveError as exc:
         if str(exc).startswith("base mismatch"):
             if own_files:
@@ -268,7 +283,6 @@ def delta_at_start(directory, ns, report: dict | None, base: dict, own_files: bo
     except Exception as exc:  # never crash the kernel on a checkpoint
         return _delta_note(report, path, f"unexpected error ({type(exc).__name__}: {exc})",
                            aside(path, "rejected"))
-    old = (report["migrated"] + report["recomputed"]) if report else []
     swap(ns, old, bindings)
     return delta_report
 

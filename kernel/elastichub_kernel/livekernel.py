@@ -334,13 +334,16 @@ class LiveMigrationMixin:
 
             ns = self.shell.user_ns
             try:
+                # Bound as they load (notebook code run by a later one sees them); undone if refused.
                 bindings, report = build(self.session_dir, ns, self._live_base, delta_id,
-                                         base_id=self._live_base.get("base_id"), context=self._context())
+                                         base_id=self._live_base.get("base_id"), context=self._context(),
+                                         old_names=self._live_names)
             except LiveError as exc:
                 return _fail(f"{exc}; namespace unchanged")
             except CheckpointRejected as bad:
                 return _fail(f"the delta file {bad.path} was refused: {bad.reason}; namespace unchanged")
             if report["failed_now"]:
+                bindings.undo()
                 names = ", ".join(f"{i['name']} ({i['reason']})" for i in report["failed_now"])
                 return _fail(f"these variables could not be loaded here: {names}; namespace unchanged")
             swap(ns, self._live_names, bindings)

@@ -48,7 +48,7 @@ class _BufferCursor:
         return buf
 
 
-def load_namespace(stream, records: list, buffers: list, target_ns: dict):
+def load_namespace(stream, records: list, buffers: list, target_ns: dict, bindings: Bindings | None = None):
     """Unpickle each record; returns (values by name, failures by name,
     notes by name on values restored different from what was saved).
 
@@ -56,14 +56,69 @@ def load_namespace(stream, records: list, buffers: list, target_ns: dict):
     restored (a library missing here, a class that changed) is reported by
     name, and so is every record that shares an object with it: nothing is
     ever restored half-built or different from what was saved.
+
+    ``bindings`` (over ``target_ns``): each value is bound as soon as its
+    record has loaded, so notebook code run by a later record (a
+    ``__setstate__``, a ``__reduce__`` helper, a dict subclass's
+    ``__setitem__``) sees it, as it did in the notebook (records are in the
+    notebook's order). Only the last pass's values stay bound.
     """
     skipped: dict = {}  # name -> (reason, the memo entries its bytes make)
+    start = bindings.mark() if bindings is not None else 0
     while True:
-        values, failed, notes, bad = _load_pass(stream, records, buffers, target_ns, skipped)
+        values, failed, notes, bad = _load_pass(stream, records, buffers, target_ns, skipped, bindings)
         if bad is None:
             return values, {**{name: why for name, (why, _) in skipped.items()}, **failed}, notes
+        if bindings is not None:  # a pass that starts over: its values are not the next pass's
+            bindings.undo(since=start)
         rec, why = bad
         skipped[rec.name] = (why, _memo_fill(stream, rec))
+
+
+_ABSENT = object()
+
+
+class Bindings:
+    """Names bound into a namespace while a state loads (see load_namespace),
+    each with what it held before its first binding here, so `undo` puts
+    the namespace back as it was (a refused live apply, a pass that starts
+    over, an error part-way). Names starting with ``skip`` are never bound
+    (the engine's recompute recipes: the value is made later)."""
+
+    def __init__(self, ns: dict, skip: str | None = None):
+        self.ns = ns
+        self.skip = skip
+        self.values: dict = {}  # name -> the value bound here, in binding order
+        self._before: dict = {}  # name -> its value before (_ABSENT: none), in first-binding order
+
+    def _remember(self, name) -> None:
+        if name not in self._before:
+            self._before[name] = self.ns.get(name, _ABSENT)
+
+    def bind(self, name: str, value) -> None:
+        if self.skip is not None and name.startswith(self.skip):
+            return
+        self._remember(name)
+        self.ns[name] = self.values[name] = value
+
+    def drop(self, name: str) -> None:
+        """Unbind `name` (a name of an old state the new one does not hold)."""
+        self._remember(name)
+        self.ns.pop(name, None)
+        self.values.pop(name, None)
+
+    def mark(self) -> int:
+        return len(self._before)
+
+    def undo(self, since: int = 0) -> None:
+        """Put back what the names first bound or dropped after `mark()` held."""
+        for name in list(self._before)[since:][::-1]:
+            before = self._before.pop(name)
+            self.values.pop(name, None)
+            if before is _ABSENT:
+                self.ns.pop(name, None)
+            else:
+                self.ns[name] = before
 
 
 class _Unloadable:
@@ -345,7 +400,7 @@ def _unloadable_in(value, target_ns: dict) -> _Unloadable | type | None:
     return None
 
 
-def _load_pass(stream, records, buffers, target_ns, skipped):
+def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
     source = _Input(stream)
     cursor = _BufferCursor(buffers)
     unpickler = _Unpickler(source, cursor, fills=bool(skipped))
@@ -385,6 +440,8 @@ def _load_pass(stream, records, buffers, target_ns, skipped):
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"
                 continue
             values[rec.name] = value
+            if bindings is not None:
+                bindings.bind(rec.name, value)
             if idioms.load_notes:
                 notes[rec.name] = "; ".join(idioms.load_notes)
     finally:

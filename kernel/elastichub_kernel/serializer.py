@@ -27,6 +27,7 @@ kernel imports it only when a checkpoint or a restore runs.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pickle
 import sys
@@ -47,6 +48,17 @@ def _target_namespace() -> dict:
     if _restore_target is None:
         raise pickle.UnpicklingError("notebook function loaded outside a namespace restore")
     return _restore_target
+
+
+class _UserNamespace:
+    """Stands for the notebook's namespace itself (``g = globals()``): the
+    restoring kernel's namespace, not a detached copy of the saved one."""
+
+    def __reduce__(self):
+        return _target_namespace, ()
+
+
+_USER_NAMESPACE = _UserNamespace()  # one object: the memo makes every alias of the namespace one GET
 
 
 def _make_notebook_function(code, name, closure):
@@ -102,6 +114,10 @@ def _notebook_class_reduce(cls, reduced):
         # notebook's code, run when the class was defined (a registry it
         # appends to is saved as it is); the class's dict comes from its state
         make = _make_class_past_notebook_metaclass
+    elif make is cloudpickle.cloudpickle._make_skeleton_class and _notebook_init_subclass(cls.__mro__[1:]):
+        # likewise a base's __init_subclass__ of the notebook's: run again it
+        # registered the class twice, or failed on a registry still loading
+        make = _make_class_past_notebook_init_subclass
     if make is cloudpickle.cloudpickle._make_skeleton_enum:
         # members are made from their values alone: what the class's
         # __init__ set on them (Planet.EARTH.mass), or a cell after, is kept here
@@ -119,8 +135,43 @@ def _make_class_past_notebook_metaclass(metaclass, name, bases, type_kwargs, cla
     notebook's metaclass code again: a registry it appends to got every
     class twice."""
     maker = next(m for m in metaclass.__mro__ if m.__module__ != "__main__")
-    skeleton = maker.__new__(metaclass, name, bases, {sys.intern(k): v for k, v in type_kwargs.items()})
+    with _notebook_init_subclass_skipped(bases):
+        skeleton = maker.__new__(metaclass, name, bases, {sys.intern(k): v for k, v in type_kwargs.items()})
     return cloudpickle.cloudpickle._lookup_class_or_track(class_tracker_id, skeleton)
+
+
+def _make_class_past_notebook_init_subclass(metaclass, name, bases, type_kwargs, class_tracker_id, extra):
+    """cloudpickle's skeleton class, made without running its bases'
+    ``__init_subclass__`` of the notebook's (a library's still runs)."""
+    with _notebook_init_subclass_skipped(bases):
+        return cloudpickle.cloudpickle._make_skeleton_class(metaclass, name, bases, type_kwargs,
+                                                            class_tracker_id, extra)
+
+
+def _notebook_init_subclass(classes) -> list:
+    """The notebook's classes among `classes` that define ``__init_subclass__``."""
+    return [c for c in classes if c.__module__ == "__main__" and "__init_subclass__" in vars(c)]
+
+
+@contextlib.contextmanager
+def _notebook_init_subclass_skipped(bases):
+    """While a class is made: each notebook ``__init_subclass__`` of its bases
+    only passes the call on up the MRO."""
+    hooks = {c: vars(c)["__init_subclass__"]
+             for c in _notebook_init_subclass(dict.fromkeys(c for b in bases for c in b.__mro__))}
+    for owner in hooks:
+        type.__setattr__(owner, "__init_subclass__", classmethod(_passing_on(owner)))
+    try:
+        yield
+    finally:
+        for owner, hook in hooks.items():
+            type.__setattr__(owner, "__init_subclass__", hook)
+
+
+def _passing_on(owner):
+    def init_subclass(cls, **kwargs):
+        super(owner, cls).__init_subclass__(**kwargs)
+    return init_subclass
 
 
 def _set_enum_state(cls, state):
@@ -472,7 +523,9 @@ def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) ->
     for name in names:
         start, first = out.tell(), len(buffers)
         try:
-            if name in flat:
+            if ns[name] is user_ns:  # `g = globals()`: pickle never asks a reducer about a plain dict
+                pickler.dump(_USER_NAMESPACE)
+            elif name in flat:
                 pickler.dump_flat(ns[name])
             else:
                 pickler.dump(ns[name])

@@ -229,3 +229,79 @@ def test_a_recompute_that_raises_is_named(tmp_path):
     ns = {}
     problem = engine._recompute_pure("v", spec, ns)
     assert problem.startswith("recomputing cell [4] failed (ZeroDivisionError") and "v" not in ns
+
+
+CODE_RUN_AT_LOAD = '''
+import numpy as np
+SCALE = 10
+class Cached:
+    def __init__(self, v):
+        self.v = v
+        self.cache = np.arange(3) * SCALE
+    def __getstate__(self):
+        return {"v": self.v}
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.cache = np.arange(3) * SCALE
+cached = Cached(5)
+def norm(k):
+    return k.lower()
+class CIDict(dict):
+    def __setitem__(self, k, v):
+        super().__setitem__(norm(k), v)
+cid = CIDict()
+cid["Apple"] = 1
+REGISTRY = {}
+class Plugin:
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        REGISTRY[cls.__name__] = cls
+class CSVPlugin(Plugin):
+    pass
+plug = CSVPlugin()
+class Temp:
+    def __init__(self, c):
+        self.c = c
+    def __reduce__(self):
+        return (make_temp, (self.c,))
+def make_temp(c):
+    return Temp(c)
+tmp = Temp(21)
+FAIL_ON_LOAD = True
+class Picky:
+    def __setstate__(self, state):
+        if FAIL_ON_LOAD:
+            raise ValueError("refuses to load")
+Out = Picky()
+Out.x = 1
+uses_out = [Out, "x"]
+after = [1, 2]
+'''
+
+
+def test_notebook_code_run_while_loading_sees_the_variables_loaded_before_it(tmp_path):
+    """__setstate__, a __reduce__ helper, a dict subclass's __setitem__ and
+    __init_subclass__ ran before any variable was bound: NameError on np,
+    SCALE, REGISTRY... and 8 variables lost. Now modules are bound first and
+    each variable as soon as it has loaded; one that fails is not bound (a
+    name the new kernel had keeps its value)."""
+    ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    exec(CODE_RUN_AT_LOAD, ns)
+    reply = engine.checkpoint(str(tmp_path / "s"), ns, engine.user_variable_names(ns, {}), HistoryRecorder(),
+                              DiskSpeed(str(tmp_path), 5.0), "nb")
+    assert reply["not_restorable"] == []
+    target = {"__name__": "__main__", "Out": "the new kernel's"}
+    report, rejected = engine.restore_or_reject(str(tmp_path / "s"), target)
+    assert rejected is None
+    assert {i["name"]: i["reason"] for i in report["failed_now"]} == {
+        "Out": "could not be loaded (ValueError: refuses to load)",
+        "uses_out": "could not be loaded (shares objects with Out, which could not be loaded)"}
+    assert target["Out"] == "the new kernel's" and "uses_out" not in target and target["after"] == [1, 2]
+    assert target["cached"].cache.tolist() == [0, 10, 20] and target["cid"] == {"apple": 1}
+    assert type(target["cid"]) is target["CIDict"] and target["tmp"].c == 21
+    assert type(target["tmp"]) is target["Temp"] and target["make_temp"].__globals__ is target
+    # Rebuilding the class did not run the notebook's __init_subclass__ again: the registry is as saved.
+    assert target["REGISTRY"] == {"CSVPlugin": target["CSVPlugin"]} and type(target["plug"]) is target["CSVPlugin"]
+    assert issubclass(target["CSVPlugin"], target["Plugin"])
+    exec("class JSONPlugin(Plugin):\n    pass\n", target)  # a new subclass still registers
+    assert sorted(target["REGISTRY"]) == ["CSVPlugin", "JSONPlugin"]

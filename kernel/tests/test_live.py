@@ -472,3 +472,72 @@ def test_a_database_in_memory_moves_live_and_the_destinations_cells_can_use_it(t
     assert run_cell(dst, SQL_PROBE)["stdout"] == before
     out = run_cell(dst, "db.execute('insert into t values (1)'); db.commit(); " + SQL_PROBE)
     assert out["error"] is None and out["stdout"].strip() == "(102, 5951) True", out
+
+
+CODE_AT_LOAD_SETUP = r'''
+import os
+def norm(k):
+    return k.lower()
+class CIDict(dict):
+    def __setitem__(self, k, v):
+        super().__setitem__(norm(k), v)
+UNIT = "cm"
+class Length:
+    def __init__(self, v):
+        self.v, self.label = v, f"{v}{UNIT}"
+    def __getstate__(self):
+        return {"v": self.v}
+    def __setstate__(self, s):
+        self.v, self.label = s["v"], f"{s['v']}{UNIT}"
+class Picky:
+    def __init__(self):
+        self.pid, self.refuse = os.getpid(), False
+    def __setstate__(self, s):
+        if s["refuse"] and s["pid"] != os.getpid():
+            raise ValueError("refused on another node")
+        self.__dict__.update(s)
+small = 1
+'''
+CODE_AT_LOAD_CHANGE = r'''
+def norm(k):
+    return k.upper()
+cid = CIDict()
+cid["Apple"] = 1
+UNIT = "in"
+ln = Length(3)
+small = 2
+picky = Picky()
+picky.refuse = True
+'''
+CODE_AT_LOAD_PROBE = "print(dict(cid), ln.label, norm('Ab'), UNIT, small)"
+
+
+def test_notebook_code_run_by_the_delta_sees_the_sources_values_and_a_refused_apply_binds_nothing(
+        tmp_path, start_elastic_kernel, run_cell, control_request):
+    """A __setstate__ or a dict subclass's __setitem__ run while the delta
+    loaded saw the destination's pre-copy globals (UNIT "cm", the old
+    norm), and the move said the variables came along unchanged: {'apple':
+    1} and '3cm' instead of {'APPLE': 1} and '3in'. The delta's values are
+    now bound as they load; an apply refused half-way unbinds them all."""
+    _, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, CODE_AT_LOAD_SETUP)["error"] is None
+    assert live(control_request, src, "precopy")["ok"] is True
+    _, dst = start_elastic_kernel(tmp_path, session_name=SESSION, env=DEST_ENV)
+    assert run_cell(src, CODE_AT_LOAD_CHANGE)["error"] is None
+    before = run_cell(src, CODE_AT_LOAD_PROBE)["stdout"]
+    assert before.strip() == "{'APPLE': 1} 3in AB in 2"
+
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    refused = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert refused["ok"] is False and "picky (could not be loaded (ValueError: refused on another node))" \
+        in refused["error"] and "namespace unchanged" in refused["error"], refused
+    probe = "print(norm('Ab'), UNIT, small, [n in globals() for n in ('cid', 'ln', 'picky')])"
+    assert run_cell(dst, probe)["stdout"].strip() == "ab cm 1 [False, False, False]"  # the pre-copy's state
+
+    live(control_request, src, "thaw")
+    assert run_cell(src, "picky.refuse = False")["error"] is None
+    frozen = live(control_request, src, "freeze", wait_s=5, lease_s=60)
+    applied = live(control_request, dst, "apply", delta_id=frozen["delta_id"])
+    assert applied["ok"] is True and applied["differs"] == [], applied
+    assert live(control_request, src, "retire")["ok"] is True
+    assert run_cell(dst, CODE_AT_LOAD_PROBE)["stdout"] == before

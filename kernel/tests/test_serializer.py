@@ -664,3 +664,46 @@ def test_a_notebook_metaclass_is_not_run_again_when_its_classes_are_rebuilt():
         values["Figure"]()  # still abstract
     assert values["Square"]().area() == 4 and values["Square"].made_by == "Shape"
     assert isinstance(values["Square"](), values["Figure"])
+
+
+INFO_ARRAY = '''
+class InfoArray(np.ndarray):
+    def __new__(cls, input_array, info=None):
+        obj = np.asarray(input_array).view(cls)
+        obj.info = info
+        return obj
+    def __array_finalize__(self, obj):
+        if obj is None:
+            return
+        self.info = getattr(obj, "info", None)
+temps = InfoArray([20.5, 21.0, 19.8], info="degC")
+same = temps
+marked = np.ma.masked_array([1, 2], mask=[0, 1])
+'''
+
+
+def test_an_ndarray_subclass_keeps_its_instance_attributes():
+    """ndarray's reduce leaves the instance __dict__ out: the numpy docs'
+    InfoArray came back without its `info` (AttributeError), silently."""
+    ns = {"__name__": "__main__", "np": np}
+    exec(INFO_ARRAY, ns)
+    dumped = serializer.dump_namespace(ns, ["InfoArray", "temps", "same", "marked"], user_ns=ns)
+    target = {"__name__": "__main__", "np": np}
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {}
+    temps = values["temps"]
+    assert type(temps) is values["InfoArray"] and temps.info == "degC" and temps.tolist() == [20.5, 21.0, 19.8]
+    assert values["same"] is temps and (temps * 2).info == "degC"
+    assert values["marked"].mask.tolist() == [False, True]  # a subclass with its own reduce: numpy's
+
+
+def test_a_reference_to_the_notebook_namespace_comes_back_as_the_new_namespace():
+    """`g = globals()` came back as a detached copy: `g is globals()` was
+    False and `g['x'] = 1` no longer made a variable."""
+    ns = {"__name__": "__main__", "x": [1]}
+    ns["g"] = ns
+    ns["also"] = ns
+    dumped = serializer.dump_namespace(ns, ["x", "g", "also"], user_ns=ns)
+    target = {"__name__": "__main__"}
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    assert failed == {} and values["g"] is target and values["also"] is target and values["x"] == [1]
