@@ -22,6 +22,8 @@ command -v kubectl >/dev/null || apt_install kubernetes-client
 command -v chromium >/dev/null || apt_install chromium
 command -v npm >/dev/null || apt_install nodejs npm
 command -v python3 >/dev/null || apt_install python3 python3-venv
+# The kernel's tests build a locale the kernel's own node lacks (localedef needs the sources).
+[[ -f /usr/share/i18n/locales/de_DE ]] || apt_install locales
 
 if [[ ! -x node_modules/.bin/configurable-http-proxy ]]; then
     npm install --no-audit --no-fund --loglevel=error

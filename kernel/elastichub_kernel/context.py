@@ -12,7 +12,9 @@ Only what the session changed is saved, as a difference from the kernel's
 context when it started (its *baseline*): the rest is the new pod's own
 (host name, service addresses). Variables the hub, the spawner or Jupyter
 set per server (``JUPYTERHUB_*``, ``JPY_*``, ``ELASTICHUB_*``: tokens, URLs)
-are never carried over. The global random generators (``random``, and
+are never carried over. A changed ``TZ`` takes effect again (``time.tzset``),
+and so do the locale categories the session set (``locale.setlocale``): a
+locale this node lacks is named, not set. The global random generators (``random``, and
 ``numpy.random`` where the session loaded it) go on from where they were,
 and the warning filters the session added still hold; IPython's
 extensions and autoreload's mode too (shellstate.py), its logging
@@ -23,15 +25,20 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import locale
 import os
 import re
 import sys
+import time
 import warnings
 
 from . import libstate, logstate, shellstate
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
+# The categories LC_ALL is made of that a session sets (LC_PAPER & co. are glibc's, nothing in Python reads them).
+LOCALE_CATEGORIES = tuple(name for name in ("LC_CTYPE", "LC_COLLATE", "LC_TIME", "LC_MONETARY", "LC_NUMERIC",
+                                            "LC_MESSAGES") if hasattr(locale, name))
 
 
 def _session_variable(name: str) -> bool:
@@ -60,6 +67,7 @@ class SessionContext:
     recursion_limit: int = 1000
     logging: dict = dataclasses.field(default=None, compare=False, repr=False)  # logstate.baseline()
     config: dict = dataclasses.field(default=None, compare=False, repr=False)  # shellstate.config_baseline()
+    locale: dict = dataclasses.field(default_factory=dict)  # {category: locale name} at start
 
     @classmethod
     def now(cls, shell=None) -> SessionContext:
@@ -67,7 +75,7 @@ class SessionContext:
                    frozenset(sys.modules), tuple(warnings.filters), shell,
                    shellstate.loaded_extensions(shell) if shell is not None else frozenset(),
                    sys.getrecursionlimit(), logstate.baseline(),
-                   shellstate.config_baseline(shell) if shell is not None else None)
+                   shellstate.config_baseline(shell) if shell is not None else None, _locales())
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -107,6 +115,11 @@ class SessionContext:
                           if not (d + os.sep).startswith(libraries))
         if stranded:
             saved["import_roots"] = stranded
+        locales = {k: v for k, v in _locales().items() if v != self.locale.get(k)}
+        if ";" in locales.get("LC_ALL", ""):  # categories set apart: saved one by one
+            del locales["LC_ALL"]
+        if locales:
+            saved["locale"] = locales
         generators = _generator_states()
         if generators:
             saved["random_state"] = generators
@@ -128,11 +141,12 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the session's working directory, sys.path, environment, recursion limit, random generators, "
-                        f"warning filters, IPython extensions, logging and library options were not restored: the "
-                        f"checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment, locale, recursion limit, random "
+                        f"generators, warning filters, IPython extensions, cell history, logging and library options "
+                        f"were not restored: the checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
+        tz = os.environ.get("TZ")
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
         for name in [k for k in os.environ if _session_variable(k) and self.environ.get(k) != os.environ[k]]:
             if name not in env and name not in unset:
@@ -141,6 +155,10 @@ class SessionContext:
             _set_env(name, value, problems)
         for name in unset:
             _set_env(name, None, problems)
+        if os.environ.get("TZ") != tz or "TZ" in env or "TZ" in unset:
+            # The C library reads TZ at tzset() only: without it localtime() and
+            # time.tzname stay in the zone the kernel started in, whatever TZ says.
+            time.tzset()
         # Not listed for the user: libraries set some at import (sklearn: KMP_*),
         # and a list of names nobody typed would only puzzle.
 
@@ -174,7 +192,37 @@ class SessionContext:
         added = [entry for _, entry in saved.get("path_added", [])]
         if added:
             done.append("sys.path entr" + ("y " if len(added) == 1 else "ies ") + ", ".join(added))
+        done += self._restore_locale(saved.get("locale", {}), problems)
+        libstate.restore_before_load(saved)
         return done, problems
+
+    def _restore_locale(self, saved: dict, problems: list) -> list[str]:
+        """Set the categories as the session had them (the others back to
+        the start's); one this node lacks stays as it is, named."""
+        done, failed = [], None
+        whole = saved.get("LC_ALL")
+        if whole is not None and whole != _locales().get("LC_ALL"):
+            try:
+                locale.setlocale(locale.LC_ALL, whole)
+                done.append(f"locale {whole}")
+            except (locale.Error, ValueError) as exc:
+                failed = whole
+                problems.append(f"the locale {whole} (LC_ALL) is not available here ({exc}): the kernel's stays "
+                                "(install that locale, then run locale.setlocale again)")
+        now = _locales()
+        for category in LOCALE_CATEGORIES:
+            wanted = saved.get(category, self.locale.get(category))
+            if wanted is None or wanted == now.get(category) or wanted == failed:
+                continue
+            try:
+                locale.setlocale(getattr(locale, category), wanted)
+            except (locale.Error, ValueError) as exc:
+                problems.append(f"the locale {category}={wanted} is not available here ({exc}): {category} stays "
+                                f"{now.get(category)} (install that locale, then run locale.setlocale again)")
+                continue
+            if category in saved and wanted != whole:
+                done.append(f"locale {category}={wanted}")
+        return done
 
     def restore_after_load(self, saved) -> list[str]:
         """What goes back once the variables are loaded, so that importing
@@ -338,7 +386,8 @@ def checked(saved) -> None:
         raise ValueError("not an object")
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
-                            "library_options", "precision", "xmode", "config", "config_unsaved"}
+                            "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
+                            "history"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -385,6 +434,11 @@ def checked(saved) -> None:
             and all(v is None or isinstance(v, str) for v in (f[1], f[3]))
             and isinstance(f[4], int) and not isinstance(f[4], bool) and f[4] >= 0 for f in filters)):
         raise ValueError("warning_filters")
+    locales = saved.get("locale", {})
+    if not (isinstance(locales, dict) and all(isinstance(k, str) and k.startswith("LC_") and isinstance(v, str)
+                                              for k, v in locales.items())):
+        raise ValueError("locale")
+    shellstate.checked_history(saved)
     if "logging" in saved:
         logstate.checked(saved["logging"])
     if "library_options" in saved:
@@ -395,6 +449,17 @@ def _ints_list(value, length: int, at: int) -> bool:
     """``value`` is a list of ``length`` items whose item ``at`` is a list of ints."""
     return (isinstance(value, list) and len(value) == length and isinstance(value[at], list)
             and all(isinstance(v, int) and not isinstance(v, bool) for v in value[at]))
+
+
+def _locales() -> dict:
+    """{category: its locale name} now (a query: setlocale with no locale changes nothing)."""
+    names = {}
+    for category in ("LC_ALL", *LOCALE_CATEGORIES):
+        try:
+            names[category] = locale.setlocale(getattr(locale, category))
+        except (locale.Error, ValueError):  # not queryable here: neither saved nor set
+            pass
+    return names
 
 
 def _set_env(name: str, value: str | None, problems: list) -> None:

@@ -90,6 +90,8 @@ def reduce_for(kind: type):
         return _newtype
     if issubclass(kind, BaseException) and kind.__module__ == "__main__":
         return _exception
+    if issubclass(kind, BaseException) and kind.__reduce__ is BaseException.__reduce__:
+        return _library_exception
     if kind.__name__ == "memmap" and kind.__module__ == "numpy":  # numpy is never imported here
         return _file_map
     if _is_class_of(kind, "sqlite3", "Connection"):  # nor sqlite3
@@ -187,14 +189,51 @@ def _rebuild_cached_property(func, attrname, doc):
 
 # -- exceptions -----------------------------------------------------------------
 
+# Plain pickle keeps an exception's args and __dict__ only: `err.__cause__`
+# (raise ... from e) and `__context__` came back None without a word. They
+# are carried; a traceback cannot be (its frames are gone), and is named.
+
 def _exception(exc, user_ns):
-    return _rebuild_exception, (type(exc), exc.args, dict(exc.__dict__))
+    return _rebuild_exception, (type(exc), exc.args, dict(exc.__dict__)), *_chain(exc)
 
 
 def _rebuild_exception(cls, args, attrs):
     exc = cls.__new__(cls, *args)
     exc.args = args
     exc.__dict__.update(attrs)
+    return exc
+
+
+def _library_exception(exc, user_ns):
+    chain = _chain(exc)
+    if not chain:
+        return None  # nothing plain pickle loses
+    return (type(exc), exc.args, *chain) if not exc.__dict__ else (
+        _rebuild_library_exception, (type(exc), exc.args, dict(exc.__dict__)), *chain)
+
+
+def _rebuild_library_exception(cls, args, attrs):
+    exc = cls(*args)  # as plain pickle makes it
+    exc.__dict__.update(attrs)
+    return exc
+
+
+def _chain(exc) -> tuple:
+    """(state, None, None, setter) that sets the exception's cause, context
+    and traceback note; () when it has none of them."""
+    if exc.__cause__ is None and exc.__context__ is None and exc.__traceback__ is None:
+        return ()
+    state = (exc.__cause__, exc.__context__, exc.__suppress_context__, exc.__traceback__ is not None)
+    return state, None, None, _set_chain
+
+
+def _set_chain(exc, state):
+    cause, context, suppress, had_traceback = state
+    exc.__cause__, exc.__context__ = cause, context
+    exc.__suppress_context__ = suppress
+    if had_traceback:
+        _note(f"the traceback of {type(exc).__name__}({', '.join(map(repr, exc.args))[:80]}) is not carried "
+              "(its frames ended with the old kernel)")
     return exc
 
 

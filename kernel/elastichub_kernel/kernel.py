@@ -17,6 +17,7 @@ ipykernel and the standard library; serializer/engine load on first use.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -202,11 +203,13 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             except OSError:
                 pass
             if not self.restore_after_user_restart:
-                if os.path.lexists(os.path.join(self.session_dir, CHECKPOINT_NAME)):
+                path = os.path.join(self.session_dir, CHECKPOINT_NAME)
+                if os.path.lexists(path):
                     self._skipped_restore = True
                     self._notes.append(
-                        "ElasticHub: kernel restarted with a clean namespace. "
-                        "Run %elastic_restore to bring back the last checkpoint."
+                        f"ElasticHub: kernel restarted with a clean namespace. Run %elastic_restore to bring "
+                        f"back the last checkpoint{_saved_when(path)}. It is kept until this session has "
+                        "variables of its own: its next checkpoint then saves them instead."
                     )
                 return
         if not any(os.path.lexists(os.path.join(self.session_dir, name))
@@ -242,6 +245,9 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         except Exception as exc:  # belt and braces: a start must never fail
             self.log.exception("ElasticHub restore failed")
             report, rejected, note = None, None, f"ElasticHub: restore failed ({type(exc).__name__}: {exc}); started clean."
+        if report is not None or rejected:
+            # The checkpoint start skipped is restored (or set aside): no longer one to keep.
+            self._skipped_restore = False
         if rejected:
             note = format_rejection(rejected)
             self.log.warning("%s", note)
@@ -294,7 +300,10 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             )
             duration = time.perf_counter() - started
             libstate.note_cells_context()
-            self._dirty = True
+            if not _reads_only(code):
+                # After the user's restart, a session holding nothing of the user's has nothing
+                # to save over the checkpoint start skipped (a live pre-copy reads this too).
+                self._dirty = not self._skipped_restore or self._holds_user_state()
             self._live_generation += 1
             self.recorder.record(number, transformed, info, prepared, ns, duration,
                                  reply.get("status") == "ok")
@@ -329,6 +338,10 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
 
             ns = self.shell.user_ns
             names = user_variable_names(ns, self.shell.user_ns_hidden)
+            if self._skipped_restore and not names:
+                # Never an empty namespace over the checkpoint the user's restart set aside, even when
+                # asked (%elastic_checkpoint): %elastic_restore must still bring it back.
+                return self._nothing_to_save_reply()
             ensure_private_dir(self.checkpoint_root, tighten=False)
             reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
                                self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints,
@@ -348,6 +361,10 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                         written_at=time.time())
             self._dirty = False
+            self._skipped_restore = False  # this session's own checkpoint replaced the skipped one
+            # ...and is the one the next start restores (an earlier nothing-to-save reply may have
+            # set the restart marker again; a restart sets it after this write).
+            _unlink_quietly(os.path.join(self.session_dir, RESTART_MARKER))
             self.log.info("ElasticHub checkpoint: %s bytes in %.3f s to %s",
                           reply["bytes"], reply["seconds"], reply["path"])
             return reply
@@ -374,10 +391,20 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         start skipped that checkpoint (the user's restart), the marker is
         set again so the next start stays clean too, as it would have if
         this kernel had saved its empty namespace over the file."""
+        reply = {"status": "ok", "ok": True, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
+                 "not_restorable": [], "path": "", "error": None, "unchanged": True}
         if self._skipped_restore:
+            path = os.path.join(self.session_dir, CHECKPOINT_NAME)
             _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
-        return {"status": "ok", "ok": True, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
-                "not_restorable": [], "path": "", "error": None, "unchanged": True}
+            reply["note"] = (f"this session has no variables to save: the checkpoint{_saved_when(path)} is kept "
+                             "(%elastic_restore brings it back)")
+        return reply
+
+    def _holds_user_state(self) -> bool:
+        """Whether the namespace holds a variable of the user's (an import, a definition, a value)."""
+        from .engine import user_variable_names
+
+        return bool(user_variable_names(self.shell.user_ns, self.shell.user_ns_hidden))
 
     async def elastichub_checkpoint_request(self, stream, ident, parent):
         content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))
@@ -456,6 +483,27 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         if restart:
             _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
         return super().do_shutdown(restart)
+
+
+_READ_ONLY_LINE = re.compile(r"^\s*(%elastic_status\b.*|%elastic_checkpoint\b.*|#.*)?$")
+
+
+def _reads_only(code: str) -> bool:
+    """A cell of %elastic_status / %elastic_checkpoint lines only: it changes no state of the user's
+    (the checkpoint it writes is of the state as it was)."""
+    lines = code.splitlines()
+    return any(line.strip() for line in lines) and all(_READ_ONLY_LINE.match(line) for line in lines)
+
+
+def _saved_when(path: str) -> str:
+    """' (saved <time>)' for the checkpoint file at `path`, or '' when its index cannot be read."""
+    try:
+        from .messages import _when
+        from .storage import read_index
+
+        return f" (saved {_when(read_index(path).get('created'))})"
+    except Exception:  # only a detail of a message: never a failed start
+        return ""
 
 
 def _error_reply(message: str) -> dict:

@@ -17,6 +17,13 @@ is imported again by then). A matplotlib value JSON cannot hold (a
 cycler) is saved as its rc text, as a matplotlibrc file holds it; any other
 (a pandas callable, a numpy formatter) is named as not carried.
 
+pyplot's backend, once the session's first plot loaded it, is saved too
+(as ``"pyplot": {"set": {"backend": ...}}``) and loaded again by the
+restore: loading it is what sets up IPython's display of figures
+(matplotlib_inline's integration), so a Figure kept in a variable shows as
+a plot again, not as ``<Figure size ...>`` text, with the backend the
+session used (``%matplotlib widget`` stays so).
+
 numpy's and decimal's options belong to the execution context the cells
 run in (a ``contextvars.Context``, since numpy 2; decimal's always), which
 the checkpoint, written on the kernel's control thread, cannot see. So the
@@ -47,6 +54,9 @@ _to_apply: dict = {}
 def capture() -> dict:
     """{"library_options": {library: {"set": {option: value}, "unsaved": [option]}}}, or {}."""
     saved = _read(LIBRARIES)
+    backend = _pyplot_backend()
+    if backend is not None:
+        saved["pyplot"] = {"set": {"backend": backend}}
     saved.update(_read(IN_CELLS_CONTEXT) if _seen_in_cells is None else _seen_in_cells)
     return {"library_options": saved} if saved else {}
 
@@ -131,6 +141,48 @@ def _matplotlib(mpl) -> dict:
     return out
 
 
+def _pyplot_backend() -> str | None:
+    """The backend pyplot loaded (None before the session's first plot, or without pyplot)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None or getattr(pyplot, "_backend_mod", None) is None:
+        return None
+    backend = dict.get(sys.modules["matplotlib"].rcParams, "backend")  # dict.get: resolves nothing
+    return backend if isinstance(backend, str) else None
+
+
+def restore_before_load(saved: dict) -> None:
+    """Make the session's pyplot backend matplotlib's choice before the
+    variables load: a figure that was open in pyplot registers with pyplot
+    again while it loads, and that loads the backend."""
+    backend = (saved.get("library_options") or {}).get("pyplot", {}).get("set", {}).get("backend")
+    if not isinstance(backend, str) or _pyplot_backend() is not None:
+        return
+    try:
+        import matplotlib
+
+        matplotlib.rcParams["backend"] = backend
+    except Exception:  # not installed, or a name it refuses: _restore_backend, after the load, says so
+        pass
+
+
+def _restore_backend(backend: str) -> list[str]:
+    """Load pyplot's backend as the session had it: its display hooks (the
+    inline backend's figure formatter) are set up by loading it."""
+    now = _pyplot_backend()
+    if now is not None and now.lower() == backend.lower():
+        return []
+    if now is not None:  # a figure restored into pyplot loaded the kernel's default already
+        return [f"matplotlib's backend is {now} here, the session used {backend}: plt.switch_backend({backend!r}) "
+                "sets it again (it closes the open figures)"]
+    try:
+        pyplot = importlib.import_module("matplotlib.pyplot")
+        idioms.on_cells_thread(lambda: pyplot.switch_backend(backend))
+    except Exception as exc:  # a backend missing here, or one needing a GUI this node has not
+        return [f"matplotlib's backend {backend} was not loaded again ({type(exc).__name__}: {exc}): figures may "
+                "display as text until a plot sets a backend"]
+    return []
+
+
 def _sklearn(sklearn) -> dict:
     from sklearn import _config  # where scikit-learn keeps its defaults
 
@@ -213,7 +265,12 @@ def restore(saved: dict) -> list[str]:
     """Set the options again (numpy's and decimal's here, and again before
     the next cell, in the cells' context); problems as lines."""
     problems = []
-    for name, changed in saved.get("library_options", {}).items():
+    libraries = dict(saved.get("library_options", {}))
+    backend = libraries.pop("pyplot", {}).get("set", {}).get("backend")
+    if isinstance(backend, str):
+        # First: the inline backend sets its own rc when loaded; the session's values go over it.
+        problems += _restore_backend(backend)
+    for name, changed in libraries.items():
         try:
             module = importlib.import_module(name)  # the session had loaded it
         except ImportError as exc:
@@ -256,7 +313,7 @@ def _restore_in_cells(name: str, module, options: dict) -> list[str]:
 
 def checked(options) -> None:
     """ValueError when ``options`` (the context's "library_options") is malformed."""
-    if not isinstance(options, dict) or set(options) - set(LIBRARIES) - set(IN_CELLS_CONTEXT):
+    if not isinstance(options, dict) or set(options) - set(LIBRARIES) - set(IN_CELLS_CONTEXT) - {"pyplot"}:
         raise ValueError("library_options")
     for name, changed in options.items():
         if not (isinstance(changed, dict) and not set(changed) - {"set", "unsaved"}

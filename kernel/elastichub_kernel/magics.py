@@ -20,6 +20,9 @@ class ElasticMagics(Magics):
         if not reply["ok"]:
             print(f"ElasticHub: checkpoint failed: {reply['error']}")
             return
+        if reply.get("note"):  # nothing written (after the user's restart, nothing of the user's yet)
+            print(f"ElasticHub: no checkpoint written: {reply['note']}.")
+            return
         print(f"ElasticHub: checkpoint written to {reply['path']} ({reply['bytes']} bytes, "
               f"{reply['seconds']:.2f} s): {len(reply['migrated'])} saved, {len(reply['recomputed'])} to recompute.")
         for item in reply["not_restorable"]:

@@ -14,10 +14,15 @@ def _when(ts) -> str:
 
 def format_restore(report: dict) -> str:
     restored = len(report["migrated"]) + len(report["recomputed"])
-    lines = [
-        f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
-        f"({len(report['migrated'])} loaded, {len(report['recomputed'])} recomputed) in {report['seconds']:.2f} s."
-    ]
+    if restored == 0 and not report["not_restorable"]:
+        # Not "restored 0 variable(s)": the user must see the file was empty, not that a restore failed.
+        lines = [f"ElasticHub: the checkpoint of {_when(report.get('created'))} holds no variables "
+                 "(it was saved from an empty namespace): none to restore."]
+    else:
+        lines = [
+            f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
+            f"({len(report['migrated'])} loaded, {len(report['recomputed'])} recomputed) in {report['seconds']:.2f} s."
+        ]
     if report.get("context"):
         lines.append("Also as before: " + "; ".join(report["context"]) + ".")
     if report["not_restorable"]:

@@ -5,6 +5,9 @@ loaded (`%load_ext autoreload`, `sql`, ...), autoreload's mode
 (`%config InteractiveShell.ast_node_interactivity = "all"`,
 `%config InlineBackend.figure_format = "retina"`): the configurable
 settings of the shell's parts that differ from their values at start.
+Also the cell history: the execution counter (cell numbers go on where
+they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), not
+their outputs (``Out``, ``_<n>``: they may be large, and are not saved).
 Saved with the session's context (context.py) and set again once the
 variables are loaded: after a move, editing a helper module still takes
 effect in the next cell, and a cell shows the outputs it showed before.
@@ -16,6 +19,8 @@ import json
 import warnings
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
+# The cells' sources kept, at most (characters): older cells past it come back as ''.
+HISTORY_MAX_CHARS = 1_000_000
 XMODES = ("Plain", "Context", "Verbose", "Minimal", "Docs")
 _DEFAULT_XMODE = "Context"
 
@@ -42,6 +47,9 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     xmode = getattr(getattr(shell, "InteractiveTB", None), "mode", _DEFAULT_XMODE)
     if xmode != _DEFAULT_XMODE and xmode in XMODES:
         saved["xmode"] = xmode
+    history = _history(shell)
+    if history:
+        saved["history"] = history
     if config_at_start is not None:
         changed, unsaved = _config_changes(shell, config_at_start)
         if changed:
@@ -141,6 +149,81 @@ def _config_changes(shell, at_start: dict) -> tuple[dict, list[str]]:
     return changed, sorted(set(unsaved))
 
 
+def _history(shell) -> dict:
+    """{"count": the next cell's number, "in": In, "raw": the sources as typed (None: as In), "cut": the
+    number of oldest cells whose source is left out}, or {} when no cell has run."""
+    manager = getattr(shell, "history_manager", None)
+    count = getattr(shell, "execution_count", None)
+    if manager is None or not isinstance(count, int):
+        return {}
+    parsed, raw = list(manager.input_hist_parsed), list(manager.input_hist_raw)
+    if len(parsed) != len(raw) or len(parsed) <= 1:
+        return {}
+    # In a cell (%elastic_checkpoint) that cell is in In already: the next one comes after it.
+    count = max(count, len(parsed))
+    parsed += [""] * (count - len(parsed))
+    raw = [r if r != p else None for p, r in zip(parsed, raw + [""] * (count - len(raw)))]
+    cut, budget = 0, HISTORY_MAX_CHARS
+    for n in range(count - 1, 0, -1):  # newest first: the oldest are left out past the budget
+        budget -= len(parsed[n]) + len(raw[n] or "")
+        if budget < 0:
+            cut = n
+            break
+    for n in range(1, cut + 1):
+        parsed[n], raw[n] = "", None
+    return {"count": count, "in": parsed, "raw": raw, **({"cut": cut} if cut else {})}
+
+
+# (history manager id, execution count) a restore left: a later restore may replace what it set.
+_history_restored: tuple | None = None
+
+
+def _restore_history(shell, saved: dict) -> list[str]:
+    """Set the execution counter and In as saved, into a shell that ran no
+    cell of its own yet (a start, a live move): a session's own cells, run
+    before %elastic_restore, keep their numbers."""
+    global _history_restored
+    history, manager = saved.get("history"), getattr(shell, "history_manager", None)
+    if not history or manager is None:
+        return []
+    count = shell.execution_count
+    fresh = (count == 1 and len(manager.input_hist_parsed) == 1) or (
+        _history_restored == (id(manager), count) and len(manager.input_hist_parsed) == count)
+    if not fresh:
+        return []
+    parsed = history["in"]
+    raw = [p if r is None else r for p, r in zip(parsed, history["raw"])]
+    manager.input_hist_parsed[:] = parsed  # in place: In and _ih are this list
+    manager.input_hist_raw[:] = raw
+    shell.execution_count = history["count"]
+    last = len(raw) - 1
+    # What IPython's store_inputs leaves after the last cell: _i is the cell before it, _i<n> each cell.
+    manager._i00, manager._i, manager._ii, manager._iii = (raw[last - k] if last - k >= 1 else ""
+                                                           for k in range(4))
+    shell.push({"_i": manager._i, "_ii": manager._ii, "_iii": manager._iii,
+                **{f"_i{n}": raw[n] for n in range(1, len(raw))}}, interactive=False)
+    _history_restored = (id(manager), history["count"])
+    cut = history.get("cut", 0)
+    if cut:
+        return [f"the sources of cells 1-{cut} (In[1] to In[{cut}]) were not carried (the history is larger than "
+                f"{HISTORY_MAX_CHARS // 1_000_000} MB): they read ''"]
+    return []
+
+
+def checked_history(saved: dict) -> None:
+    """ValueError when the context's "history" is malformed."""
+    history = saved.get("history")
+    if history is None:
+        return
+    count = history.get("count") if isinstance(history, dict) else None
+    if not (isinstance(count, int) and not isinstance(count, bool) and count >= 1 and not set(history) - {
+            "count", "in", "raw", "cut"} and isinstance(history.get("in"), list) and len(history["in"]) == count
+            and all(isinstance(v, str) for v in history["in"]) and isinstance(history.get("raw"), list)
+            and len(history["raw"]) == count and all(v is None or isinstance(v, str) for v in history["raw"])
+            and isinstance(history.get("cut", 0), int) and 0 <= history.get("cut", 0) < count):
+        raise ValueError("history")
+
+
 def _plain_formatter(shell):
     formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None) or {}
     return formatters.get("text/plain")
@@ -179,7 +262,7 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
-    return problems + _restore_config(shell, saved)
+    return problems + _restore_config(shell, saved) + _restore_history(shell, saved)
 
 
 def _restore_config(shell, saved: dict) -> list[str]:

@@ -707,3 +707,24 @@ def test_a_reference_to_the_notebook_namespace_comes_back_as_the_new_namespace()
     target = {"__name__": "__main__"}
     values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
     assert failed == {} and values["g"] is target and values["also"] is target and values["x"] == [1]
+
+
+def test_an_exception_kept_in_a_variable_keeps_its_cause_and_context_and_its_lost_traceback_is_said():
+    """Plain pickle keeps args only: `err.__cause__` (raise ... from e) came
+    back None, silently."""
+    ns = {"__name__": "__main__"}
+    exec("class LessonError(Exception):\n    pass\n"
+         "try:\n    try:\n        {}['k']\n    except KeyError as e:\n        raise ValueError('bad row') from e\n"
+         "except ValueError as e:\n    err = e\n"
+         "try:\n    try:\n        1 / 0\n    except ZeroDivisionError:\n        raise LessonError('mine', 3)\n"
+         "except LessonError as e:\n    mine = e\n"
+         "plain = KeyError('never raised')\n", ns)
+    dumped = serializer.dump_namespace(ns, ["LessonError", "err", "mine", "plain"], user_ns=ns)
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                                  {"__name__": "__main__"})
+    assert failed == {}
+    err, mine = values["err"], values["mine"]
+    assert repr(err.__cause__) == "KeyError('k')" and err.__suppress_context__ is True
+    assert repr(mine.__context__) == "ZeroDivisionError('division by zero')" and mine.args == ("mine", 3)
+    assert "the traceback of ValueError('bad row') is not carried" in notes["err"]
+    assert "plain" not in notes and repr(values["plain"]) == "KeyError('never raised')"
