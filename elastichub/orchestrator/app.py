@@ -16,10 +16,12 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 import zoneinfo
@@ -37,6 +39,22 @@ from .drain import DrainTimeouts
 from .history import HistoryFile
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
+
+
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def in_cluster_environ(environ, token_file: str = SERVICE_ACCOUNT_TOKEN) -> dict | None:
+    """The environment to load the in-cluster configuration with, or None
+    outside a pod. A hub-managed service inherits only a few variables of
+    the hub's (JupyterHub's env_keep), not KUBERNETES_SERVICE_HOST/PORT:
+    in a pod with a service account the API server is then reached by its
+    cluster DNS name, which its certificate names too."""
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return dict(environ)
+    if not os.path.isfile(token_file):
+        return None
+    return {**environ, "KUBERNETES_SERVICE_HOST": "kubernetes.default.svc", "KUBERNETES_SERVICE_PORT": "443"}
 
 
 class StartupError(Exception):
@@ -317,11 +335,12 @@ class ElasticOrchestrator(Application):
 
         if self.kubeconfig and not os.path.isfile(self.kubeconfig):
             raise StartupError(f"ElasticOrchestrator.kubeconfig {self.kubeconfig}: no such file")
+        in_pod = None if self.kubeconfig or os.environ.get("KUBECONFIG") else in_cluster_environ(os.environ)
         try:
             if self.kubeconfig:
                 await config.load_kube_config(config_file=self.kubeconfig)
-            elif os.environ.get("KUBERNETES_SERVICE_HOST") and not os.environ.get("KUBECONFIG"):
-                config.load_incluster_config()
+            elif in_pod is not None:
+                config.load_incluster_config(environ=in_pod)
             else:
                 await config.load_kube_config()
         except Exception as e:
@@ -415,8 +434,18 @@ class ElasticOrchestrator(Application):
         app = make_app(controller, self.service_prefix, cookie_secret=secrets.token_bytes(32), hub_auth=hub_auth,
                        authenticate_metrics=self.authenticate_metrics, page_refresh_s=self.page_refresh)
         server = HTTPServer(app)
+        port, host = url.port or 80, url.hostname or ""
         try:
-            server.listen(url.port or 80, url.hostname or "")
+            try:
+                server.listen(port, host)
+            except OSError as e:
+                if not (isinstance(e, socket.gaierror) or e.errno == errno.EADDRNOTAVAIL):
+                    raise
+                # The URL names a Service in front of this pod (zero-to-jupyterhub's "http://hub:10101"),
+                # not an address of its own: listen on every interface, where the Service sends it.
+                self.log.info("%s is not an address of this host: listening on port %d of every interface",
+                              host, port)
+                server.listen(port, "")
         except OSError as e:
             raise StartupError(f"cannot serve at ElasticOrchestrator.service_url {self.service_url}: "
                                f"{e.strerror or e} (another orchestrator running there?)") from None

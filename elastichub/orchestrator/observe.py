@@ -80,7 +80,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         if not pod.holds_resources:
             continue
         node = pod.node
-        if node is not None:
+        # A live move's destination holds its room for the server counted at its source (on the node
+        # being drained, whose servers the policy counts as demand): counted here too, every move
+        # looked like one server more than there is, and started a cloud node for it.
+        if node is not None and not (pod.move_of and pod.move_of in moving):
             u = used.get(node)
             if u is None:
                 used[node] = [pod.cpu, pod.ram]

@@ -180,3 +180,50 @@ def test_a_service_url_already_in_use_is_one_line_naming_it():
         with pytest.raises(StartupError, match=rf"cannot serve at ElasticOrchestrator.service_url "
                                                rf"http://127.0.0.1:{port}: Address already in use \(another"):
             app._serve(Mock())
+
+
+def test_a_managed_service_in_a_pod_reaches_the_api_server_without_the_hubs_environment(tmp_path):
+    """JupyterHub starts a managed service with a few of its variables only:
+    KUBERNETES_SERVICE_HOST/PORT are not among them, and the orchestrator
+    looked for ~/.kube/config in the hub's pod and stopped."""
+    from kubernetes_asyncio import client, config
+
+    from elastichub.orchestrator.app import in_cluster_environ
+
+    token, cert = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("sa-token")
+    cert.write_text("-----BEGIN CERTIFICATE-----\n")
+    service_env = {"PATH": "/usr/bin", "JUPYTERHUB_API_TOKEN": "t"}  # what a managed service gets
+    environ = in_cluster_environ(service_env, str(token))
+    cfg = client.Configuration()
+    config.load_incluster_config(client_configuration=cfg, token_filename=str(token), cert_filename=str(cert),
+                                 environ=environ)
+    assert cfg.host == "https://kubernetes.default.svc:443"
+    assert in_cluster_environ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+                              str(token))["KUBERNETES_SERVICE_HOST"] == "10.0.0.1"  # as given, when given
+    assert in_cluster_environ(service_env, str(tmp_path / "absent")) is None  # not in a pod: a kubeconfig
+
+
+async def test_a_service_url_naming_a_service_in_front_of_the_pod_listens_on_every_interface():
+    """zero-to-jupyterhub's url "http://hub:10101" names the hub's Service,
+    whose address is not the pod's: binding it failed."""
+    import socket
+    from unittest.mock import Mock
+
+    from tornado.httpclient import AsyncHTTPClient
+
+    from elastichub.orchestrator.app import ElasticOrchestrator
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = ElasticOrchestrator(service_url=f"http://192.0.2.1:{port}", api_token="t",  # TEST-NET: not ours
+                              hub_api_url="http://127.0.0.1:1/hub/api")
+    synced = Mock(is_set=lambda: True)
+    server = app._serve(Mock(nodes=Mock(synced=synced), pods=Mock(synced=synced), cycles=1, last_cycle_at=1.0))
+    try:
+        answer = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}{app.service_prefix}health",
+                                               raise_error=False)
+        assert answer.code == 200, answer
+    finally:
+        server.stop()
