@@ -21,7 +21,7 @@ from kubespawner.utils import get_k8s_model
 from sqlalchemy.orm import object_session
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
-from traitlets import Bool, Float, Integer, TraitError, Unicode, default, validate
+from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
@@ -89,12 +89,15 @@ class ElasticSpawner(KubeSpawner):
         this time: it is part of the user's pause during a live move.""",
     )
 
-    @default("start_timeout")
-    def _start_timeout_for_a_boot(self):
-        # JupyterHub's 60 s: a server that finds on-prem full waits for a
-        # cloud node's boot (minutes, 290 s in the paper) before its pod can
-        # start, then for its image. An explicit start_timeout still wins.
-        return 600
+    # Redefined (not only a new default) so that `jupyterhub --help-all` shows 600, not JupyterHub's 60.
+    start_timeout = Integer(
+        600,
+        config=True,
+        help="""Seconds a server may take to start (JupyterHub's Spawner.start_timeout, 60 there).
+        A server that finds on-prem full waits for a cloud node's boot (minutes, 290 s in the paper)
+        before its pod can start, then for its image: 600 by default. c.KubeSpawner.start_timeout
+        (zero-to-jupyterhub's singleuser.startTimeout) applies too.""",
+    )
 
     # Every server's spawner in this hub, by (user, server name): one task per
     # hub answers the orchestrator's route requests for all of them.

@@ -6,7 +6,6 @@ Each test saves a session in one real kernel and restores it in a new one.
 """
 
 import json
-import os
 import shutil
 import subprocess
 

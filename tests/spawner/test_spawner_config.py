@@ -267,6 +267,9 @@ async def test_a_server_may_wait_for_a_cloud_nodes_boot_unless_the_admin_says_ot
     """JupyterHub's 60 s start_timeout would fail every user who came with
     on-prem full: their pod waits for a cloud node's boot."""
     assert spawner().start_timeout == 600
+    shown = ElasticSpawner.class_get_help()  # what `jupyterhub --help-all` prints
+    shown = shown[shown.index("--ElasticSpawner.start_timeout"):]
+    assert shown[:shown.index("\n--")].rstrip().endswith("Default: 600"), shown[:600]
     c = Config()
     c.KubeSpawner.start_timeout = 300  # zero-to-jupyterhub's singleuser.startTimeout
     assert ElasticSpawner(config=c, _mock=True).start_timeout == 300
