@@ -5,6 +5,14 @@
 # reads its `c.ElasticOrchestrator` settings from it (the hub ignores them).
 # `elastichub demo` runs this very file on a local cluster: the block at the
 # end, which only the demo turns on, points it there.
+#
+# On a real cluster, change (docs: how-to "Deploy on a real cluster"):
+# - the service's "url" below: where the proxy reaches the orchestrator;
+# - the cloud pool's settings (driver, region, tags) at the end, and give the
+#   service its credentials through the hub's environment (see the service);
+# - proxy_url, where the orchestrator reaches the users' servers;
+# - the images: `elastichub` in the hub's, `elastichub-kernel` in every
+#   single-user one, both installed from this repository (neither is on PyPI).
 
 import json
 import os
@@ -27,8 +35,10 @@ c.JupyterHub.spawner_class = "elastic"
 # c.ElasticSpawner.checkpoint_timeout = 120  # seconds a stop waits for the kernels' checkpoint
 c.KubeSpawner.cpu_guarantee = 0.5
 c.KubeSpawner.mem_guarantee = "1G"  # RAM requests: what the orchestrator's occupancy counts
-# Every single-user image has the Elastic Python kernel installed
-# (`pip install elastichub-kernel && python -m elastichub_kernel install --sys-prefix`).
+# Every single-user image has the Elastic Python kernel installed from this
+# repository's kernel/ directory, a distribution of its own (not on PyPI):
+# `COPY kernel /tmp/elastichub-kernel` in the image's build, then
+# `pip install /tmp/elastichub-kernel && python -m elastichub_kernel install --sys-prefix`.
 # Its checkpoints go to the home directories' shared volume (NFS), mounted on
 # every node, so a moved server finds its files and its kernels' checkpoints.
 c.KubeSpawner.environment = {"ELASTICHUB_CHECKPOINT_DIR": "/home/jovyan/.elastichub/checkpoints"}
@@ -43,7 +53,17 @@ c.JupyterHub.services = [
     {
         "name": "elastichub-orchestrator",
         "command": [sys.executable, "-m", "elastichub", "orchestrator", f"--config={__file__}"],
-        "url": "http://127.0.0.1:10101",  # its status page, JSON API and metrics
+        # Its status page, JSON API and metrics: where the proxy reaches them and
+        # the orchestrator listens. 127.0.0.1 when the proxy runs on the hub's host.
+        # zero-to-jupyterhub: "http://hub:10101" (the hub's Service; the
+        # orchestrator then listens on port 10101 of every interface), plus the
+        # chart's hub.service.extraPorts and hub.networkPolicy.ingress for that port.
+        "url": "http://127.0.0.1:10101",
+        # A managed service starts with a clean environment: pass it the cloud
+        # credentials the hub has (the Kubernetes API needs nothing here: in a pod
+        # the orchestrator uses the in-cluster service account by itself).
+        "environment": {name: os.environ[name] for name in ("ELASTICHUB_CLOUD_KEY", "ELASTICHUB_CLOUD_SECRET")
+                        if name in os.environ},
         "oauth_no_confirm": True,  # the hub's own service: no "authorize" page for the admins
     }
 ]
@@ -64,12 +84,16 @@ c.ElasticOrchestrator.tmon = 15  # seconds between observations
 c.ElasticOrchestrator.tcool = 580  # seconds after a scaling action before the next
 # The cloud pool through Apache Libcloud: stopped EC2 instances tagged
 # elastichub.io/pool=cloud, each tagged with the node name it registers as.
-# Credentials: ELASTICHUB_CLOUD_KEY / ELASTICHUB_CLOUD_SECRET in the service's environment.
+# Credentials: ELASTICHUB_CLOUD_KEY / ELASTICHUB_CLOUD_SECRET (access key id, secret
+# access key) in the service's environment, passed on from the hub's above (other
+# clouds, Azure's four arguments: docs, deploy section 5).
 c.ElasticOrchestrator.cloud_driver = "ec2"
 c.ElasticOrchestrator.cloud_driver_kwargs = {"region": "eu-west-1"}
 c.ElasticOrchestrator.cloud_vm_tags = {"elastichub.io/pool": "cloud"}
 c.ElasticOrchestrator.cloud_node_mapping = "tag:elastichub.io/node"
-c.ElasticOrchestrator.proxy_url = "http://proxy-public"  # zero-to-jupyterhub's proxy service
+# zero-to-jupyterhub's proxy Service; with the chart's autohttps, proxy-public is
+# Traefik redirecting to HTTPS: use "http://proxy-http:8000" then.
+c.ElasticOrchestrator.proxy_url = "http://proxy-public"
 
 # -- `elastichub demo` only: the same hub on the local cluster -------------------------------------
 if os.environ.get("ELASTICHUB_DEMO"):
