@@ -43,9 +43,13 @@ _IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+)$")
 
 
 def user_variable_names(ns: dict, hidden: dict) -> list:
-    """The user's variables: not dunders, not IPython's own (In, Out, _1...)."""
+    """The user's variables: not dunders, not IPython's own (In, Out, _1...),
+    and names only: a key that is no string (`globals()[0] = ...`) is no
+    variable, and failed every checkpoint."""
     names = []
     for name, value in ns.items():
+        if not isinstance(name, str):
+            continue
         if name.startswith("__") and name.endswith("__"):
             continue
         if name in hidden and hidden[name] is value:
@@ -87,11 +91,18 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
 
     migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
     write_bps, read_bps = speed.estimate()
+    baseline = context.modules if context is not None else frozenset()
+    for key in [k for k in ns if not isinstance(k, str)]:  # user_variable_names leaves them out: said here
+        not_restorable.append({"name": repr(key)[:80], "reason": "a key of globals() that is no name "
+                               "(globals()[key] = ...): not saved"})
     for name in names:
         value = ns[name]
         if is_module(value):
             if sys.modules.get(value.__name__) is value and value.__name__ != "__main__":
                 imports.append({"name": name, **module_fingerprint(value)})
+                submodules = loaded_submodules(value, baseline)
+                if submodules:
+                    imports[-1]["submodules"] = submodules
                 recomputed.append(name)
             else:
                 not_restorable.append({"name": name, "reason": "a module that cannot be imported by name"})
@@ -123,6 +134,22 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     if context is not None:
         fields["context"] = context.capture()
     return dumped, fields, recomputed, not_restorable
+
+
+def loaded_submodules(module, baseline: frozenset) -> list:
+    """The submodules of a bound package the session loaded, each an
+    attribute of its parent: `import urllib.request` binds `urllib` alone,
+    and a new kernel that imports `urllib` has no `urllib.request` (its
+    urlopen raised AttributeError after a restore). The kernel's own, loaded
+    at its start (`baseline`), a new kernel has too."""
+    prefix = module.__name__ + "."
+    found = []
+    for name, sub in list(sys.modules.items()):
+        if name.startswith(prefix) and name not in baseline and sub is not None:
+            parent, _, attr = name.rpartition(".")
+            if getattr(sys.modules.get(parent), attr, None) is sub:
+                found.append(name)
+    return sorted(found)
 
 
 def migrated_names(dumped) -> list:
@@ -289,6 +316,10 @@ def checked_imports(path: str, read) -> list:
         for imp in imports:
             if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str):
                 raise ValueError("bad import entry")
+            subs = imp.get("submodules", [])
+            if not (isinstance(subs, list) and all(isinstance(m, str) and m.startswith(imp["module"] + ".")
+                                                   for m in subs)):
+                raise ValueError("bad submodules of an import")
     except (TypeError, ValueError) as exc:
         raise CheckpointRejected(path, f"malformed index ({exc})") from None
     return imports
@@ -301,6 +332,12 @@ def import_modules(imports: list) -> dict:
             modules[imp["name"]] = importlib.import_module(imp["module"])
         except Exception as exc:
             modules[imp["name"]] = f"import {imp['module']} failed here ({type(exc).__name__}: {exc})"
+            continue
+        for sub in imp.get("submodules", ()):
+            try:
+                importlib.import_module(sub)
+            except Exception:  # named by build_namespace: the module comes back without it
+                pass
     return modules
 
 
@@ -359,6 +396,10 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
                             f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
         bindings.bind(name, module)
         recomputed.append(name)
+        missing = [sub for sub in imp.get("submodules", ()) if sub not in sys.modules]
+        if missing:
+            differs.append({"name": name, "reason": f"{', '.join(missing)} could not be imported here: "
+                            f"{name} comes back without {'it' if len(missing) == 1 else 'them'}"})
 
     buffers = list(buffers)
     for i in index.get("readonly_buffers", []):

@@ -116,6 +116,8 @@ def reduce_for(kind: type):
         return _simple_queue
     if _hashes_by_value(kind):
         return _hashed_by_value
+    if _answers_any_attribute(kind):
+        return _state_set_plainly
     if _ndarray_subclass_pickled_by_numpy(kind):
         return _array_with_attrs
     return None
@@ -249,16 +251,33 @@ def _set_chain(exc, state):
 _SCALARS = frozenset({str, int, float, complex, bool, bytes, type(None)})
 
 
-def _hashes_by_value(kind: type) -> bool:
-    """A notebook class (no library base) with its own __hash__ and pickle's
-    default handling of its instance __dict__ (no __slots__, no
+def _pickled_by_default(kind: type) -> bool:
+    """A notebook class (no library base) with pickle's default handling of
+    its instance __dict__ (no __slots__, no
     __reduce__/__getstate__/__setstate__/__getnewargs__ of its own)."""
-    return (kind.__module__ == "__main__" and kind.__hash__ is not None and kind.__hash__ is not object.__hash__
-            and all(c is object or c.__module__ == "__main__" for c in kind.__mro__)
+    return (kind.__module__ == "__main__" and all(c is object or c.__module__ == "__main__" for c in kind.__mro__)
             and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
             and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
             and not any(hasattr(kind, a) for a in ("__setstate__", "__getnewargs__", "__getnewargs_ex__"))
             and not any("__slots__" in vars(c) for c in kind.__mro__))
+
+
+def _hashes_by_value(kind: type) -> bool:
+    return kind.__hash__ is not None and kind.__hash__ is not object.__hash__ and _pickled_by_default(kind)
+
+
+def _answers_any_attribute(kind: type) -> bool:
+    """Its __getattr__ answers any name (an RPC client, a proxy): plain
+    pickle asks the *instance* for __setstate__ and called what it got with
+    the state, running the notebook's code and losing every attribute."""
+    return any("__getattr__" in vars(c) for c in kind.__mro__ if c is not object) and _pickled_by_default(kind)
+
+
+def _state_set_plainly(obj, user_ns):
+    state = getattr(obj, "__dict__", None)
+    if not isinstance(state, dict):
+        return None
+    return _new_with, (type(obj), {}), dict(state) or None, None, None, _set_attrs if state else None
 
 
 def _plain(value, depth: int = 0) -> bool:

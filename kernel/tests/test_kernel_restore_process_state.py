@@ -111,3 +111,30 @@ def test_cell_numbers_and_sources_go_on(tmp_path, start_elastic_kernel, stop_ela
     assert out["stdout"].strip() == "True" and out["reply"]["execution_count"] == 5, out
     out = run_cell(kc, "%history -n 1-2")
     assert "x = 41" in out["stdout"] and "%precision 3" in out["stdout"], out
+
+
+def test_a_dotted_import_comes_back_with_its_submodule(tmp_path, start_elastic_kernel, stop_elastic_kernel,
+                                                       run_cell, control_request):
+    """`import email.mime.text` binds `email` alone: a new kernel that imported
+    `email` again had no `email.mime` (AttributeError, and no word said)."""
+    _save(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell, control_request,
+          ["import email.mime.text\nmsg = email.mime.text.MIMEText('hello')['Content-Type']"])
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    out = run_cell(kc, "print(email.mime.text.MIMEText('again')['Content-Type'] == msg)")
+    assert out["error"] is None and out["stdout"].strip() == "True", out
+
+
+def test_a_key_of_globals_that_is_no_name_is_said_and_the_rest_is_saved(tmp_path, start_elastic_kernel,
+                                                                      stop_elastic_kernel, run_cell,
+                                                                      control_request):
+    """`for c in df.columns: globals()[c] = df[c]` with integer columns made
+    every checkpoint fail: nothing of the session was saved."""
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(kc, "keep = 'important'\nglobals()[0] = 'a column'")["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] is True, reply
+    assert {"name": "0", "reason": "a key of globals() that is no name (globals()[key] = ...): not saved"} \
+        in reply["not_restorable"]
+    stop_elastic_kernel(km, kc)
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(kc, "print(keep)")["stdout"].strip() == "important"

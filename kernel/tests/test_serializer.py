@@ -728,3 +728,18 @@ def test_an_exception_kept_in_a_variable_keeps_its_cause_and_context_and_its_los
     assert repr(mine.__context__) == "ZeroDivisionError('division by zero')" and mine.args == ("mine", 3)
     assert "the traceback of ValueError('bad row') is not carried" in notes["err"]
     assert "plain" not in notes and repr(values["plain"]) == "KeyError('never raised')"
+
+
+def test_an_object_whose_getattr_answers_anything_keeps_its_state_and_runs_nothing():
+    """An RPC client's `__getattr__` answered pickle's instance lookup of
+    __setstate__: the restore called the client with the state (a request,
+    on a real one) and the object came back with no attributes."""
+    ns = {"__name__": "__main__"}
+    exec("calls = []\n"
+         "class RPC:\n    def __init__(self, url):\n        self.url = url\n"
+         "    def __getattr__(self, method):\n        return lambda *a: calls.append(method)\n"
+         "rpc = RPC('http://api.example')\n", ns)
+    dumped = serializer.dump_namespace(ns, ["calls", "RPC", "rpc"], user_ns=ns)
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                                   {"__name__": "__main__"})
+    assert failed == {} and vars(values["rpc"]) == {"url": "http://api.example"} and values["calls"] == []
