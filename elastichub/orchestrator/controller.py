@@ -28,6 +28,7 @@ from typing import Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .. import podmeta
 from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
 from .cloud import CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
@@ -402,6 +403,9 @@ class Controller:
         # ScaleIn
         if self.draining() is not None:
             return f"not now: {self.draining()} is still being drained"
+        held = self.backoff.get(f"drain:{action.node}")
+        if held is not None and held.until > now:
+            return f"not now: its last drain rolled back or was interrupted ({held.until - now:.0f} s more)"
         vm = obs.vms.get(action.node)
         if self.cloud is not None and vm is None:
             self.event("error", f"scale-in chose {action.node}, which has no VM in the cloud pool")
@@ -429,17 +433,27 @@ class Controller:
                 outcome = await (drain.resume(resume) if resume is not None else drain.start())
             except MoveAborted as e:  # the node vanished before it was marked
                 outcome = f"not started ({e})"
-            except (HubError, CloudError) as e:
+            except (HubError, CloudError, ApiException) as e:
                 # Out of reach for now: resumed after a back-off that doubles, not every Tmon.
-                b = self.backoff.setdefault(f"drain:{node}", Backoff())
-                b.failures += 1
-                delay = min(self.settings.tmon * 2 ** b.failures, 300.0)
-                b.until = self.clock() + delay
+                delay = self._drain_backoff(node)
                 self.event("drain-failed", f"drain of {node} interrupted: {e}; resumed in {delay:.0f} s")
+                return
+            if outcome == "rolled-back":
+                # Its users were disturbed for nothing: the node is not drained again at once (a hub
+                # answering 503 made that every Tmon), but after a back-off that doubles.
+                delay = self._drain_backoff(node)
+                self.event("drain", f"drain of {node}: {outcome}; not drained again for {delay:.0f} s")
                 return
             self.backoff.pop(f"drain:{node}", None)
             self.event("drain", f"drain of {node}: {outcome}")
         self._spawn(f"drain:{node}", run())
+
+    def _drain_backoff(self, node: str) -> float:
+        b = self.backoff.setdefault(f"drain:{node}", Backoff())
+        b.failures += 1
+        delay = min(self.settings.tmon * 2 ** b.failures, 300.0)
+        b.until = self.clock() + delay
+        return delay
 
     def _start_boot(self, node: str, vm_id: str | None, *, start: bool) -> None:
         if self.settings.dry_run:
@@ -469,11 +483,10 @@ class Controller:
                 if self.clock() > deadline:
                     break
                 await asyncio.sleep(s.poll)
-            hosted = sorted(p.server for p in self.pods.records.values()
-                            if p.managed and p.node == node and p.holds_resources)
+            hosted = await self._hosted(node)
             if hosted:
-                # Not a boot that failed: a node that hosts servers and stopped reporting. Stopping its
-                # VM would end their sessions without a checkpoint; observe() names it every cycle.
+                # Not a boot that failed: a node that hosts pods and stopped reporting (or a cache that
+                # did). Stopping its VM would end their sessions without a checkpoint.
                 self.event("problem", f"{node} is not Ready but hosts {', '.join(hosted)}: its VM is left running")
                 return
             b = self.backoff.setdefault(node, Backoff())
@@ -492,6 +505,21 @@ class Controller:
             self.event("boot-failed", f"{node}: {e}")
         finally:
             self.boot_started.pop(node, None)
+
+    async def _hosted(self, node: str) -> list[str]:
+        """The servers' pods on `node` (not finished), as the API server has
+        them: a cache can be stale. The API unreachable: the cache's, or one
+        word that they are unknown, which keeps the VM too."""
+        cached = sorted(p.key for p in self.pods.records.values()
+                        if p.managed and p.node == node and p.holds_resources)
+        if self.kube_pods is None:
+            return cached
+        try:
+            found = await self.kube_pods.on_node(node)
+        except Exception as e:  # ApiException, a timeout, a refused connection
+            return cached or [f"(servers unknown: {type(e).__name__})"]
+        return sorted(f"{m.get('namespace')}/{m.get('name')}" for m in (p.get("metadata") or {} for p in found)
+                      if (m.get("labels") or {}).get(podmeta.MANAGED_LABEL) == podmeta.TRUE)
 
     # -- status --------------------------------------------------------------------------
 

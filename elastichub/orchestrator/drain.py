@@ -203,11 +203,13 @@ class Drain:
         if pod.started is not None:
             entry["started"] = format_time(pod.started)
         await self._save()
+        # Saved before the stop is sent, not after: a write that failed after it would leave the
+        # record saying no stop was sent, and a resumed drain would leave the server stopped.
+        entry["stop_sent"] = True  # from here a server found stopped may have been stopped by us
+        await self._save()
         down = time.monotonic()
         try:
             await self.hub.stop(pod.user, pod.server_name)
-            entry["stop_sent"] = True  # from here a server found stopped was stopped by us
-            await self._save()
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)
         except HubError as e:
@@ -405,11 +407,15 @@ class Drain:
     # -- the VM and the end -------------------------------------------------------------
 
     async def _stop_vm(self) -> None:
-        here = self._servers_here()
+        here = [p.server for p in self._servers_here()]
+        if not here and self.kube_pods is not None:  # the cache may be stale: the API server says
+            here = sorted({(m.get("annotations") or {}).get(podmeta.USER_ANNOTATION) or m.get("name")
+                           for m in ((p.get("metadata") or {}) for p in await self.kube_pods.on_node(self.node))
+                           if (m.get("labels") or {}).get(podmeta.MANAGED_LABEL) == podmeta.TRUE})
         if here:
             # Resumed at this step after a restart, and its VM hosts servers again (started anew
             # meanwhile): stopping it would end their sessions unsaved.
-            raise MoveAborted(f"{', '.join(p.server for p in here)} run on {self.node} again")
+            raise MoveAborted(f"{', '.join(here)} run on {self.node} again")
         self.record["state"] = STOPPING_VM
         await self._save()
         if self.cloud is not None and self.vm_id is not None:

@@ -37,6 +37,12 @@ ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers")
 NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "delete:servers", "access:servers")
 
 
+def _excerpt(payload) -> str:
+    """An answer that is no JSON (a proxy's HTML error page) on one line, short: a log line stays one."""
+    text = payload.decode(errors="replace") if isinstance(payload, (bytes, bytearray)) else str(payload)
+    return " ".join(text.split())[:200]
+
+
 def missing_scopes(granted) -> list[str]:
     """The scopes a move needs that `granted` (expanded, as GET /hub/api/user
     answers) lacks. A scope limited by a filter (`servers!group=class`) is
@@ -198,7 +204,7 @@ class HubClient:
         """Jupyter Server's kernel list (id, execution_state, last_activity)."""
         code, payload, _ = await self._fetch(self._server_url(server, "/api/kernels"))
         if code != 200 or not isinstance(payload, list):
-            raise HubError(f"kernels of {server.key}: {code} {str(payload)[:200]}", code)
+            raise HubError(f"kernels of {server.key}: {code} {_excerpt(payload)}", code)
         return payload
 
     async def terminals(self, server: HubServer) -> list[dict]:
@@ -209,14 +215,14 @@ class HubClient:
         if code == 404:
             return []
         if code != 200 or not isinstance(payload, list) or not all(isinstance(t, dict) for t in payload):
-            raise HubError(f"terminals of {server.key}: {code} {str(payload)[:200]}", code)
+            raise HubError(f"terminals of {server.key}: {code} {_excerpt(payload)}", code)
         if not payload:
             return payload
         code, running, _ = await self._fetch(self._server_url(server, "/api/elastichub/terminals"))
         if code == 404:  # an image without the kernel package: activity alone tells
             running = []
         elif code != 200 or not isinstance(running, list) or not all(isinstance(t, dict) for t in running):
-            raise HubError(f"terminal processes of {server.key}: {code} {str(running)[:200]}", code)
+            raise HubError(f"terminal processes of {server.key}: {code} {_excerpt(running)}", code)
         processes = {t.get("name"): t.get("processes") for t in running}
         return [dict(t, processes=processes.get(t.get("name"))) for t in payload]
 
@@ -229,7 +235,7 @@ class HubClient:
         directly during a live move), with the service's token."""
         code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout)
         if code != 200:
-            message = payload.get("message") if isinstance(payload, dict) else str(payload)[:200]
+            message = payload.get("message") if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
         return payload
 

@@ -26,18 +26,27 @@ from .. import podmeta
 
 log = logging.getLogger(__name__)
 
+# Seconds one request (not a watch) may take: kubernetes_asyncio sets no limit, and an answer that
+# never comes would hold a drain's step for ever.
+REQUEST_TIMEOUT = 60.0
+# A watch sends an event or a bookmark now and then, and the server ends it after watch_timeout: one
+# silent for that long and this margin more is dead (a connection a proxy or a network holds open).
+WATCH_SILENCE_MARGIN = 30.0
+
 
 class Informer:
     """One resource's list+watch into `records` (key -> parse(obj))."""
 
     def __init__(self, name: str, list_fn: Callable, parse: Callable[[dict], Any], key: Callable[[dict], str],
-                 *, watch_timeout: int = 300, max_backoff: float = 30.0, **selectors):
+                 *, watch_timeout: int = 300, max_backoff: float = 30.0,
+                 silence_margin: float = WATCH_SILENCE_MARGIN, **selectors):
         self.name = name
         self.list_fn = list_fn
         self.parse = parse
         self.key = key
         self.watch_timeout = watch_timeout
         self.max_backoff = max_backoff
+        self.silence_margin = silence_margin
         self.selectors = {k: v for k, v in selectors.items() if v}
         self.records: dict[str, Any] = {}
         self.synced = asyncio.Event()
@@ -78,11 +87,8 @@ class Informer:
         await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        resp = await self.list_fn(_preload_content=False, **self.selectors)
-        try:
-            body = json.loads(await resp.read())
-        finally:
-            resp.release()
+        body = await _raw_json(await self.list_fn(_preload_content=False, _request_timeout=REQUEST_TIMEOUT,
+                                                  **self.selectors))
         items = body.get("items")
         if not isinstance(items, list):
             raise ValueError(f"{self.name} list answer has no items")
@@ -97,12 +103,18 @@ class Informer:
         self.synced.set()
 
     async def _watch(self) -> None:
-        resp = await self.list_fn(watch=True, resource_version=self._resource_version,
-                                  timeout_seconds=self.watch_timeout, allow_watch_bookmarks=True,
-                                  _preload_content=False, **self.selectors)
+        resp = await _checked(await self.list_fn(watch=True, resource_version=self._resource_version,
+                                                 timeout_seconds=self.watch_timeout, allow_watch_bookmarks=True,
+                                                 _preload_content=False, **self.selectors))
         try:
             while True:
-                line = await resp.content.readline()
+                silence = self.watch_timeout + self.silence_margin
+                try:
+                    line = await asyncio.wait_for(resp.content.readline(), silence)
+                except asyncio.TimeoutError:
+                    # The cache would go stale without a word (a server seen waiting while it runs, a
+                    # node seen booting while Ready): list again.
+                    raise ApiException(status=0, reason=f"no word on the watch for {silence:g} s") from None
                 if not line:
                     return  # the server ended the watch (timeoutSeconds): resume from where we are
                 self._apply(json.loads(line))
@@ -158,7 +170,8 @@ class KubeNodes:
                 return node
             patch.setdefault("metadata", {})["resourceVersion"] = node["metadata"].get("resourceVersion")
             try:
-                return await _raw_json(await self.core.patch_node(name, patch, _preload_content=False))
+                return await _raw_json(await self.core.patch_node(name, patch, _preload_content=False,
+                                                                  _request_timeout=REQUEST_TIMEOUT))
             except ApiException as e:
                 if e.status != 409 or attempt == self.retries - 1:
                     raise
@@ -207,9 +220,27 @@ class KubeNodes:
         return await self._update(name, lambda node: ({"spec": spec} if (spec := _uncordon_spec(node)) else None))
 
 
+async def _checked(resp):
+    """`resp` if the API server said yes. Asked for with
+    _preload_content=False, kubernetes_asyncio leaves the status unread: a
+    500, a 409 or a 404 came back as if it were the object."""
+    if 200 <= resp.status <= 299:
+        return resp
+    try:
+        body = await resp.read()
+    finally:
+        resp.release()
+    try:
+        reason = json.loads(body).get("message") or resp.reason
+    except (ValueError, AttributeError):
+        reason = resp.reason
+    raise ApiException(status=resp.status, reason=" ".join(str(reason).split())[:300])
+
+
 async def _raw_json(resp) -> dict:
     """The body of a response asked for with _preload_content=False: the
     object as the API server sent it, not decoded into models."""
+    resp = await _checked(resp)
     try:
         return json.loads(await resp.read())
     finally:
@@ -219,12 +250,11 @@ async def _raw_json(resp) -> dict:
 async def _read_or_none(read: Callable, *args) -> dict | None:
     """A read as raw JSON; None when the object does not exist."""
     try:
-        resp = await read(*args, _preload_content=False)
+        return await _raw_json(await read(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
     except ApiException as e:
         if e.status == 404:
             return None
         raise
-    return await _raw_json(resp)
 
 
 def _without_our_taint(node: dict) -> list[dict]:
@@ -252,11 +282,20 @@ class KubePods:
     async def get(self, namespace: str, name: str) -> dict | None:
         return await _read_or_none(self.core.read_namespaced_pod, name, namespace)
 
+    async def on_node(self, node: str) -> list[dict]:
+        """The pods bound to `node` that hold resources, read from the API
+        server, not a cache: asked before a VM is stopped."""
+        body = await _raw_json(await self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node}", _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
+        return [p for p in body.get("items") or []
+                if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+
     async def create(self, namespace: str, manifest: dict) -> None:
-        await self.core.create_namespaced_pod(namespace, manifest)
+        await self.core.create_namespaced_pod(namespace, manifest, _request_timeout=REQUEST_TIMEOUT)
 
     async def annotate(self, namespace: str, name: str, annotations: dict) -> None:
-        await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}})
+        await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}},
+                                             _request_timeout=REQUEST_TIMEOUT)
 
     async def event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         """A Normal Event about a pod: what `kubectl describe` and the hub's
@@ -272,7 +311,8 @@ class KubePods:
     async def delete(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         """Delete a pod; gone already is fine."""
         try:
-            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds)
+            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds,
+                                                  _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
             if e.status != 404:
                 raise

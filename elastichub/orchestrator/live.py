@@ -213,8 +213,15 @@ class LiveMove:
             lap("switch_s")
             self.phases["pause_s"] = round(time.monotonic() - paused, 3)
         except (LiveMoveFailed, HubError, OSError, ApiException) as e:
-            await self.undo()
-            raise LiveMoveFailed(str(e).strip()) from None
+            why = f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
+            if self.entry.get("step") == ROUTE:
+                # The route may have switched already (an error reading the answer, say): undone then,
+                # the move would delete the pod that serves the user. The pod's answer decides.
+                if await self.recover() == "done":
+                    return self.entry.get("to")
+            else:
+                await self.undo()
+            raise LiveMoveFailed(why) from None
         return await self.finish()
 
     async def _final_step(self, source_base: str, dest_base: str, lap) -> float:
@@ -287,11 +294,27 @@ class LiveMove:
             await asyncio.sleep(self.poll)
         raise LiveMoveFailed(f"{problem} within {self.t.start:g} s")
 
+    async def _dest(self) -> dict | None:
+        """The destination pod, read again while the API server errs (5xx,
+        429, no connection) for up to the route timeout: which pod serves
+        the user is decided on what it says, never on a failed read."""
+        deadline = time.monotonic() + self.t.route
+        while True:
+            try:
+                return await self.pods.get(self.namespace, self.entry["dest"])
+            except (ApiException, OSError, asyncio.TimeoutError) as e:
+                if (isinstance(e, ApiException) and 400 <= (e.status or 0) < 500 and e.status != 429) \
+                        or time.monotonic() > deadline:
+                    raise
+                log.info("live move of %s: reading pod %s again (%s)", self.entry.get("source"),
+                         self.entry["dest"], f"{e.status} {e.reason}" if isinstance(e, ApiException) else e)
+            await asyncio.sleep(self.poll)
+
     async def _route_answer(self) -> str:
         """The spawner's answer to the route request: "switched" or "refused: ..."."""
         deadline = time.monotonic() + self.t.route
         while True:
-            pod = await self.pods.get(self.namespace, self.entry["dest"])
+            pod = await self._dest()
             answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION, "")
             if pod is None or answer != podmeta.ROUTE_REQUESTED:
                 return answer or "the destination pod is gone"
@@ -300,7 +323,7 @@ class LiveMove:
                 # unless it answered in between.
                 await self.pods.annotate(self.namespace, self.entry["dest"],
                                          {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_WITHDRAWN})
-                pod = await self.pods.get(self.namespace, self.entry["dest"])
+                pod = await self._dest()
                 late = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
                 if late == podmeta.ROUTE_SWITCHED:
                     return late
@@ -342,7 +365,7 @@ class LiveMove:
     async def recover(self) -> str:
         """After a restart: "done" when the switch had happened (finished now),
         "undone" when it had not (undone now)."""
-        pod = await self.pods.get(self.namespace, self.entry["dest"])
+        pod = await self._dest()
         answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
         if answer == podmeta.ROUTE_REQUESTED:
             answer = await self._route_answer()

@@ -116,3 +116,72 @@ def test_a_server_whose_live_move_failed_moves_next_by_a_restart_then_live_again
     assert ctl.status()["restart_next"] == {"alice": "the hub did not switch the route"}
     ctl._on_move(MoveReport("alice", "cloud-1", method="restart", outcome="moved"))
     assert ctl.restart_next == {}
+
+
+async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
+    """The hub had switched alice to the destination; the orchestrator's
+    next read of that pod got a 500, and the move was "undone": the pod
+    now serving alice was deleted, her server and its state with it."""
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.hub import HubServer
+    from elastichub.orchestrator.live import ROUTE, LiveMove
+
+    source = _source()
+    dest = {"metadata": {"name": "jupyter-alice-m1", "annotations": {podmeta.ROUTE_ANNOTATION: "switched"}},
+            "spec": {"nodeName": "onprem-1"}}
+
+    class Pods:
+        deleted, reads_of_dest = [], 0
+
+        async def get(self, namespace, name):
+            if name == source["metadata"]["name"]:
+                return source
+            self.reads_of_dest += 1
+            if self.reads_of_dest == 1:  # the API server errs once, after the switch
+                raise ApiException(status=500, reason="Internal Server Error")
+            return dest
+
+        async def create(self, namespace, manifest):
+            pass
+
+        async def annotate(self, namespace, name, annotations):
+            pass
+
+        async def delete(self, namespace, name, grace_seconds=None):
+            self.deleted.append(name)
+
+    class Hub:
+        def proxy_base(self, server):
+            return "http://proxy/user/alice/"
+
+        async def server_call(self, base, method, path, body=None, timeout=None):
+            return [] if path == "/api/sessions" or body.get("phase") == "precopy" else {}
+
+        async def kernels(self, server):
+            return []
+
+        async def server(self, user, name):
+            return HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
+
+    pods, saved = Pods(), []
+    entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1",
+             "prefix": "/user/alice/", "to": "onprem-1"}
+
+    async def save():
+        saved.append(entry["step"])
+
+    move = LiveMove(hub=Hub(), pods=pods, timeouts=DrainTimeouts(route=5), entry=entry, save=save, poll=0.01)
+
+    async def ready(kernels, prefix):
+        return "http://10.0.0.8:8888/user/alice/"
+
+    async def final_step(source_base, dest_base, lap):
+        return 0.0
+
+    move._wait_destination, move._final_step = ready, final_step
+    server = await Hub().server("alice", "")
+    assert await move.run(pod=None, server=server) == "onprem-1"
+    assert pods.deleted == ["jupyter-alice"]  # the source went; the destination, which serves, stays
+    assert saved == [ROUTE, "done"]

@@ -167,3 +167,20 @@ async def test_a_dry_run_starts_nothing_counts_nothing_and_says_each_would_be_ac
     assert said == ["would start VM cloud-1 for node cloud-1"]  # once, not every Tmon
     counted = ctl.metrics.actions.labels("scale-out")._value.get()
     assert counted == 0  # elastichub_scale_actions_total counts what was done
+
+
+async def test_a_node_whose_drain_rolled_back_is_not_drained_again_at_once(cluster_factory, wire):
+    """A drain the hub's 503s rolled back was decided again the next cycle:
+    every Tmon its users were checkpointed and paused for nothing."""
+    from elastichub.orchestrator.controller import Backoff
+    from elastichub.policy import ScaleIn
+
+    cluster = await cluster_factory(cluster_config())
+    ctl = await wire(cluster, paper())
+    await ctl.cycle()
+    ctl._drain_backoff("cloud-1")
+    taken = ctl._act(ScaleIn("cloud-1", (), reason="servers fit elsewhere"), ctl.clock())
+    assert taken.startswith("not now: its last drain rolled back or was interrupted"), taken
+    assert not ctl._busy("drain:cloud-1")
+    ctl.backoff["drain:cloud-1"] = Backoff(1, ctl.clock() - 1)  # its back-off over: drained again
+    assert ctl._act(ScaleIn("cloud-1", (), reason="servers fit elsewhere"), ctl.clock()) == "draining cloud-1"

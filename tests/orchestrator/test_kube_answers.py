@@ -1,0 +1,106 @@
+"""The orchestrator's Kubernetes adapter reads the API server's answers, not
+only their bodies: asked for raw (_preload_content=False), kubernetes_asyncio
+leaves the HTTP status unread, and a 404 or a 409 came back as if it were
+the object (a node never cordoned, a drain record lost without a word)."""
+
+from __future__ import annotations
+
+import pytest
+from podtools import cluster_config, server_pod
+
+from elastichub import podmeta
+from elastichub.orchestrator.kube import KubeNodes, KubePods
+
+pytestmark = [pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+async def core(cluster_factory):
+    from kubernetes_asyncio import client, config
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)
+    api = client.ApiClient(configuration=cfg)
+    yield cluster, client.CoreV1Api(api)
+    await api.close()
+
+
+async def test_an_object_that_is_not_there_is_none_not_its_error(core):
+    cluster, api = core
+    assert await KubeNodes(api).get("no-such-node") is None
+    assert await KubeNodes(api).mark_drain("no-such-node", {"v": 1}) is None  # "the node is gone"
+    assert await KubePods(api).get("default", "no-such-pod") is None
+
+
+async def test_a_write_that_conflicts_is_read_again_and_retried(core):
+    """Someone else wrote the node between our read and our write: the
+    write (conditional on the resourceVersion read) is refused with 409,
+    and the drain record must be written on the node as it is now."""
+    cluster, api = core
+    nodes, raced = KubeNodes(api), []
+    real_get = nodes.get
+
+    async def get_then_race(name):
+        node = await real_get(name)
+        if not raced:  # another writer, after our read
+            raced.append(True)
+            cluster.store.update("nodes", name, lambda n: n["metadata"].setdefault("labels", {}).update(x="y"))
+        return node
+    nodes.get = get_then_race
+    written = await nodes.mark_drain("cloud-1", {"v": 1, "state": "draining"})
+    node = cluster.store.get("nodes", "cloud-1")
+    assert podmeta.DRAIN_ANNOTATION in node["metadata"]["annotations"], node["metadata"]
+    assert node["spec"]["unschedulable"] is True and node["metadata"]["labels"]["x"] == "y"
+    assert written["metadata"]["resourceVersion"] == node["metadata"]["resourceVersion"]
+
+
+async def test_the_servers_on_a_node_are_read_from_the_api_server(core):
+    cluster, api = core
+    cluster.store.create("pods", dict(server_pod("alice"), spec=dict(server_pod("alice")["spec"],
+                                                                     nodeName="cloud-1")))
+    found = await KubePods(api).on_node("cloud-1")
+    assert [p["metadata"]["name"] for p in found] == ["jupyter-alice"]
+    assert await KubePods(api).on_node("onprem-1") == []
+
+
+async def test_a_watch_that_goes_silent_is_dropped_and_the_resource_listed_again(caplog):
+    """A connection a proxy holds open with nothing on it: the watch used to
+    wait on it for ever, and the cache went stale without a word."""
+    import asyncio
+
+    from elastichub.orchestrator.kube import Informer
+
+    class Silent:  # an answer whose stream never sends a line
+        status, reason = 200, "OK"
+
+        def __init__(self):
+            self.content = self
+
+        async def readline(self):
+            await asyncio.Event().wait()
+
+        async def read(self):
+            return b'{"items": [], "metadata": {"resourceVersion": "1"}}'
+
+        def release(self):
+            pass
+
+    calls = []
+
+    async def list_fn(**kwargs):
+        calls.append("watch" if kwargs.get("watch") else "list")
+        return Silent()
+
+    informer = Informer("pods", list_fn, dict, lambda o: o["metadata"]["name"], watch_timeout=0,
+                        silence_margin=0.2, max_backoff=0.1)
+    task = asyncio.create_task(informer.run())
+    try:
+        for _ in range(100):
+            if calls.count("list") >= 2:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        task.cancel()
+    assert calls[:3] == ["list", "watch", "list"], calls
+    assert "pods list/watch failed (0 no word on the watch for 0.2 s)" in caplog.text
