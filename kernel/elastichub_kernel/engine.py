@@ -40,6 +40,7 @@ MIN_RECOMPUTE_BYTES = 1 << 20
 # In, Out, _ih, _oh, _dh are, so they are skipped by identity only: a user's
 # own `Out = df` is a variable like any other and must be saved.
 _IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+)$")
+_OUTPUT_N = re.compile(r"^_(\d+)$")
 
 
 def user_variable_names(ns: dict, hidden: dict) -> list:
@@ -54,10 +55,21 @@ def user_variable_names(ns: dict, hidden: dict) -> list:
             continue
         if name in hidden and hidden[name] is value:
             continue
-        if _IPYTHON_CACHE.match(name):
+        if _IPYTHON_CACHE.match(name) and not _users_own_output_name(ns, name, value):
             continue
         names.append(name)
     return names
+
+
+def _users_own_output_name(ns: dict, name: str, value) -> bool:
+    """`_3 = ...` typed by the user: a name of IPython's output cache
+    holding something other than that cell's output (it was dropped)."""
+    n = _OUTPUT_N.match(name)
+    outputs = ns.get("_oh")
+    return bool(n) and isinstance(outputs, dict) and outputs.get(int(n.group(1)), _MISSING) is not value
+
+
+_MISSING = object()
 
 
 def module_fingerprint(module) -> dict:

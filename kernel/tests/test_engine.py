@@ -144,7 +144,7 @@ def test_module_changed_since_checkpoint_is_restored_and_noted(tmp_path):
 
 
 def test_user_variable_names_skip_ipython_history():
-    ns = {"_": 1, "__": 2, "_i3": "x", "_5": 5, "In": [], "Out": {}, "_oh": {}, "__name__": "__main__",
+    ns = {"_": 1, "__": 2, "_i3": "x", "_5": 5, "In": [], "Out": {5: 5}, "_oh": {5: 5}, "__name__": "__main__",
           "exit": object(), "data": 1, "_private": 2}
     hidden = {"exit": ns["exit"], "In": ns["In"], "Out": ns["Out"], "_oh": ns["_oh"]}
     assert engine.user_variable_names(ns, hidden) == ["data", "_private"]
@@ -305,3 +305,11 @@ def test_notebook_code_run_while_loading_sees_the_variables_loaded_before_it(tmp
     assert issubclass(target["CSVPlugin"], target["Plugin"])
     exec("class JSONPlugin(Plugin):\n    pass\n", target)  # a new subclass still registers
     assert sorted(target["REGISTRY"]) == ["CSVPlugin", "JSONPlugin"]
+
+
+def test_a_users_own_variable_named_like_an_output_is_saved_ipythons_are_not():
+    """`_2 = weights` was dropped as if it were IPython's output cache."""
+    outputs = {1: "the output of cell 1"}
+    ns = {"_oh": outputs, "Out": outputs, "_1": outputs[1], "_2": [0.5, 0.25], "_": outputs[1], "x": 1}
+    names = engine.user_variable_names(ns, {"_oh": outputs, "Out": outputs})
+    assert names == ["_2", "x"]
