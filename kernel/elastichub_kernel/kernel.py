@@ -28,6 +28,7 @@ from traitlets import Bool, Float, Unicode, default
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms, libstate
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
+from .messages import sendable
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
                       ensure_private_dir, move_session_dir, session_key)
 
@@ -409,7 +410,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     async def elastichub_checkpoint_request(self, stream, ident, parent):
         content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))
         content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
-        self.session.send(stream, "elastichub_checkpoint_reply", content, parent, ident=ident)
+        self.session.send(stream, "elastichub_checkpoint_reply", sendable(content), parent, ident=ident)
 
     def _session_dir_for(self, session_name: str) -> str:
         return os.path.join(self.checkpoint_root, session_key(
@@ -455,7 +456,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         return {"status": "ok", "ok": True, "moved": True, "checkpoint_dir": new_dir, "replaced": replaced}
 
     async def elastichub_status_request(self, stream, ident, parent):
-        self.session.send(stream, "elastichub_status_reply", self.status(), parent, ident=ident)
+        self.session.send(stream, "elastichub_status_reply", sendable(self.status()), parent, ident=ident)
 
     def status(self) -> dict:
         write_bps, read_bps = self.disk_speed.estimate()

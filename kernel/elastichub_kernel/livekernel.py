@@ -28,6 +28,7 @@ import threading
 import time
 
 from . import LIVE_REQUEST
+from .messages import sendable
 from .storage import ensure_private_dir
 
 LIVE_REPLY = LIVE_REQUEST.replace("_request", "_reply")
@@ -154,7 +155,7 @@ class LiveMigrationMixin:
         level = self.log.info if reply["ok"] else self.log.warning
         level("ElasticHub live %s: ok=%s in %.3f s%s", phase, reply["ok"], reply["seconds"],
               f" ({reply['error']})" if reply["error"] else "")
-        self.session.send(stream, LIVE_REPLY, reply, parent, ident=ident)
+        self.session.send(stream, LIVE_REPLY, sendable(reply), parent, ident=ident)
 
     def _phase_precopy(self, content) -> dict:
         """Pickle the state under the state lock (milliseconds: array buffers

@@ -61,3 +61,20 @@ def format_live_arrival(report: dict) -> str:
     for item in report.get("differs", []):
         lines.append(f"Note: {item['name']}: {item['reason']}")
     return "\n".join(lines)
+
+
+def sendable(content):
+    """`content` with every string valid UTF-8: a lone surrogate (a variable
+    named through globals()) made the reply impossible to send, and the
+    endpoint waited out its whole timeout for it. Escaped as \\udxxx."""
+    if isinstance(content, str):
+        try:
+            content.encode("utf-8")
+            return content
+        except UnicodeEncodeError:
+            return content.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(content, dict):
+        return {sendable(k): sendable(v) for k, v in content.items()}
+    if isinstance(content, (list, tuple)):
+        return [sendable(v) for v in content]
+    return content

@@ -138,3 +138,15 @@ def test_a_key_of_globals_that_is_no_name_is_said_and_the_rest_is_saved(tmp_path
     stop_elastic_kernel(km, kc)
     km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
     assert run_cell(kc, "print(keep)")["stdout"].strip() == "important"
+
+
+def test_a_variable_named_with_a_lone_surrogate_does_not_silence_the_control_channel(
+        tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell, control_request):
+    """The reply naming it could not be sent as UTF-8: the checkpoint and
+    status requests got no answer at all, and their caller waited its
+    whole timeout."""
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(kc, "globals()['x' + chr(0xd800)] = 2\nkeep = 1")["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] is True and "x\\ud800" in reply["migrated"] and "keep" in reply["migrated"], reply
+    assert control_request(kc, "elastichub_status_request")["content"]["status"] == "ok"
