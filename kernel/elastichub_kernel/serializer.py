@@ -273,6 +273,11 @@ def _rebuild_view(root, offset, shape, strides, dtype, writeable):
     return view
 
 
+def _read_only(array):
+    array.flags.writeable = False
+    return array
+
+
 def _same(obj):
     return obj
 
@@ -365,10 +370,17 @@ class NamespacePickler(cloudpickle.Pickler):
         # values, silently different behaviour. A view whose base is not
         # saved stays a copy of its own elements (saving a base the user no
         # longer holds could cost far more than the view).
-        if self._array_roots and _is_ndarray(obj):
-            reduced = self._view_reduce(obj)
-            if reduced is not None:
-                return reduced
+        if _is_ndarray(obj):
+            if self._array_roots:
+                reduced = self._view_reduce(obj)
+                if reduced is not None:
+                    return reduced
+            if not obj.flags.writeable and not (obj.flags.c_contiguous or obj.flags.f_contiguous) \
+                    and not obj.dtype.hasobject:
+                # numpy saves a strided array's elements in-band and drops the flag: a read-only one
+                # (ro[::3], a copy-on-write pandas row) came back writeable. A contiguous copy goes
+                # out of band, and the flag is set again.
+                return _read_only, (obj.copy(order="K"),)
         kind = type(obj)
         try:
             idiom = self._idioms[kind]

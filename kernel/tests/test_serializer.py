@@ -766,3 +766,15 @@ def test_many_variables_that_cannot_be_pickled_cost_a_few_dumps_not_one_each(mon
     assert sorted(dumped.failed) == sorted(f"holder{i}" for i in range(30))
     assert [r.name for r in dumped.records] == ["big", "after"]
     assert len(full_dumps) <= 2, full_dumps  # the first, and the one without every failure
+
+
+def test_a_read_only_strided_array_comes_back_read_only():
+    """numpy saves a strided array's elements in-band and drops its flag: a
+    read-only one (a copy-on-write pandas row, ro[::3]) came back writeable."""
+    ro = np.arange(12.0)
+    ro.flags.writeable = False
+    ns = {"__name__": "__main__", "every_third": ro[::3]}  # its base is not saved: a copy, read-only
+    dumped = serializer.dump_namespace(ns, ["every_third"], user_ns=ns)
+    values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {} and values["every_third"].tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert values["every_third"].flags.writeable is False
