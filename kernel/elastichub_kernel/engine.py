@@ -544,6 +544,8 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
         return None, {"path": path, "reason": f"unexpected error ({type(exc).__name__}: {exc})", "kept_as": kept}
     if report["failed_now"]:
         report["kept_as"] = aside(path, "partial-restore")
+        if not set_aside_files:  # a live destination: the source's files are not its to move
+            report["left_in_place"] = True
     if delta:
         from .live import delta_at_start
 

@@ -33,10 +33,12 @@ def format_restore(report: dict) -> str:
         lines.append(f"Note: {item['name']}: {item['reason']}")
     if report.get("failed_now"):
         kept = report.get("kept_as")
-        lines.append(
-            f"The checkpoint file was kept as {kept} so that nothing is lost."
-            if kept else f"The checkpoint file {report['path']} could not be set aside."
-        )
+        if kept:
+            lines.append(f"The checkpoint file was kept as {kept} so that nothing is lost.")
+        elif report.get("left_in_place"):
+            lines.append(f"The checkpoint file {report['path']} is left as it is.")
+        else:
+            lines.append(f"The checkpoint file {report['path']} could not be set aside.")
     return "\n".join(lines)
 
 

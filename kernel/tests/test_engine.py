@@ -313,3 +313,15 @@ def test_a_users_own_variable_named_like_an_output_is_saved_ipythons_are_not():
     ns = {"_oh": outputs, "Out": outputs, "_1": outputs[1], "_2": [0.5, 0.25], "_": outputs[1], "x": 1}
     names = engine.user_variable_names(ns, {"_oh": outputs, "Out": outputs})
     assert names == ["_2", "x"]
+
+
+def test_a_live_destination_that_could_not_load_everything_says_the_file_is_left_alone(tmp_path):
+    """It sets nothing aside (the source's files are not its own to move):
+    "could not be set aside" read like a failure that had not happened."""
+    from elastichub_kernel.messages import format_restore
+
+    report = {"migrated": ["a"], "recomputed": [], "not_restorable": [{"name": "b", "reason": "gone"}],
+              "failed_now": [{"name": "b", "reason": "gone"}], "seconds": 0.1, "created": 0,
+              "path": "/ckpt/live-base.ehk", "kept_as": None, "left_in_place": True}
+    text = format_restore(report)
+    assert "The checkpoint file /ckpt/live-base.ehk is left as it is." in text and "could not" not in text
