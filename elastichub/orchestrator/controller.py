@@ -436,9 +436,10 @@ class Controller:
             except (HubError, CloudError, ApiException) as e:
                 # Out of reach for now: resumed after a back-off that doubles, not every Tmon.
                 delay = self._drain_backoff(node)
-                self.event("drain-failed", f"drain of {node} interrupted: {e}; resumed in {delay:.0f} s")
+                why = f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
+                self.event("drain-failed", f"drain of {node} interrupted: {why}; resumed in {delay:.0f} s")
                 return
-            if outcome == "rolled-back":
+            if outcome in ("rolled-back", "failed"):
                 # Its users were disturbed for nothing: the node is not drained again at once (a hub
                 # answering 503 made that every Tmon), but after a back-off that doubles.
                 delay = self._drain_backoff(node)

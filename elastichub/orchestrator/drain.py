@@ -63,7 +63,7 @@ class DrainTimeouts:
 class MoveReport:
     server: str
     source: str
-    outcome: str = "in-flight"  # moved | aborted | failed
+    outcome: str = "in-flight"  # moved | skipped | aborted | failed | interrupted (an API error mid-move)
     destination: str | None = None
     checkpoint: dict = field(default_factory=dict)
     downtime_s: float | None = None
@@ -151,6 +151,15 @@ class Drain:
         report = MoveReport(pod.server, self.node)
         self.on_move(report)
         log.info("moving %s (pod %s) off %s", pod.server, pod.key, self.node)
+        try:
+            await self._move_steps(pod, report)
+        except Exception as e:  # the Kubernetes API or the cloud, mid-move: said, not left "in flight"
+            if report.outcome == "in-flight":
+                report.outcome, report.error = "interrupted", " ".join(str(e).split())[:300]
+                self.on_move(report)
+            raise
+
+    async def _move_steps(self, pod: PodRecord, report: MoveReport) -> None:
         try:
             server = await self.hub.server(pod.user, pod.server_name)
             if server is not None and server.pending == "spawn":
@@ -437,6 +446,9 @@ class Drain:
         self.record["state"] = ABORTING
         self.record["why"] = why
         await self._save()
+        # Open the node again first (the record stays until the end): a stopped server whose only
+        # room is this node waited for it for ever, and the roll-back with it.
+        await self.kube.uncordon(self.node)
         try:
             await self._restart_pending()
         except HubError as e:  # keep the record: the next cycle's resume tries again

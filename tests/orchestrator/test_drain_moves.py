@@ -82,6 +82,9 @@ async def test_a_drain_resumed_at_its_vm_stop_never_stops_a_vm_that_hosts_server
         async def end_drain(self, node, uncordon):
             self.ended.append(uncordon)
 
+        async def uncordon(self, node):
+            pass
+
     class Cloud:
         stopped = []
 
@@ -153,3 +156,68 @@ async def test_a_restarted_servers_new_pod_keeps_when_it_was_asked_for_and_first
                                                     "started": "2027-01-15T08:00:04Z"})
     assert kube.annotated == [("jh", "jupyter-carol", {podmeta.ASKED_ANNOTATION: "2027-01-15T08:00:00Z",
                                                        podmeta.STARTED_ANNOTATION: "2027-01-15T08:00:04Z"})]
+
+
+async def test_a_roll_back_opens_the_node_before_it_restarts_the_servers_it_stopped():
+    """bob was stopped for his move, and carol took the last room on-prem:
+    his pod could only go back to the node being drained, cordoned. The
+    roll-back waited for him for ever, and resumed every cycle to wait again."""
+    class Kube(Recorder):
+        order = []
+
+        async def uncordon(self, name):
+            self.order.append("uncordon")
+
+        async def end_drain(self, node, uncordon):
+            self.order.append(f"end_drain(uncordon={uncordon})")
+
+    class Hub:
+        started = False
+
+        async def server(self, user, name):
+            return hub_server(ready=True) if self.started else None
+
+        async def start(self, user, name, options):
+            Kube.order.append("start")
+            self.started = True
+
+    kube = Kube()
+    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=lambda r: None)
+    record = {"v": 1, "state": "aborting", "why": "bob did not start again", "servers": {
+        "bob": {"user": "bob", "name": "", "step": "restart", "options": {}, "stop_sent": True}}}
+    assert await drain.resume(json.dumps(record)) == "rolled-back"
+    assert Kube.order == ["uncordon", "start", "end_drain(uncordon=True)"], Kube.order
+
+
+async def test_a_move_an_api_error_interrupts_is_said_not_left_in_flight():
+    """A Kubernetes error writing the record mid-move: the status page
+    listed the move as in flight for ever."""
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from elastichub.checkpoint_client import SAVED, CheckpointOutcome
+
+    class Hub:
+        async def server(self, user, name):
+            return hub_server(ready=True)
+
+        async def terminals(self, server):
+            return []
+
+        async def kernels(self, server):
+            return []
+
+        async def checkpoint(self, server, timeout):
+            return CheckpointOutcome(SAVED, kernels=1)
+
+    class Kube(Recorder):
+        async def record_drain(self, node, record):
+            raise ApiException(status=500, reason="Internal Server Error")
+
+    reports = []
+    drain = Drain("cloud-1", None, kube=Kube(), hub=Hub(), cloud=None, pods=lambda: [carol_pod()],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    with pytest.raises(ApiException):
+        await drain._move(carol_pod())
+    assert (reports[-1].outcome, reports[-1].error) == ("interrupted", "(500) Reason: Internal Server Error")
