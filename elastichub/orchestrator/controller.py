@@ -28,13 +28,12 @@ from typing import Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from .. import podmeta
 from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
 from .cloud import CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
 from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
-from .kube import Informer, KubeNodes, KubePods
+from .kube import Informer, KubeNodes, KubePods, error_line
 from .metrics import Metrics
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, observe
@@ -436,8 +435,7 @@ class Controller:
             except (HubError, CloudError, ApiException) as e:
                 # Out of reach for now: resumed after a back-off that doubles, not every Tmon.
                 delay = self._drain_backoff(node)
-                why = f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
-                self.event("drain-failed", f"drain of {node} interrupted: {why}; resumed in {delay:.0f} s")
+                self.event("drain-failed", f"drain of {node} interrupted: {error_line(e)}; resumed in {delay:.0f} s")
                 return
             if outcome in ("rolled-back", "failed"):
                 # Its users were disturbed for nothing: the node is not drained again at once (a hub
@@ -450,9 +448,14 @@ class Controller:
         self._spawn(f"drain:{node}", run())
 
     def _drain_backoff(self, node: str) -> float:
-        b = self.backoff.setdefault(f"drain:{node}", Backoff())
+        return self._back_off(f"drain:{node}", 2 * self.settings.tmon, 300.0)
+
+    def _back_off(self, key: str, first: float, most: float) -> float:
+        """One more failure of `key` (a node's boot, "drain:NODE"): the delay before it is tried
+        again, doubling from `first` up to `most`."""
+        b = self.backoff.setdefault(key, Backoff())
         b.failures += 1
-        delay = min(self.settings.tmon * 2 ** b.failures, 300.0)
+        delay = min(first * 2 ** (b.failures - 1), most)
         b.until = self.clock() + delay
         return delay
 
@@ -490,19 +493,14 @@ class Controller:
                 # did). Stopping its VM would end their sessions without a checkpoint.
                 self.event("problem", f"{node} is not Ready but hosts {', '.join(hosted)}: its VM is left running")
                 return
-            b = self.backoff.setdefault(node, Backoff())
-            b.failures += 1
-            delay = min(s.boot_backoff * 2 ** (b.failures - 1), s.boot_backoff_max)
-            b.until = self.clock() + delay
+            delay = self._back_off(node, s.boot_backoff, s.boot_backoff_max)
             self.metrics.boot_failures.inc()
             self.event("boot-failed", f"{node} was not Ready within {s.boot_timeout:g} s: stopping VM {vm_id}, "
-                       f"kept out of the pool for {delay:g} s (failure {b.failures})")
+                       f"kept out of the pool for {delay:g} s (failure {self.backoff[node].failures})")
             if vm_id is not None and self.cloud is not None:
                 await self.cloud.stop(vm_id)
         except CloudError as e:
-            b = self.backoff.setdefault(node, Backoff())
-            b.failures += 1
-            b.until = self.clock() + min(s.boot_backoff * 2 ** (b.failures - 1), s.boot_backoff_max)
+            self._back_off(node, s.boot_backoff, s.boot_backoff_max)
             self.event("boot-failed", f"{node}: {e}")
         finally:
             self.boot_started.pop(node, None)
@@ -516,11 +514,10 @@ class Controller:
         if self.kube_pods is None:
             return cached
         try:
-            found = await self.kube_pods.on_node(node)
+            found = await self.kube_pods.servers_on(node)
         except Exception as e:  # ApiException, a timeout, a refused connection
             return cached or [f"(servers unknown: {type(e).__name__})"]
-        return sorted(f"{m.get('namespace')}/{m.get('name')}" for m in (p.get("metadata") or {} for p in found)
-                      if (m.get("labels") or {}).get(podmeta.MANAGED_LABEL) == podmeta.TRUE)
+        return sorted(f"{m.get('namespace')}/{m.get('name')}" for m in (p.get("metadata") or {} for p in found))
 
     # -- status --------------------------------------------------------------------------
 

@@ -419,8 +419,7 @@ class Drain:
         here = [p.server for p in self._servers_here()]
         if not here and self.kube_pods is not None:  # the cache may be stale: the API server says
             here = sorted({(m.get("annotations") or {}).get(podmeta.USER_ANNOTATION) or m.get("name")
-                           for m in ((p.get("metadata") or {}) for p in await self.kube_pods.on_node(self.node))
-                           if (m.get("labels") or {}).get(podmeta.MANAGED_LABEL) == podmeta.TRUE})
+                           for m in ((p.get("metadata") or {}) for p in await self.kube_pods.servers_on(self.node))})
         if here:
             # Resumed at this step after a restart, and its VM hosts servers again (started anew
             # meanwhile): stopping it would end their sessions unsaved.

@@ -220,6 +220,11 @@ class KubeNodes:
         return await self._update(name, lambda node: ({"spec": spec} if (spec := _uncordon_spec(node)) else None))
 
 
+def error_line(e: BaseException) -> str:
+    """An error on one line: an ApiException's str() spans several (status, reason, headers, body)."""
+    return f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
+
+
 async def _checked(resp):
     """`resp` if the API server said yes. Asked for with
     _preload_content=False, kubernetes_asyncio leaves the status unread: a
@@ -282,11 +287,12 @@ class KubePods:
     async def get(self, namespace: str, name: str) -> dict | None:
         return await _read_or_none(self.core.read_namespaced_pod, name, namespace)
 
-    async def on_node(self, node: str) -> list[dict]:
-        """The pods bound to `node` that hold resources, read from the API
-        server, not a cache: asked before a VM is stopped."""
+    async def servers_on(self, node: str) -> list[dict]:
+        """The ElasticHub server pods bound to `node` that hold resources,
+        read from the API server, not a cache: asked before a VM is stopped."""
         body = await _raw_json(await self.core.list_pod_for_all_namespaces(
-            field_selector=f"spec.nodeName={node}", _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
+            field_selector=f"spec.nodeName={node}", label_selector=f"{podmeta.MANAGED_LABEL}={podmeta.TRUE}",
+            _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
         return [p for p in body.get("items") or []
                 if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
 

@@ -41,7 +41,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import podmeta
 from .hub import HubClient, HubError, HubServer
-from .kube import KubePods
+from .kube import KubePods, error_line
 from .records import PodRecord
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ class LiveMove:
             lap("switch_s")
             self.phases["pause_s"] = round(time.monotonic() - paused, 3)
         except (LiveMoveFailed, HubError, OSError, ApiException) as e:
-            why = f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
+            why = error_line(e)
             if self.entry.get("step") == ROUTE:
                 # The route may have switched already (an error reading the answer, say): undone then,
                 # the move would delete the pod that serves the user. The pod's answer decides.
@@ -307,7 +307,7 @@ class LiveMove:
                         or time.monotonic() > deadline:
                     raise
                 log.info("live move of %s: reading pod %s again (%s)", self.entry.get("source"),
-                         self.entry["dest"], f"{e.status} {e.reason}" if isinstance(e, ApiException) else e)
+                         self.entry["dest"], error_line(e))
             await asyncio.sleep(self.poll)
 
     async def _route_answer(self) -> str:

@@ -268,9 +268,8 @@ def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict
 def no_ram_problem(servers: list[str]) -> str:
     """One line for every server whose pod requests no memory: RAM occupancy
     (theta_out) is what scales the cloud, and it cannot count them."""
-    names = ", ".join(sorted(servers)[:3]) + (", ..." if len(servers) > 3 else "")
-    return (f"servers that request no memory: {len(servers)} ({names}): the RAM occupancy that scales the "
-            "cloud cannot count them; set c.KubeSpawner.mem_guarantee")
+    return (f"servers that request no memory: {len(servers)} ({_first_names(servers)}): the RAM occupancy "
+            "that scales the cloud cannot count them; set c.KubeSpawner.mem_guarantee")
 
 
 def other_tiers_problem(pods: list[PodRecord], config: ObserveConfig) -> str:
@@ -287,8 +286,11 @@ def other_tiers_problem(pods: list[PodRecord], config: ObserveConfig) -> str:
 
 
 def _servers_on(servers: list[Server]) -> str:
-    names = ", ".join(sorted(s.name for s in servers)[:3]) + (", ..." if len(servers) > 3 else "")
-    return f"{len(servers)} server(s) ({names})"
+    return f"{len(servers)} server(s) ({_first_names([s.name for s in servers])})"
+
+
+def _first_names(names: list[str]) -> str:
+    return ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _status(rec: NodeRecord, tier: Tier, vm: VM | None, cloud_managed: bool, hosting: bool = False) \

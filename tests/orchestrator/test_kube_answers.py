@@ -59,9 +59,9 @@ async def test_the_servers_on_a_node_are_read_from_the_api_server(core):
     cluster, api = core
     cluster.store.create("pods", dict(server_pod("alice"), spec=dict(server_pod("alice")["spec"],
                                                                      nodeName="cloud-1")))
-    found = await KubePods(api).on_node("cloud-1")
+    found = await KubePods(api).servers_on("cloud-1")
     assert [p["metadata"]["name"] for p in found] == ["jupyter-alice"]
-    assert await KubePods(api).on_node("onprem-1") == []
+    assert await KubePods(api).servers_on("onprem-1") == []
 
 
 async def test_a_watch_that_goes_silent_is_dropped_and_the_resource_listed_again(caplog):
