@@ -73,6 +73,39 @@ def tier_preferences(key: str, tiers: Iterable[tuple[str, int]]) -> list[dict[st
     ]
 
 
+def plain(obj: Any) -> Any:
+    """`obj` as the JSON Kubernetes reads: KubeSpawner builds a pod of
+    client models, but copies `extra_pod_config` and profile values in as
+    the admin's dicts, so a pod spec mixes the two."""
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items() if v is not None}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if hasattr(obj, "openapi_types") and hasattr(obj, "attribute_map"):
+        return {obj.attribute_map[k]: plain(getattr(obj, k)) for k in obj.openapi_types
+                if getattr(obj, k) is not None}
+    return obj
+
+
+def with_preferences(affinity: dict | None, terms: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod's affinity (plain JSON) with `terms` appended to its preferred
+    node affinity: the admin's own terms stay, and come first."""
+    out = dict(affinity or {})
+    node = dict(out.get("nodeAffinity") or {})
+    key = "preferredDuringSchedulingIgnoredDuringExecution"
+    node[key] = list(node.get(key) or []) + list(terms)
+    out["nodeAffinity"] = node
+    return out
+
+
+def outweighing_preferences(affinity: dict | None, margin: int) -> list[dict[str, Any]]:
+    """The preferred node-affinity terms in `affinity` heavy enough
+    (weight >= `margin`, the on-prem weight less the cloud weight) to send a
+    server to a cloud node they match while on-prem has room."""
+    terms = ((affinity or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+    return [t for t in terms if isinstance(t, dict) and isinstance(t.get("weight"), int) and t["weight"] >= margin]
+
+
 def _meta(pod: dict) -> dict:
     return pod.get("metadata") or {}
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import textwrap
 import time
 import weakref
 from typing import ClassVar
 from urllib.parse import urlparse
 
-from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1PreferredSchedulingTerm
 from kubespawner import KubeSpawner
-from kubespawner.utils import get_k8s_model
 from sqlalchemy.orm import object_session
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
@@ -30,6 +29,15 @@ from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpo
 # load_state ignores what it does not understand rather than failing a hub.
 STATE_VERSION = 1
 STATE_KEY = "elastichub"
+
+
+def bad_configuration(problem: str) -> web.HTTPError:
+    """The error a bad setting ends a start with: one line naming it, logged
+    without a traceback and answered to the user as it is (raised inside a
+    spawn, a plain HTTPError reaches the API as "Internal Server Error")."""
+    error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
+    error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
+    return error
 
 
 class ElasticSpawner(KubeSpawner):
@@ -105,44 +113,60 @@ class ElasticSpawner(KubeSpawner):
     _route_watcher: ClassVar[asyncio.Task | None] = None
     _answering: ClassVar[set] = set()
 
+    # A value out of range is noted and the trait keeps its default, rather
+    # than failing the spawner's construction: at hub start JupyterHub builds
+    # one for every running server, and a raise there stops the whole hub.
+    # No server starts while a problem stands (start, profiles).
+    def _refuse(self, proposal, problem: str):
+        self._config_problems[proposal.trait.name] = f"ElasticSpawner.{proposal.trait.name}: {problem}"
+        return proposal.trait.default_value
+
+    def _accept(self, proposal):
+        self._config_problems.pop(proposal.trait.name, None)
+        return proposal.value
+
     @validate("tier_label")
     def _valid_tier_label(self, proposal):
         problem = podspec.label_key_problem(proposal.value)
-        if problem:
-            raise TraitError(f"ElasticSpawner.tier_label: {problem}")
-        return proposal.value
+        return self._refuse(proposal, problem) if problem else self._accept(proposal)
 
     @validate("onprem_tier", "cloud_tier")
     def _valid_tier(self, proposal):
         name = proposal.trait.name
         problem = podspec.tier_value_problem(proposal.value,
                                              self.cloud_tier if name == "onprem_tier" else self.onprem_tier)
-        if problem:
-            raise TraitError(f"ElasticSpawner.{name}: {problem}")
-        return proposal.value
+        return self._refuse(proposal, problem) if problem else self._accept(proposal)
 
     @validate("onprem_weight", "cloud_weight")
     def _valid_weight(self, proposal):
         if not 1 <= proposal.value <= 100:
-            raise TraitError(f"ElasticSpawner.{proposal.trait.name}: {proposal.value} is outside 1..100 "
-                             "(Kubernetes' range for preferred node-affinity weights)")
-        return proposal.value
+            return self._refuse(proposal, f"{proposal.value} is outside 1..100 (Kubernetes' range for preferred "
+                                          "node-affinity weights)")
+        return self._accept(proposal)
 
-    @validate("checkpoint_timeout", "route_switch_interval")
+    @validate("checkpoint_timeout", "route_switch_interval", "start_timeout")
     def _valid_timeout(self, proposal):
-        if not proposal.value > 0:  # also refuses NaN
-            raise TraitError(f"ElasticSpawner.{proposal.trait.name}: {proposal.value} is not a positive "
-                             "number of seconds")
-        return proposal.value
+        # Also refuses NaN; the token minted for a checkpoint lives this long, and JupyterHub
+        # waits start_timeout: a day is more than any checkpoint or cloud boot needs.
+        if not 0 < proposal.value <= 86_400:
+            return self._refuse(proposal, f"{proposal.value} is not a number of seconds in (0, 86400]")
+        return self._accept(proposal)
+
+    _logged_problems: ClassVar[set[str]] = set()
 
     def __init__(self, *args, **kwargs):
+        self._config_problems: dict[str, str] = {}
         try:
             super().__init__(*args, **kwargs)
         except TraitError as e:
-            # JupyterHub builds a spawner when a server starts (and, at hub
-            # start, for the servers already running): say what is wrong in
-            # one line, to the log and the API, not as a traceback.
-            raise web.HTTPError(500, "Bad ElasticHub configuration: %s", str(e)) from None
+            # A value of the wrong type (traitlets' own check): one line, to the log and the API,
+            # not a traceback. Traitlets has undone the whole configuration, so nothing can go on.
+            raise bad_configuration(str(e)) from None
+        for problem in self._config_problems.values():
+            if problem not in ElasticSpawner._logged_problems:  # once, not once per running server
+                ElasticSpawner._logged_problems.add(problem)
+                self.log.error("Bad ElasticHub configuration: %s. No server can start until it is fixed; the "
+                               "servers already running go on.", problem)
         # What the last stop saved, and where the server last ran: the next
         # start announces them. clear_state (after a stop, before a start)
         # leaves them alone on purpose.
@@ -165,35 +189,51 @@ class ElasticSpawner(KubeSpawner):
             if not self.has_trait(key):
                 close = difflib.get_close_matches(key, self.trait_names(config=True), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise web.HTTPError(500, "Bad ElasticHub configuration: profile_list: kubespawner_override "
-                                    "key %r is not a setting of ElasticSpawner%s", key, hint)
+                raise bad_configuration(f"profile_list: kubespawner_override key {key!r} is not a setting of "
+                                        f"ElasticSpawner{hint}")
+        before = dict(self._config_problems)
         try:
             super()._apply_overrides(spawner_override)
         except TraitError as e:
-            raise web.HTTPError(500, "Bad ElasticHub configuration: profile_list: kubespawner_override: %s",
-                                str(e)) from None
+            raise bad_configuration(f"profile_list: kubespawner_override: {e}") from None
+        added = [p for name, p in self._config_problems.items() if before.get(name) != p]
+        if added:
+            raise bad_configuration("profile_list: kubespawner_override: " + "; ".join(added))
 
     async def get_pod_manifest(self):
         if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
-            raise web.HTTPError(500, "Bad ElasticHub configuration: ElasticSpawner.onprem_weight (%d) must be "
-                                "higher than cloud_weight (%d), or servers fill the cloud first", self.onprem_weight,
-                                self.cloud_weight)
+            raise bad_configuration(f"ElasticSpawner.onprem_weight ({self.onprem_weight}) must be higher than "
+                                    f"cloud_weight ({self.cloud_weight}), or servers fill the cloud first")
         pod = await super().get_pod_manifest()
         meta = pod.metadata
         meta.labels = {**(meta.labels or {}), **podspec.pod_labels(self.migratable)}
         meta.annotations = {**(meta.annotations or {}),
                             **podspec.pod_annotations(self.user.name, self.name or "", __version__)}
-        terms = [get_k8s_model(V1PreferredSchedulingTerm, t) for t in podspec.tier_preferences(
-            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)])]
         # Appended to the admin's own preferences (make_pod built them from
-        # node_affinity_preferred and the profile): theirs still count.
+        # node_affinity_preferred, extra_pod_config and the profile): theirs
+        # still count. Plain JSON: extra_pod_config's affinity is a dict.
         spec = pod.spec
-        spec.affinity = spec.affinity or V1Affinity()
-        spec.affinity.node_affinity = spec.affinity.node_affinity or V1NodeAffinity()
-        node_affinity = spec.affinity.node_affinity
-        node_affinity.preferred_during_scheduling_ignored_during_execution = (
-            list(node_affinity.preferred_during_scheduling_ignored_during_execution or []) + terms)
+        own = podspec.plain(spec.affinity)
+        self._warn_outweighing(own)
+        spec.affinity = podspec.with_preferences(own, podspec.tier_preferences(
+            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)]))
         return pod
+
+    _warned_outweighing: ClassVar[set[str]] = set()
+
+    def _warn_outweighing(self, affinity: dict | None) -> None:
+        """An admin's preferred term as heavy as the on-prem preference sends
+        servers to any cloud node it matches while on-prem has room: legal,
+        possibly meant, so a warning (once per term) rather than a refusal."""
+        for term in podspec.outweighing_preferences(affinity, self.onprem_weight - self.cloud_weight):
+            text = json.dumps(term, sort_keys=True)
+            if text not in ElasticSpawner._warned_outweighing:
+                ElasticSpawner._warned_outweighing.add(text)
+                self.log.warning(
+                    "ElasticHub: a preferred node-affinity term of weight %d outweighs ElasticSpawner.onprem_weight "
+                    "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; raise "
+                    "onprem_weight (up to 100) above it unless that is meant: %s", term["weight"],
+                    self.onprem_weight, self.cloud_weight, text)
 
     def _current_pod(self) -> dict | None:
         """This server's live pod, found by its labels and annotations."""
@@ -232,6 +272,8 @@ class ElasticSpawner(KubeSpawner):
     # -- start / progress --------------------------------------------------------------------------
 
     def start(self):
+        if self._config_problems:
+            raise bad_configuration("; ".join(self._config_problems.values()))
         self._plan_announcements()
         self._watch_route_requests()
         return super().start()

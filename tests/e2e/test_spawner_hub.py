@@ -187,13 +187,24 @@ async def test_a_server_without_the_kernel_package_stops_and_starts_like_kubespa
     assert "Traceback" not in hub.log_text(10**6), hub.log_text()
 
 
-async def test_a_bad_setting_is_one_line_naming_the_trait_not_a_traceback(hub_factory, tmp_path):
-    class NoCluster:  # the spawner fails before it would talk to Kubernetes
-        kubeconfig = tmp_path / "no-kubeconfig"
-
-    hub = await hub_factory(NoCluster, "c.ElasticSpawner.cloud_weight = 500\n", spawner_class="elastic")
-    await hub.api("POST", "/hub/api/users/erin")
-    code, body = await hub.api("POST", "/hub/api/users/erin/server")
+async def test_a_bad_setting_found_at_hub_start_refuses_starts_and_leaves_running_servers(
+        cluster_factory, hub_factory, tmp_path):
+    """A bad setting is one line naming it, never a traceback. JupyterHub
+    builds the running servers' spawners at its start: a value out of range
+    there used to stop the whole hub."""
+    cluster = await cluster_factory(default_config())
+    hub = await hub_factory(cluster, elastic_config(tmp_path, "c.JupyterHub.cleanup_servers = False\n"),
+                            spawner_class="elastic")
+    await hub.start_server("erin")
+    await hub.stop()
+    hub.config_path.write_text(hub.config_path.read_text() + "c.ElasticSpawner.cloud_weight = 500\n")
+    await hub.start()
+    assert (await hub.server("erin") or {}).get("ready"), hub.log_text()
     words = "ElasticSpawner.cloud_weight: 500 is outside 1..100"
+    assert hub.log_text(10**6).count(words) == 1, hub.log_text()
+    await hub.api("POST", "/hub/api/users/frank")
+    code, body = await hub.api("POST", "/hub/api/users/frank/server")
     assert code == 500 and body["message"].startswith("Bad ElasticHub configuration: " + words), body
-    assert words in hub.log_text() and "Traceback" not in hub.log_text(10**6)
+    await hub.stop_server("erin")  # stops as usual, its checkpoint first
+    assert last_checkpoint(await hub.spawner_state("erin"))["status"] == "nothing-to-save"
+    assert "Traceback" not in hub.log_text(10**6), hub.log_text()

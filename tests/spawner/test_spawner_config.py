@@ -61,6 +61,32 @@ async def test_the_admins_own_preferences_come_first_and_still_apply():
                                (2, "example.org/pool", ["burst"])]
 
 
+async def test_an_affinity_in_extra_pod_config_is_kept_and_extended():
+    """KubeSpawner copies extra_pod_config in as the admin's dict: the tier
+    preferences go next to its terms (it used to end every start in an
+    AttributeError)."""
+    required = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "arch", "operator": "In", "values": ["amd64"]}]}]}
+    own = {"weight": 5, "preference": {"matchExpressions": [{"key": "hw", "operator": "In", "values": ["cpu"]}]}}
+    pod = await spawner(extra_pod_config={"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": required,
+        "preferredDuringSchedulingIgnoredDuringExecution": [own]}}}).get_pod_manifest()
+    assert _preferred(pod) == [(5, "hw", ["cpu"]), (10, "elastichub.io/tier", ["on-prem"]),
+                               (1, "elastichub.io/tier", ["cloud"])]
+    assert pod.spec.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == required
+
+
+async def test_an_admins_term_heavier_than_the_tiers_gap_is_warned_once(caplog):
+    heavy = {"weight": 50, "preference": {"matchExpressions": [
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}]}}
+    for _ in range(2):
+        await spawner(node_affinity_preferred=[heavy]).get_pod_manifest()
+    warned = [r.getMessage() for r in caplog.records if "outweighs" in r.getMessage()]
+    assert len(warned) == 1 and "weight 50 outweighs ElasticSpawner.onprem_weight (10)" in warned[0], warned
+    caplog.clear()
+    await spawner(node_affinity_preferred=[heavy], onprem_weight=60).get_pod_manifest()
+    assert not [r for r in caplog.records if "outweighs" in r.getMessage()]
+
+
 async def test_a_profile_can_pin_its_servers():
     s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "default": True,
                                "kubespawner_override": {"migratable": False}}])
@@ -100,16 +126,35 @@ async def test_cloud_weighed_at_or_above_on_prem_is_refused(weights):
 @pytest.mark.parametrize("trait,value,words", [
     ("onprem_weight", 0, "ElasticSpawner.onprem_weight: 0 is outside 1..100"),
     ("cloud_weight", 101, "ElasticSpawner.cloud_weight: 101 is outside 1..100"),
-    ("cloud_weight", "heavy", "'cloud_weight' trait"),
     ("checkpoint_timeout", -1, "ElasticSpawner.checkpoint_timeout: -1"),
     ("checkpoint_timeout", float("nan"), "ElasticSpawner.checkpoint_timeout: nan"),
-    ("checkpoint_timeout", "soon", "'checkpoint_timeout' trait"),
+    ("checkpoint_timeout", float("inf"), "ElasticSpawner.checkpoint_timeout: inf is not a number of seconds"),
+    ("start_timeout", 0, "ElasticSpawner.start_timeout: 0 is not a number of seconds"),
     ("onprem_tier", "on prem", "ElasticSpawner.onprem_tier: 'on prem' is not a Kubernetes label value"),
     ("cloud_tier", "on-prem", "ElasticSpawner.cloud_tier: 'on-prem' is the other tier's value too"),
     ("tier_label", "my tier", "ElasticSpawner.tier_label: 'my tier' is not a Kubernetes label key"),
 ])
-def test_bad_config_is_one_error_naming_the_trait(trait, value, words):
+async def test_a_bad_value_refuses_every_start_but_leaves_running_servers_alone(trait, value, words, caplog,
+                                                                                monkeypatch):
+    """JupyterHub builds a spawner for each running server at its own start:
+    a value out of range must not stop the hub (it used to), only starts."""
+    monkeypatch.setattr(ElasticSpawner, "_logged_problems", set())
+    s, again = spawner(**{trait: value}), spawner(**{trait: value})  # two running servers
+    assert getattr(s, trait) == getattr(again, trait) == ElasticSpawner.class_traits()[trait].default_value
+    logged = [r.getMessage() for r in caplog.records if words in r.getMessage()]
+    assert len(logged) == 1 and "servers already running go on" in logged[0], caplog.text
     with pytest.raises(web.HTTPError) as err:  # what the hub's API answers, without a traceback
+        s.start()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
+
+
+@pytest.mark.parametrize("trait,value,words", [
+    ("cloud_weight", "heavy", "'cloud_weight' trait"),
+    ("checkpoint_timeout", "soon", "'checkpoint_timeout' trait"),
+])
+def test_a_value_of_the_wrong_type_is_one_error_naming_the_trait(trait, value, words):
+    with pytest.raises(web.HTTPError) as err:
         spawner(**{trait: value})
     message = err.value.log_message % err.value.args
     assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
