@@ -20,6 +20,8 @@ Outcomes:
 ``failed``
     anything else, with the reason (a kernel that could not checkpoint, a
     stock kernel, a timeout, an error status, an answer we do not understand).
+    The kernels that did save are counted all the same (`kernels`, `bytes`,
+    `unsaved`: a notebook on a stock kernel next to Elastic ones).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class CheckpointOutcome:
     not_restorable: tuple[str, ...] = ()  # variables a kernel said it cannot bring back
     reason: str = ""  # why, for unsupported / failed
     at: float = 0.0  # when (Unix time)
+    unsaved: int = 0  # kernels that answered and could not checkpoint (failed)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +64,8 @@ class CheckpointOutcome:
             return (f"saved: {self.kernels} kernel(s), {self.bytes} bytes in {self.seconds:.2f} s"
                     + (f", {self.unchanged} unchanged" if self.unchanged else "")
                     + (f", not restorable: {', '.join(self.not_restorable)}" if self.not_restorable else ""))
-        return self.status + (f": {self.reason}" if self.reason else "")
+        saved = f" ({self.kernels} other kernel(s) saved, {self.bytes} bytes)" if self.kernels else ""
+        return self.status + (f": {self.reason}" if self.reason else "") + saved
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "not_restorable": list(self.not_restorable)}
@@ -77,7 +81,8 @@ class CheckpointOutcome:
                        bytes=int(data.get("bytes", 0)), seconds=float(data.get("seconds", 0.0)),
                        unchanged=int(data.get("unchanged", 0)),
                        not_restorable=tuple(str(n) for n in data.get("not_restorable", ())),
-                       reason=str(data.get("reason", "")), at=float(data.get("at", 0.0)))
+                       reason=str(data.get("reason", "")), at=float(data.get("at", 0.0)),
+                       unsaved=int(data.get("unsaved", 0)))
         except (TypeError, ValueError):
             return None
 
@@ -100,20 +105,21 @@ def classify_answer(code: int, body: bytes | str, seconds: float = 0.0, at: floa
         return CheckpointOutcome(FAILED, seconds=seconds, at=at,
                                  reason="the checkpoint endpoint's answer is not a JSON list of kernel results")
     failures = [r for r in results if r.get("ok") is not True]
-    if failures:
-        return CheckpointOutcome(FAILED, seconds=seconds, at=at, reason="; ".join(
-            f"kernel {r.get('kernel_id')!s}: {r.get('error') or 'no ok in its result'}" for r in failures))
-    holding = [r for r in results if r.get("migrated") or r.get("recomputed")]
-    if not holding:
-        return CheckpointOutcome(NOTHING_TO_SAVE, seconds=seconds, at=at,
-                                 reason="no kernel running" if not results else "no variables in any kernel")
+    holding = [r for r in results if r.get("ok") is True and (r.get("migrated") or r.get("recomputed"))]
     try:
         nbytes = sum(int(r.get("bytes", 0)) for r in holding)
     except (TypeError, ValueError):
         return CheckpointOutcome(FAILED, seconds=seconds, at=at, reason="a kernel result's 'bytes' is not a number")
     lost = tuple(str(v.get("name")) for r in holding for v in (r.get("not_restorable") or ()) if isinstance(v, dict))
-    return CheckpointOutcome(SAVED, kernels=len(holding), bytes=nbytes, seconds=seconds, at=at,
-                             unchanged=sum(1 for r in holding if r.get("unchanged")), not_restorable=lost)
+    counted = dict(kernels=len(holding), bytes=nbytes, seconds=seconds, at=at, not_restorable=lost,
+                   unchanged=sum(1 for r in holding if r.get("unchanged")))
+    if failures:
+        return CheckpointOutcome(FAILED, unsaved=len(failures), **counted, reason="; ".join(
+            f"kernel {r.get('kernel_id')!s}: {r.get('error') or 'no ok in its result'}" for r in failures))
+    if not holding:
+        return CheckpointOutcome(NOTHING_TO_SAVE, seconds=seconds, at=at,
+                                 reason="no kernel running" if not results else "no variables in any kernel")
+    return CheckpointOutcome(SAVED, **counted)
 
 
 def _message(text: str) -> str:

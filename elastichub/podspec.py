@@ -163,7 +163,10 @@ def moving_message(old_node: str, new_node: str) -> str:
     return f"Moving your server from {old_node} to {new_node}"
 
 
-def restore_message(kernels: int, nbytes: int) -> str:
+def restore_message(kernels: int, nbytes: int, unsaved: int = 0) -> str:
     noun = "kernel" if kernels == 1 else "kernels"
+    # A kernel that could not checkpoint (a stock python3 one) lost its variables: said, not hidden by the rest.
+    lost = (f"; {unsaved} other {'kernel' if unsaved == 1 else 'kernels'} could not save "
+            f"{'its' if unsaved == 1 else 'their'} variables") if unsaved else ""
     return (f"Your variables will be restored when the notebook's kernel starts "
-            f"({kernels} {noun}, {nbytes / 1e6:.1f} MB saved)")
+            f"({kernels} {noun}, {nbytes / 1e6:.1f} MB saved{lost})")

@@ -23,7 +23,7 @@ from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
-from .checkpoint_client import FAILED, SAVED, CheckpointOutcome, request_checkpoint
+from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 
 # Bump when the shape of the "elastichub" entry of the state changes;
 # load_state ignores what it does not understand rather than failing a hub.
@@ -286,8 +286,9 @@ class ElasticSpawner(KubeSpawner):
 
     def _plan_announcements(self) -> None:
         # Decided before the new pod exists: announce a restore only when the
-        # last stop saved variables, and a move only against the node it ran on.
-        saved = self.last_checkpoint is not None and self.last_checkpoint.status == SAVED
+        # last stop saved variables (of every kernel, or of some: failed, with
+        # a stock kernel beside), and a move only against the node it ran on.
+        saved = self.last_checkpoint is not None and self.last_checkpoint.kernels > 0
         self._restoring = self.last_checkpoint if saved else None
         self._moved_from = self.last_node if saved else None
 
@@ -303,7 +304,8 @@ class ElasticSpawner(KubeSpawner):
             yield {"message": podspec.moving_message(self._moved_from, node)}
         if "restore" not in announced and (node or final):
             announced.add("restore")
-            yield {"message": podspec.restore_message(self._restoring.kernels, self._restoring.bytes)}
+            yield {"message": podspec.restore_message(self._restoring.kernels, self._restoring.bytes,
+                                                      self._restoring.unsaved)}
 
     async def progress(self):
         """KubeSpawner's kind of events, followed by the pod's uid rather than

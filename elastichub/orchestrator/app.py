@@ -205,11 +205,12 @@ class ElasticOrchestrator(Application):
 
     @validate("tmon", "tcool", "boot_timeout", "boot_backoff", "boot_backoff_max", "busy_timeout",
               "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout", "route_timeout",
-              "freeze_lease", "terminal_quiet")
+              "freeze_lease", "terminal_quiet", "watch_timeout", "page_refresh", "history_hours")
     def _positive(self, proposal):
-        value = proposal["value"]
-        if not value > 0:
-            raise TraitError(f"ElasticOrchestrator.{proposal['trait'].name} must be > 0 seconds, not {value!r}")
+        value, name = proposal["value"], proposal["trait"].name
+        if not value > 0:  # also refuses NaN
+            unit = "hours" if name == "history_hours" else "seconds"
+            raise TraitError(f"ElasticOrchestrator.{name} must be > 0 {unit}, not {value!r}")
         return value
 
     @validate("theta_out")
@@ -298,6 +299,9 @@ class ElasticOrchestrator(Application):
         return entries, zone
 
     def settings(self) -> Settings:
+        if self.boot_backoff_max < self.boot_backoff:
+            raise StartupError(f"ElasticOrchestrator.boot_backoff_max ({self.boot_backoff_max:g} s) is below "
+                               f"boot_backoff ({self.boot_backoff:g} s), the first back-off it caps")
         try:
             default = Resources(parse_cpu(self.cloud_node_cpu) / 1000, float(parse_memory(self.cloud_node_memory)))
         except QuantityError as e:

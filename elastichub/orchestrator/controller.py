@@ -297,8 +297,9 @@ class Controller:
         self.metrics.cloud_vms_on.set(on)
         active = snap.active_nodes
         ram, cpu = occupancy(active, "ram"), occupancy(active, "cpu")
-        self.metrics.occupancy.labels("ram").set(ram)
-        self.metrics.occupancy.labels("cpu").set(cpu)
+        self.metrics.occupancy.labels("ram").set(ram / 100)
+        self.metrics.occupancy.labels("cpu").set(cpu / 100)
+        self.metrics.theta_out.set(self.strategy.config.theta_out / 100)
         self.metrics.pending.set(len(snap.pending))
         self.timeline.append({"time": now, "cloud_on": on, "pending": len(snap.pending),
                               "occupancy_ram": round(ram, 2), "moving": self.draining() is not None,

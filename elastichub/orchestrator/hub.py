@@ -141,7 +141,14 @@ class HubClient:
         refuses the token, or the token's role lacks a scope a move needs
         (found at start rather than by the first drain, after a cordon)."""
         _, info = await self._api("GET", "/")
-        _, me = await self._api("GET", "/user")
+        try:
+            _, me = await self._api("GET", "/user")
+        except HubError as e:
+            if e.code != 403:  # JupyterHub answers an unknown or expired token 403, without a message
+                raise
+            raise HubError("the hub does not accept the API token (403 on GET /user): a managed service gets "
+                           "JUPYTERHUB_API_TOKEN from the hub; otherwise set ElasticOrchestrator.api_token to a "
+                           "token the hub issued (and check it has not expired)", 403) from None
         granted = me.get("scopes") if isinstance(me, dict) else None
         if isinstance(granted, list):  # JupyterHub 2+: the token's scopes, expanded
             missing = missing_scopes(granted)

@@ -6,11 +6,21 @@ the demo) never mixes its numbers with anyone else's.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+
+# Every label value a counter is incremented with: their series exist (at 0)
+# from the first scrape, so `increase(...[5m]) > 0` sees the first failure too.
+ACTIONS = ("scale-out", "scale-in")
+MOVE_OUTCOMES = ("moved", "skipped", "aborted", "failed", "interrupted")
+MOVE_METHODS = ("live", "restart")
+CYCLE_STAGES = ("cycle", "cloud", "boot", "drain", "tell")
 
 
 class Metrics:
     def __init__(self) -> None:
+        # The *_created series (one per counter and histogram) only double
+        # what a scrape shows; the orchestrator's process is its own.
+        disable_created_metrics()
         self.registry = r = CollectorRegistry(auto_describe=True)
         self.nodes = Gauge("elastichub_nodes", "Worker nodes by tier and status", ["tier", "status"], registry=r)
         self.cloud_vms_on = Gauge("elastichub_cloud_vms_running",
@@ -18,9 +28,9 @@ class Metrics:
                                   registry=r)
         self.cloud_node_seconds = Counter("elastichub_cloud_node_seconds",
                                           "Cloud VM-seconds run, as observed each cycle (the bill)", registry=r)
-        self.occupancy = Gauge("elastichub_occupancy_percent",
-                               "Requests over allocatable of the active nodes (eq. 1)", ["resource"], registry=r)
-        self.theta_out = Gauge("elastichub_theta_out_percent", "The scale-out threshold in force", registry=r)
+        self.occupancy = Gauge("elastichub_occupancy_ratio",
+                               "Requests over allocatable of the active nodes (eq. 1), 0..1", ["resource"], registry=r)
+        self.theta_out = Gauge("elastichub_theta_out_ratio", "The scale-out threshold in force, 0..1", registry=r)
         self.pending = Gauge("elastichub_pending_servers", "Single-user servers waiting for a node", registry=r)
         self.decision_seconds = Histogram(
             "elastichub_decision_seconds", "Time of one observe + decide step (the policy included)",
@@ -38,3 +48,10 @@ class Metrics:
                                     ["stage"], registry=r)
         self.problems = Gauge("elastichub_problems",
                               "Problems that need an admin's eye now (api/status lists them)", registry=r)
+        for action in ACTIONS:
+            self.actions.labels(action)
+        for outcome in MOVE_OUTCOMES:
+            for method in MOVE_METHODS:
+                self.migrations.labels(outcome, method)
+        for stage in CYCLE_STAGES:
+            self.cycle_errors.labels(stage)

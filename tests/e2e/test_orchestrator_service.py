@@ -81,7 +81,9 @@ async def test_the_managed_service_reports_decides_and_in_dry_run_changes_nothin
     code, metrics = await hub.api("GET", "/services/elastichub-orchestrator/metrics")
     text = metrics.decode()
     assert code == 200 and 'elastichub_nodes{status="ready",tier="cloud"} 1.0' in text
-    assert "elastichub_decision_seconds_count" in text and "elastichub_occupancy_percent" in text
+    assert "elastichub_decision_seconds_count" in text and 'elastichub_occupancy_ratio{resource="ram"}' in text
+    # The threshold in force (the managed service runs the default 80 %).
+    assert "elastichub_theta_out_ratio 0.8" in text and "_created" not in text
     # Without a valid token the API answers 403 with a reason an API client can read, not the
     # login redirect a browser gets from the page.
     code, refused = await hub.api("GET", "/services/elastichub-orchestrator/api/status", token="nope")
@@ -123,3 +125,11 @@ async def test_a_role_missing_a_scope_a_move_needs_is_named_at_start(cluster_fac
     assert "lacks the scope(s) access:servers; its role needs list:users, read:users, servers, access:servers" \
         in errors[0]
     assert ORCHESTRATOR_TOKEN not in result.stderr
+
+    # A token the hub never issued: said as such, not as "403 None".
+    wrong = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "elastichub", "orchestrator", f"--config={config}",
+                         "--ElasticOrchestrator.api_token=" + "0" * 32], capture_output=True, text=True, timeout=60)
+    errors = [line for line in wrong.stderr.splitlines() if "CRITICAL" in line or "error" in line.lower()]
+    assert wrong.returncode != 0 and len(errors) == 1 and "Traceback" not in wrong.stderr, wrong.stderr
+    assert "the hub does not accept the API token (403 on GET /user)" in errors[0], errors

@@ -358,3 +358,19 @@ def test_a_cloud_node_that_stops_reporting_while_it_hosts_servers_is_no_boot():
     # Without servers a node that is not Ready is a boot, as before.
     obs = observe([node("onprem-1"), node("cloud-1", "cloud", ready=False)], [], vm, CONFIG, NOW)
     assert obs.snapshot.node("cloud-1").status is NodeStatus.BOOTING and obs.problems == []
+
+
+def test_every_counted_label_has_its_series_from_the_first_scrape():
+    """An alert on `increase(elastichub_migrations_total{outcome="failed"}[5m]) > 0`
+    misses the first failure when the series only appears with it."""
+    from prometheus_client import generate_latest
+
+    from elastichub.orchestrator.controller import Controller
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
+    text = generate_latest(ctl.metrics.registry).decode()
+    for series in ('elastichub_migrations_total{method="live",outcome="failed"} 0.0',
+                   'elastichub_scale_actions_total{action="scale-in"} 0.0',
+                   'elastichub_cycle_errors_total{stage="drain"} 0.0'):
+        assert series in text, text
+    assert "_created" not in text

@@ -72,6 +72,17 @@ def test_every_other_answer_is_a_failure_with_its_reason(code, body, words):
     assert words in out.reason
 
 
+def test_a_stock_kernel_beside_elastic_ones_fails_the_outcome_but_the_saved_ones_count():
+    """A stop must still say so (the orchestrator moves no such server), but
+    the next start may tell the user the Elastic kernels' variables return."""
+    stock = _result(ok=False, migrated=(), nbytes=0, error="kernel 'python3' is not an Elastic Python kernel")
+    out = classify_answer(200, _answer([_result(nbytes=2_000_000, lost=("sock",)), stock]))
+    assert (out.status, out.ok, out.kernels, out.bytes, out.unsaved) == (FAILED, False, 1, 2_000_000, 1)
+    assert "not an Elastic Python kernel" in out.reason and out.not_restorable == ("sock",)
+    assert out.summary().endswith("(1 other kernel(s) saved, 2000000 bytes)")
+    assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
+
+
 def test_outcomes_round_trip_and_foreign_records_are_ignored():
     out = classify_answer(200, _answer([_result(lost=("s",))]), seconds=2.0, at=1e9)
     assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out

@@ -98,3 +98,6 @@ def test_progress_messages():
     assert podspec.restore_message(2, 12_500_000) == (
         "Your variables will be restored when the notebook's kernel starts (2 kernels, 12.5 MB saved)")
     assert "(1 kernel, " in podspec.restore_message(1, 10)
+    assert podspec.restore_message(1, 2_000_000, unsaved=1) == (
+        "Your variables will be restored when the notebook's kernel starts (1 kernel, 2.0 MB saved; "
+        "1 other kernel could not save its variables)")

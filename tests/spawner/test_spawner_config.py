@@ -187,9 +187,9 @@ async def test_a_state_it_does_not_understand_loads_as_nothing(mine):
 async def test_the_start_announces_a_restore_only_after_a_saved_checkpoint():
     s = spawner()
     s.last_node = "cloud-1"
-    for status, announced in (("saved", True), ("nothing-to-save", False), ("unsupported", False),
-                              ("failed", False)):
-        s.last_checkpoint = CheckpointOutcome(status, kernels=1, bytes=10)
+    for status, kernels, announced in (("saved", 1, True), ("nothing-to-save", 0, False), ("unsupported", 0, False),
+                                       ("failed", 0, False), ("failed", 1, True)):  # a stock kernel beside
+        s.last_checkpoint = CheckpointOutcome(status, kernels=kernels, bytes=10 * kernels, unsaved=status == "failed")
         s._plan_announcements()
         assert (s._restoring is not None, s._moved_from == "cloud-1") == (announced, announced)
 
