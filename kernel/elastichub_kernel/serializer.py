@@ -119,6 +119,14 @@ def _notebook_class_reduce(cls, reduced):
         # registered the class twice, or failed on a registry still loading
         make = _make_class_past_notebook_init_subclass
     if make is cloudpickle.cloudpickle._make_skeleton_enum:
+        # cloudpickle lists the members by iterating the class, which skips
+        # aliases (CRIMSON = 1 after RED = 1; a Flag's RW = R | W): they came
+        # back missing, Perm.RW named 'R|W'. Given in definition order, an
+        # alias is made an alias again; its class attribute would reassign it.
+        members = {name: member._value_ for name, member in cls.__members__.items()}
+        for alias in members.keys() - args[3].keys():
+            state.pop(alias, None)
+        args = (*args[:3], members, *args[4:])
         # members are made from their values alone: what the class's
         # __init__ set on them (Planet.EARTH.mass), or a cell after, is kept here
         members = {name: {k: v for k, v in vars(member).items() if not (k.startswith("_") and k.endswith("_"))}

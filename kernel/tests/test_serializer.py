@@ -4,6 +4,7 @@ import mmap
 import pickle
 import sys
 import types
+import weakref
 
 import cloudpickle
 import numpy as np
@@ -569,6 +570,50 @@ def test_enum_members_keep_what_init_set_and_slotted_classes_keep_their_slots():
         with pytest.raises(AttributeError):
             setattr(obj, attr, 5)
     assert values["s"].a == 1 and values["p"].x == 3 and not hasattr(values["s"], "__dict__")
+
+
+ALIASES = '''
+import enum
+class Color(enum.Enum):
+    RED = 1
+    CRIMSON = 1
+    BLUE = 2
+class Perm(enum.Flag):
+    R = 4
+    W = 2
+    X = 1
+    RW = R | W
+    ALL = R | W | X
+class Mode(enum.IntFlag):
+    R = 4
+    W = 2
+    RW = 6
+crimson, rw, everything, mode = Color.CRIMSON, Perm.RW, Perm.ALL, Mode.RW
+'''
+
+
+def test_enum_aliases_come_back_as_aliases(monkeypatch):
+    """cloudpickle rebuilt a notebook enum from iterating it, which skips
+    aliases: Color["CRIMSON"] raised KeyError, Perm.RW was named 'R|W'."""
+    ns = {"__name__": "__main__"}
+    exec(ALIASES, ns)
+    names = ["Color", "Perm", "Mode", "crimson", "rw", "everything", "mode"]
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
+    assert dumped.failed == {}
+    # as in a new kernel: the classes are made again, not found in this process
+    monkeypatch.setattr(cloudpickle.cloudpickle, "_DYNAMIC_CLASS_TRACKER_BY_ID", weakref.WeakValueDictionary())
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                              {"__name__": "__main__"})
+    assert failed == {}
+    Color, Perm, Mode = values["Color"], values["Perm"], values["Mode"]
+    assert Color is not ns["Color"]
+    for cls in (Color, Perm, Mode):
+        assert list(cls.__members__) == list(ns[cls.__name__].__members__)
+        assert list(cls) == [cls[m.name] for m in ns[cls.__name__]]
+    assert Color["CRIMSON"] is Color.RED is values["crimson"] and Color(1) is Color.RED
+    assert Perm.RW.name == "RW" and values["rw"] is Perm.RW and Perm.R | Perm.W is Perm.RW
+    assert repr(Perm.ALL) == "<Perm.ALL: 7>" and values["everything"] is Perm.ALL
+    assert values["mode"] is Mode.RW and Mode.RW.name == "RW" and Mode.RW == 6
 
 
 def test_a_reconstructor_that_meets_an_object_that_could_not_be_loaded_is_named_by_that_cause():
