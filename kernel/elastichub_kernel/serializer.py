@@ -19,7 +19,8 @@
   objects first, without their attributes, then the attributes in pickles
   of their own, a level at a time, all in the variable's one record.
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
-  view of a view) is saved as a view of it and restored sharing its memory.
+  view of a view) is saved as a view of it and restored sharing its memory;
+  so is a memoryview over its exporter (views.py).
 
 Importing this module imports cloudpickle (cheap, no user library); the
 kernel imports it only when a checkpoint or a restore runs.
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 
 import cloudpickle
 
-from . import idioms
+from . import idioms, views
 
 PROTOCOL = 5
 
@@ -190,100 +191,8 @@ def _set_enum_state(cls, state):
     return cls
 
 
-def _is_ndarray(value) -> bool:
-    """An exact numpy.ndarray, told by its class (numpy is never imported here)."""
-    kind = type(value)
-    return kind.__name__ == "ndarray" and kind.__module__ == "numpy"
-
-
-def _array_root(array):
-    """The last ndarray in ``array.base`` chain: the array a view's memory is in."""
-    root = array
-    while _is_ndarray(root.base):
-        root = root.base
-    return root
-
-
-_SCAN_ITEMS = 1000
-
-
-def saved_array_roots(values) -> set:
-    """ids of the arrays whose memory the saved state holds in full: a saved
-    array, or the root of a saved array spanning all of it (after a restore,
-    ``a`` is a reshape of a flat array: its views are views of that one).
-    Looked for in the values and two levels into their dicts, lists, tuples
-    of up to ``_SCAN_ITEMS`` items and plain objects' attributes
-    (``grid.cells``, ``runs["exp1"]["raw"]``), ``_SCAN_BUDGET`` items in all
-    (a list of a million floats is not walked at every checkpoint; a view
-    whose base is not found is saved as a copy, as plain pickle would)."""
-    roots = set()
-    budget = _SCAN_BUDGET
-    level = list(values)
-    for depth in range(3):
-        deeper = []
-        for item in level:
-            if _is_ndarray(item):
-                root = _array_root(item)
-                if root is item or (item.nbytes == root.nbytes and _address(item) == _address(root)):
-                    roots.add(id(root))
-            elif depth < 2:
-                inner = _inside(item)
-                if inner and len(inner) <= min(_SCAN_ITEMS, budget):
-                    budget -= len(inner)
-                    deeper.extend(inner)
-        level = deeper
-    return roots
-
-
-_SCAN_BUDGET = 20 * _SCAN_ITEMS
-
-
-def _inside(value) -> list | tuple:
-    """What a value holds that pickle saves as it is: a dict's values, a list
-    or tuple, the attributes of an object pickled by its __dict__."""
-    kind = type(value)
-    if kind is dict:
-        return list(value.values())
-    if kind in (list, tuple):
-        return value
-    state = getattr(value, "__dict__", None)
-    if type(state) is not dict or isinstance(value, (type, types.ModuleType, types.FunctionType)):
-        return ()
-    if kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \
-            or getattr(kind, "__getstate__", object.__getstate__) is not object.__getstate__:
-        return ()  # saved its own way: the arrays in its __dict__ may not be what it saves
-    return list(state.values())
-
-
-def _address(array) -> int:
-    return array.__array_interface__["data"][0]
-
-
-def _view_span(shape, strides, itemsize) -> tuple[int, int]:
-    """Lowest and one-past-highest byte a view touches, from its first element."""
-    low = high = 0
-    for n, stride in zip(shape, strides):
-        if n == 0:
-            return 0, 0
-        reach = (n - 1) * stride
-        low, high = low + min(reach, 0), high + max(reach, 0)
-    return low, high + itemsize
-
-
-def _rebuild_view(root, offset, shape, strides, dtype, writeable):
-    """A view into the restored ``root``, exactly where it was."""
-    import numpy  # already imported: ``root`` is an ndarray
-
-    flat = root.ravel(order="K").view(numpy.uint8)  # a view: root is contiguous
-    view = numpy.ndarray(shape, dtype, buffer=flat, offset=offset, strides=strides)
-    if not writeable:
-        view.flags.writeable = False
-    return view
-
-
-def _read_only(array):
-    array.flags.writeable = False
-    return array
+# Old checkpoints name these here.
+_rebuild_view, _read_only = views._rebuild_view, views.read_only
 
 
 def _same(obj):
@@ -371,25 +280,29 @@ class NamespacePickler(cloudpickle.Pickler):
         return reduced[:2]
 
     def reducer_override(self, obj):
-        # A numpy view (``v = a[10:20]``, ``a.T``) whose base the state holds
-        # is saved as (base, offset, shape, strides, dtype): restored, it is
-        # a view of the restored base again, so writes through one still show
-        # in the other. Plain pickle would give an independent copy: equal
-        # values, silently different behaviour. A view whose base is not
-        # saved stays a copy of its own elements (saving a base the user no
-        # longer holds could cost far more than the view).
-        if _is_ndarray(obj):
-            if self._array_roots:
-                reduced = self._view_reduce(obj)
-                if reduced is not None:
-                    return reduced
+        # A numpy view (``v = a[10:20]``, ``a.T``, a sliding window) whose
+        # base the state holds is saved as (base, offset, shape, strides,
+        # dtype): restored, it is a view of the restored base again, so writes
+        # through one still show in the other. Plain pickle would give an
+        # independent copy: equal values, silently different behaviour. A view
+        # whose base is not saved stays a copy of its own elements (saving a
+        # base the user no longer holds could cost far more than the view),
+        # unless they overlap: then it is the memory they cover (views.py).
+        kind = type(obj)
+        if views.is_ndarray(obj):
+            reduced = views.array_reduce(obj, self._array_roots)
+            if reduced is not None:
+                return reduced
             if not obj.flags.writeable and not (obj.flags.c_contiguous or obj.flags.f_contiguous) \
                     and not obj.dtype.hasobject:
                 # numpy saves a strided array's elements in-band and drops the flag: a read-only one
                 # (ro[::3], a copy-on-write pandas row) came back writeable. A contiguous copy goes
                 # out of band, and the flag is set again.
-                return _read_only, (obj.copy(order="K"),)
-        kind = type(obj)
+                return views.read_only, (obj.copy(order="K"),)
+        elif kind is memoryview:  # cloudpickle's is bytes
+            return views.memoryview_reduce(obj, self._array_roots)
+        elif views.is_masked_array(kind):
+            return views.masked_reduce(obj)
         try:
             idiom = self._idioms[kind]
         except KeyError:
@@ -407,18 +320,6 @@ class NamespacePickler(cloudpickle.Pickler):
                 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
             return _notebook_class_reduce(obj, reduced)
         return reduced
-
-    def _view_reduce(self, view):
-        root = _array_root(view)
-        if root is view or id(root) not in self._array_roots or root.size == 0:
-            return None
-        if view.dtype.hasobject or root.dtype.hasobject or not (root.flags.c_contiguous or root.flags.f_contiguous):
-            return None
-        offset = _address(view) - _address(root)
-        low, high = _view_span(view.shape, view.strides, view.itemsize)
-        if offset + low < 0 or offset + high > root.nbytes:
-            return None  # not inside the root's memory (as_strided tricks): a copy
-        return _rebuild_view, (root, offset, view.shape, view.strides, view.dtype, bool(view.flags.writeable))
 
     def _shared_cell(self, cell) -> _SharedCell:
         entry = self._cells.get(id(cell))
@@ -558,7 +459,7 @@ def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) ->
             return True
         return False
 
-    pickler = NamespacePickler(out, user_ns, keep_buffer, saved_array_roots(ns[name] for name in names))
+    pickler = NamespacePickler(out, user_ns, keep_buffer, views.saved_array_roots(ns[name] for name in names))
     records = []
     for name in names:
         start, first = out.tell(), len(buffers)

@@ -90,3 +90,108 @@ def test_views_inside_a_dict_share_with_a_saved_base(tmp_path):
     out["a"][0] = 7.0
     out["a"][-1] = 8.0
     assert out["parts"]["head"][0] == 7.0 and out["parts"]["tail"][0][-1] == 8.0
+
+
+def test_a_sliding_window_is_a_view_of_its_signal_again_never_its_windows_copied(tmp_path):
+    """sliding_window_view's base chain goes through an as_strided helper:
+    the windows were saved as a copy of every window (500x the signal's
+    bytes) and came back sharing nothing."""
+    sig = np.random.rand(100_000)
+    win = np.lib.stride_tricks.sliding_window_view(sig, 500)
+    out, reply = _round_trip(tmp_path, {"sig": sig, "win": win})
+    assert reply["bytes"] < 1.1 * sig.nbytes, reply["bytes"]  # was 399,617,511
+    assert np.array_equal(out["win"], win) and out["win"].strides == win.strides
+    assert np.shares_memory(out["win"], out["sig"]) and not out["win"].flags.writeable
+    out["sig"][3] = -1.0
+    assert out["win"][0, 3] == out["win"][3, 0] == -1.0
+    # its signal not held: the memory the windows cover, not 500 copies of it
+    alone, reply = _round_trip(tmp_path, {"win": win[1000:2000]}, "alone")
+    assert reply["bytes"] < 2 * 1500 * 8 + 4096, reply["bytes"]
+    assert np.array_equal(alone["win"], win[1000:2000]) and alone["win"].strides == win.strides
+    assert not alone["win"].flags.writeable and alone["win"].base is not None
+
+
+def test_a_broadcast_array_whose_base_is_gone_is_saved_as_its_base(tmp_path):
+    wide = np.broadcast_to(np.arange(1000.0), (1000, 1000))
+    out, reply = _round_trip(tmp_path, {"wide": wide})
+    assert reply["bytes"] < 8000 + 4096, reply["bytes"]
+    assert np.array_equal(out["wide"], wide) and out["wide"].strides == (0, 8)
+
+
+def test_an_array_over_a_bytearray_the_state_holds_is_over_it_again(tmp_path):
+    """np.frombuffer(buf) came back as a copy: writes no longer reached buf."""
+    buf = bytearray(b"abcdefgh" * 2)
+    out, _ = _round_trip(tmp_path, {"words": np.frombuffer(buf, dtype=np.uint16)[1:5], "buf": buf})
+    out["words"][0] = 0x4141
+    assert out["buf"] == bytearray(b"abAAefghabcdefgh") and out["words"].flags.writeable
+    out["buf"][4] = ord("Z")
+    assert out["words"][1] == np.frombuffer(b"Zf", dtype=np.uint16)[0]
+
+
+def test_a_slice_of_a_masked_array_shares_its_data_and_mask_again(tmp_path):
+    a = np.arange(10.0)
+    m = np.ma.masked_array(a, mask=[0, 1] * 5, fill_value=-9.0)
+    held = np.ma.array([1.0, 2, 3, 4], mask=[0, 1, 0, 0])
+    out, _ = _round_trip(tmp_path, {"a": a, "m": m, "part": m[2:6], "held": held, "tail": held[1:]})
+    for name, value in {"m": m, "part": m[2:6], "tail": held[1:]}.items():
+        assert type(out[name]) is type(value) and out[name].fill_value == value.fill_value
+        assert out[name].tolist() == value.tolist(), name
+    out["m"][3] = 99.0
+    out["m"][2] = np.ma.masked
+    assert out["part"].tolist() == [None, 99.0, 4.0, None] and out["a"][3] == 99.0
+    out["tail"][0] = 5.0  # as in the notebook: unmasked and written in both
+    assert out["held"].tolist() == [1.0, 5.0, 3.0, 4.0]
+
+
+def test_a_view_that_cannot_be_made_over_its_base_again_is_said(tmp_path):
+    base = np.zeros(8)
+    odd = np.lib.stride_tricks.as_strided(base[:4], shape=(2, 2), strides=(16, 8))  # fine: inside base
+    out, _ = _round_trip(tmp_path, {"base": base, "odd": odd})
+    assert np.shares_memory(out["odd"], out["base"])
+    # an array with gaps over a buffer the state does not hold: its views cannot be made over it
+    gappy = np.ndarray((4,), float, buffer=bytearray(64), strides=(16,))
+    reply = engine.checkpoint(str(tmp_path / "b"), {"gappy": gappy, "tail": gappy[1:]}, ["gappy", "tail"],
+                              HistoryRecorder(), DiskSpeed(str(tmp_path), 100), "nb")
+    report = engine.restore(reply["path"], {})
+    assert [d["name"] for d in report["differs"]] == ["tail"], report
+    assert "writes through one no longer show in the other" in report["differs"][0]["reason"]
+
+
+def test_a_memoryview_comes_back_a_memoryview_over_what_it_viewed(tmp_path):
+    """cloudpickle saves a memoryview as bytes: `mview[0] = 65` raised
+    TypeError, writes no longer reached the buffer, and one of an int32
+    array had len 24, not 6."""
+    import array
+
+    buf, ints, numbers = bytearray(b"abcdef"), np.arange(6, dtype=np.int32), array.array("i", [1, 2, 3, 4])
+    grid = np.arange(12.0).reshape(3, 4)
+    ns = {"mview": memoryview(buf)[1:4], "buf": buf, "amv": memoryview(ints), "ints": ints,
+          "every_other": memoryview(b"xyz123")[::2], "backwards": memoryview(numbers)[::-1], "numbers": numbers,
+          "columns": memoryview(grid.T), "rows": memoryview(grid)[1:], "grid": grid,
+          "alone": memoryview(bytearray(b"0123456789"))[2:8:3], "frozen": memoryview(bytearray(b"ro")).toreadonly()}
+    out, _ = _round_trip(tmp_path, dict(ns))
+    for name, view in ns.items():
+        if type(view) is not memoryview:
+            continue
+        got = out[name]
+        assert type(got) is memoryview, name
+        assert (got.format, got.shape, got.strides, got.readonly, got.tolist()) == \
+               (view.format, view.shape, view.strides, view.readonly, view.tolist()), name
+    assert len(out["amv"]) == 6 and out["mview"].obj is out["buf"] and out["amv"].obj is out["ints"]
+    out["mview"][0] = 65
+    assert out["buf"] == bytearray(b"aAcdef")
+    out["ints"][1] = 7
+    out["numbers"][0] = 9
+    out["grid"][0, 1] = -1.0
+    assert out["amv"][1] == 7 and out["backwards"][3] == 9 and out["columns"][1, 0] == -1.0
+    out["rows"][0, 0] = -2.0
+    assert out["grid"][1, 0] == -2.0
+    assert out["alone"].tolist() == [ord("2"), ord("5")] and out["alone"].obj is not None
+
+
+def test_a_memoryview_that_cannot_be_made_again_is_named(tmp_path):
+    grid = np.arange(12.0).reshape(3, 4)
+    reply = engine.checkpoint(str(tmp_path / "s"), {"grid": grid, "every_other_row": memoryview(grid)[::2]},
+                              ["grid", "every_other_row"], HistoryRecorder(), DiskSpeed(str(tmp_path), 100), "nb")
+    assert [d["name"] for d in reply["not_restorable"]] == ["every_other_row"], reply
+    assert "cannot be made again" in reply["not_restorable"][0]["reason"]
