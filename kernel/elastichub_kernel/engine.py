@@ -28,10 +28,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
+from . import libstate, usermodules
 from .recorder import HistoryRecorder
+from .references import library_change_notes, library_changes, module_reference
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 from .typeprobe import is_module, type_name, unrestorable_reason
+from .usermodules import MODULE_PREFIX
 
 _PURE_PREFIX = "\x00pure:"
 # Values smaller than this are always migrated: recomputing saves nothing.
@@ -98,12 +101,15 @@ def _plain_size(value) -> int | None:
 def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     """Classify and pickle the variables (shared by full checkpoints and
     live deltas): (dumped, index fields, recomputed, not_restorable).
-    ``context``: a SessionContext (context.py) whose changes are saved too."""
+    ``context``: a SessionContext (context.py) whose changes are saved too,
+    with the module-level values of the notebook's own modules."""
     from .serializer import dump_namespace
 
     migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
     write_bps, read_bps = speed.estimate()
     baseline = context.modules if context is not None else frozenset()
+    own = (usermodules.user_modules(baseline, usermodules.library_dirs(context.path, context.cwd))
+           if context is not None else {})
     for key in [k for k in ns if not isinstance(k, str)]:  # user_variable_names leaves them out: said here
         not_restorable.append({"name": repr(key)[:80], "reason": "a key of globals() that is no name "
                                "(globals()[key] = ...): not saved"})
@@ -119,6 +125,11 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             else:
                 not_restorable.append({"name": name, "reason": "a module that cannot be imported by name"})
             continue
+        ref = module_reference(name, value, recorder.imported, own)
+        if ref is not None:  # `from matplotlib import rcParams`: that object again, not a copy
+            imports.append({"name": name, **module_fingerprint(sys.modules[ref[0]]), "attr": ref[1]})
+            recomputed.append(name)
+            continue
         reason = unrestorable_reason(value)
         if reason:
             not_restorable.append({"name": name, "reason": f"{type_name(value)}: {reason}"})
@@ -129,11 +140,19 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             recomputed.append(name)
             continue
         migrate.append(name)
-    dumped = dump_namespace({**ns, **pure}, migrate + list(pure), user_ns=ns)
+    carried = {f"{MODULE_PREFIX}{module}:{attr}": value for module in own
+               for attr, value in usermodules.saved_values(sys.modules[module], own[module]).items()}
+    dumped = dump_namespace({**ns, **pure, **carried}, [*carried, *migrate, *pure], user_ns=ns,
+                            watch=frozenset(own))
     for name, why in dumped.failed.items():
         if name.startswith(_PURE_PREFIX):  # plain inputs always pickle; never silent anyway
             recomputed.remove(name[len(_PURE_PREFIX):])
             not_restorable.append({"name": name[len(_PURE_PREFIX):], "reason": f"its recompute recipe {why}"})
+            continue
+        if name.startswith(MODULE_PREFIX):
+            module, attr = name[len(MODULE_PREFIX):].split(":", 1)
+            not_restorable.append({"name": f"{module}.{attr}", "reason": f"{type_name(carried[name])} {why}; "
+                                   f"importing {module} again makes it anew, as its code does"})
             continue
         not_restorable.append({"name": name, "reason": f"{type_name(ns[name])} {why}"})
     fields = {
@@ -143,6 +162,20 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
         # a read-only source array (np.frombuffer(bytes)) comes back read-only
         "readonly_buffers": [i for i, b in enumerate(dumped.buffers) if b.readonly],
     }
+    if own:
+        fields["user_modules"] = [{"module": m, "file": f, "stamp": usermodules.file_stamp(f)} for m, f in own.items()]
+        users: dict = {}
+        for name, modules in dumped.uses.items():
+            if not name.startswith("\x00"):
+                for module in modules:
+                    users.setdefault(module, []).append(name)
+        fields["module_users"] = users
+    changes = library_changes(recorder, own)
+    if changes:
+        fields["library_changes"] = changes
+    held = libstate.holding_cells_decimal_context(ns, migrate)
+    if held:  # `ctx = decimal.getcontext()`: made the cells' current context again at restore
+        fields["decimal_context"] = held
     if context is not None:
         fields["context"] = context.capture()
     return dumped, fields, recomputed, not_restorable
@@ -165,7 +198,7 @@ def loaded_submodules(module, baseline: frozenset) -> list:
 
 
 def migrated_names(dumped) -> list:
-    return [r.name for r in dumped.records if not r.name.startswith(_PURE_PREFIX)]
+    return [r.name for r in dumped.records if not r.name.startswith("\x00")]  # not recipes, nor modules' values
 
 
 def file_index(session: str, base_id: str, fields: dict, **extra) -> dict:
@@ -271,11 +304,13 @@ def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict
             context.restore({})
         raise
     restore_after_load(context, first, context_report)
+    notes = [*context_report.pop("notes", []), *built.pop("notes")]
     return dict(
         path=path,
         created=index.get("created"),
         **built,
         **context_report,
+        **({"notes": notes} if notes else {}),
         bytes=os.path.getsize(path) if os.path.exists(path) else None,
         seconds=round(time.perf_counter() - started, 6),
     )
@@ -286,12 +321,17 @@ def _load_verified(path, ns, keep, imports, first):
     # re-imports the notebook's modules (numpy, pandas... take a while):
     # both finish sooner than one after the other. Names are bound only once
     # the whole file has been verified, then each as soon as it has loaded.
+    own = checked_user_modules(path, first)
     with ThreadPoolExecutor(1, thread_name_prefix="elastichub-read") as pool:
         pending = pool.submit(read_checkpoint, path)
+        # The notebook's own modules first, each from the file it was loaded
+        # from (not one a fresh import finds after a %cd), then the others.
+        reloaded = usermodules.load_again(own)
         modules = import_modules(imports)
         loaded = pending.result()
     index = loaded.index
-    if [dict(i) for i in index.get("imports", [])] != imports or index.get("context") != first.get("context"):
+    if [dict(i) for i in index.get("imports", [])] != imports or index.get("context") != first.get("context") \
+            or index.get("user_modules") != first.get("user_modules"):
         raise CheckpointRejected(path, "malformed index (file changed while being read)")
     records = checked_records(path, index, len(loaded.blobs[0]), len(loaded.blobs) - 1)
     buffers = list(loaded.blobs[1:])
@@ -299,7 +339,18 @@ def _load_verified(path, ns, keep, imports, first):
         keep.update(base_id=index.get("base_id"), buffers=buffers, path=path)
     built = build_namespace(index, loaded.blobs[0], records, buffers, imports, modules, ns)
     built.pop("bindings")  # bound already
+    users = index.get("module_users") if isinstance(index.get("module_users"), dict) else {}
+    built["notes"] = usermodules.restore_notes(reloaded, users) + built["notes"]
+    for name, why in reloaded["problems"].items():
+        built["differs"].append({"name": name, "reason": why})
     return index, built
+
+
+def checked_user_modules(path: str, index: dict) -> list:
+    try:
+        return usermodules.checked(index.get("user_modules", []))
+    except ValueError as exc:
+        raise CheckpointRejected(path, f"malformed index ({exc})") from None
 
 
 def restore_context(context, index: dict) -> dict:
@@ -326,7 +377,8 @@ def checked_imports(path: str, read) -> list:
     try:
         imports = [dict(i) for i in read().get("imports", [])]
         for imp in imports:
-            if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str):
+            if not isinstance(imp.get("module"), str) or not isinstance(imp.get("name"), str) \
+                    or not isinstance(imp.get("attr", ""), str):
                 raise ValueError("bad import entry")
             subs = imp.get("submodules", [])
             if not (isinstance(subs, list) and all(isinstance(m, str) and m.startswith(imp["module"] + ".")
@@ -383,7 +435,7 @@ def build_namespace(index, stream, records, buffers, imports, modules, target_ns
     from .loader import Bindings
 
     if bindings is None:
-        bindings = Bindings(target_ns, skip=_PURE_PREFIX)
+        bindings = Bindings(target_ns, skip="\x00")  # recipes, modules' values: not variables
     try:
         return _build_namespace(index, stream, records, buffers, imports, modules, target_ns, bindings)
     except BaseException:
@@ -396,7 +448,7 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
 
     earlier = [dict(i) for i in index.get("not_restorable", [])]
     not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]
-    recomputed, differs, failed_now = [], [], []
+    recomputed, differs, failed_now, references = [], [], [], {}
     for imp in imports:
         name, module = imp["name"], modules[imp["name"]]
         if isinstance(module, str):
@@ -406,6 +458,15 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
         if now["version"] != imp.get("version") or now["file"] != imp.get("file"):
             differs.append({"name": name, "reason": f"module {imp['module']} is now version {now['version']} "
                             f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
+        if "attr" in imp:  # `from M import a`: M.a of this kernel, as it was M.a in the session
+            value = getattr(module, imp["attr"], _MISSING)
+            if value is _MISSING:
+                failed_now.append({"name": name, "reason": f"module {imp['module']} has no {imp['attr']} here"})
+                continue
+            references[name] = [imp["module"], imp["attr"]]
+            bindings.bind(name, value)
+            recomputed.append(name)
+            continue
         bindings.bind(name, module)
         recomputed.append(name)
         missing = [sub for sub in imp.get("submodules", ()) if sub not in sys.modules]
@@ -420,9 +481,14 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
     differs += [{"name": name, "reason": why} for name, why in notes.items()]
     for name, why in failed.items():
         shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
-        failed_now.append({"name": shown, "reason": why})
+        failed_now.append({"name": usermodules.shown_name(shown), "reason": why})
     migrated = []
     for name, value in values.items():
+        if name.startswith(MODULE_PREFIX):  # a value of the notebook's own module, set on it again
+            problem = usermodules.set_value(name, value)
+            if problem:
+                failed_now.append(problem)
+            continue
         if name.startswith(_PURE_PREFIX):
             shown, made = name[len(_PURE_PREFIX):], {}
             problem = _recompute_pure(shown, value, made)
@@ -433,8 +499,11 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
                 recomputed.append(shown)
             continue
         migrated.append(name)
+    changes = [c for c in index.get("library_changes", []) if isinstance(c, list) and len(c) == 4]
     return dict(bindings=bindings, migrated=migrated, recomputed=recomputed,
-                not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs)
+                not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs,
+                references=references, library_changes=changes, notes=library_change_notes(changes),
+                decimal_context=[n for n in index.get("decimal_context", []) if isinstance(n, str) and n in migrated])
 
 
 def _recompute_pure(name, spec, ns) -> str | None:

@@ -255,6 +255,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         elif report is not None:
             self.restored = dict(report)
             self._live_names = set(report["migrated"]) | set(report["recomputed"])
+            self.seed_recorder(report)
             note = format_restore(report)
             # The namespace now equals the file unless something failed (the
             # file was then set aside, and a new checkpoint is needed).
@@ -262,6 +263,18 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         if note and at_start:
             self._notes.append(note)
         return note
+
+    def seed_recorder(self, report: dict) -> None:
+        """What the restored names were imported from (`from M import a`) and
+        the library attributes its cells set: this session's next checkpoint
+        saves the one and names the other as the last one did."""
+        libstate.make_cells_decimal_context(self.shell.user_ns, report.get("decimal_context"))
+        references, changes = report.get("references") or {}, report.get("library_changes") or []
+        if references or changes:
+            for name, (module, attr) in references.items():
+                self.recorder.imported[name] = (module, attr)
+            for path, cell, module, kind in changes:
+                self.recorder.module_attr_stores.setdefault(path, (cell, module, kind))
 
     # -- cells ------------------------------------------------------------
     async def do_execute(self, code, silent, store_history=True, user_expressions=None,

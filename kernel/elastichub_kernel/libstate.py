@@ -49,6 +49,30 @@ IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' ex
 # in the cells' context.
 _seen_in_cells: dict | None = None
 _to_apply: dict = {}
+# decimal's current context where the cells run, as the last cell left it (a
+# variable holding it, `ctx = decimal.getcontext()`, is saved as such), and
+# the names whose restored value is to be made that context again.
+_cells_decimal = None
+_decimal_holders: tuple = ()
+
+
+def cells_decimal_context():
+    """decimal's context of the cells (None before the session loads decimal)."""
+    return _cells_decimal
+
+
+def holding_cells_decimal_context(ns: dict, names) -> list:
+    """The names among ``names`` holding decimal's context of the cells."""
+    current = _cells_decimal
+    return [] if current is None else [name for name in names if ns[name] is current]
+
+
+def make_cells_decimal_context(ns: dict, names) -> None:
+    """Before the next cell: the restored context held by ``ns[names[0]]``
+    becomes decimal's current one in the cells' context (setcontext), as
+    the one it was saved from was: `ctx.prec = 3` changes the arithmetic."""
+    global _decimal_holders
+    _decimal_holders = (ns, list(names)) if names else ()
 
 
 def capture() -> dict:
@@ -67,15 +91,17 @@ def note_cells_context() -> None:
     session loaded them). A restore queued during the cell (%elastic_restore)
     set them in this context already, and the cell may have changed them
     since: nothing is left to apply."""
-    global _seen_in_cells
+    global _seen_in_cells, _cells_decimal
     _seen_in_cells = _read(IN_CELLS_CONTEXT)
     _to_apply.clear()
+    decimal = sys.modules.get("decimal")
+    _cells_decimal = decimal.getcontext() if decimal is not None else None
 
 
 def apply_to_cells_context() -> None:
     """Set the restored options of IN_CELLS_CONTEXT in the context this
     runs in (the kernel calls this before a cell)."""
-    global _to_apply
+    global _to_apply, _decimal_holders
     pending, _to_apply = _to_apply, {}
     for name, changed in pending.items():
         module = sys.modules.get(name)
@@ -84,6 +110,13 @@ def apply_to_cells_context() -> None:
                 _SET_TOGETHER[name](module, changed["set"])
             except Exception:  # restore() set them once and said what failed
                 pass
+    holders, _decimal_holders = _decimal_holders, ()
+    decimal = sys.modules.get("decimal")
+    if holders and decimal is not None:
+        ns, names = holders
+        held = ns.get(names[0])
+        if isinstance(held, decimal.Context):  # still what the restore bound
+            decimal.setcontext(held)
 
 
 def _read(libraries) -> dict:

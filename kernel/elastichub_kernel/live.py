@@ -223,7 +223,7 @@ def build(directory, ns, base, delta_id=None, base_id=..., context=None, old_nam
     started = time.perf_counter()
     index, stream, records, buffers, imports = load_delta(directory, base, delta_id, base_id)
     context_report = restore_context(context, index)
-    bindings = Bindings(ns, skip=_PURE_PREFIX)
+    bindings = Bindings(ns, skip="\x00")  # recipes, modules' values: not variables
     new = {i["name"] for i in imports} | {r.name.removeprefix(_PURE_PREFIX) for r in records}
     try:
         for name in sorted(set(old_names) - new):
@@ -235,7 +235,9 @@ def build(directory, ns, base, delta_id=None, base_id=..., context=None, old_nam
         raise
     built.pop("bindings")
     path = os.path.join(directory, DELTA_NAME)
+    notes = [*context_report.pop("notes", []), *built.pop("notes")]
     report = dict(path=path, created=index.get("created"), **built, **context_report,
+                  **({"notes": notes} if notes else {}),
                   bytes=os.path.getsize(path), seconds=round(time.perf_counter() - started, 6),
                   delta_id=index.get("delta_id"), base_id=index.get("base_id"),
                   execution_count=index["execution_count"],

@@ -350,6 +350,7 @@ class LiveMigrationMixin:
             swap(ns, self._live_names, bindings)
             self.shell.execution_count = report["execution_count"]
             self._live_names = set(report["migrated"]) | set(report["recomputed"])
+            self.seed_recorder(report)
             # The state is now checkpoint.ehk + live-delta.ehk on disk (a
             # restart applies both); the next full checkpoint replaces them.
             self._live_pending = False

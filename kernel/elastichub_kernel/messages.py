@@ -39,7 +39,15 @@ def format_restore(report: dict) -> str:
             lines.append(f"The checkpoint file {report['path']} is left as it is.")
         else:
             lines.append(f"The checkpoint file {report['path']} could not be set aside.")
+    if restored:
+        lines.append(NOT_CARRIED)
     return "\n".join(lines)
+
+
+# Said after every restore: what lives inside libraries cannot be seen, so it cannot be named one by one.
+NOT_CARRIED = ("(Not carried by a restore: what cells changed inside libraries, e.g. methods added to their "
+               "classes, registrations, event callbacks, magics; see \"Not carried\" in ElasticHub's "
+               "docs/kernel.md.)")
 
 
 def format_rejection(rejected: dict) -> str:

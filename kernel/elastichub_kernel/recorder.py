@@ -10,6 +10,8 @@ whole state after each cell (92 ms with 1 GB in the namespace vs 9.6 ms).
 from __future__ import annotations
 
 import ast
+import sys
+import types
 from typing import NamedTuple
 
 # Builtins that are deterministic and side-effect free on plain values.
@@ -39,6 +41,7 @@ class CellInfo(NamedTuple):
     binds: frozenset = frozenset()
     mutates: frozenset = frozenset()
     imports: tuple = ()          # (bound name, module, attribute or None)
+    attr_stores: tuple = ()      # (root name, "root.a.b") of each `root.a.b = ...` / `del root.a`
     pure: bool = False           # deterministic, no side effects, no I/O
     parsed: bool = True          # False: not Python (magics left?) -> opaque
 
@@ -65,7 +68,7 @@ def analyze_cell(code: str) -> CellInfo:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return CellInfo(parsed=False)
-    reads, binds, mutates, imports = set(), set(), set(), []
+    reads, binds, mutates, imports, attr_stores = set(), set(), set(), [], []
     for node in _walk_cell_scope(tree):
         if isinstance(node, ast.Name):
             (reads if isinstance(node.ctx, ast.Load) else binds).add(node.id)
@@ -88,6 +91,9 @@ def analyze_cell(code: str) -> CellInfo:
             root = _root_name(node)
             if root:
                 mutates.add(root)
+                path = _attribute_path(node) if isinstance(node, ast.Attribute) else None
+                if path:
+                    attr_stores.append((root, path))
         elif isinstance(node, ast.Call):
             # obj.method(...) may mutate obj; f(x) may mutate its arguments.
             if isinstance(node.func, ast.Attribute):
@@ -100,7 +106,7 @@ def analyze_cell(code: str) -> CellInfo:
                     mutates.add(root)
     return CellInfo(
         reads=frozenset(reads), binds=frozenset(binds), mutates=frozenset(mutates),
-        imports=tuple(imports), pure=_is_pure(tree),
+        imports=tuple(imports), attr_stores=tuple(attr_stores), pure=_is_pure(tree),
     )
 
 
@@ -144,6 +150,17 @@ def _root_name(node) -> str | None:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _attribute_path(node) -> str | None:
+    """`pd.DataFrame.shout` for a plain chain of names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
 
 
 def _is_pure(tree: ast.Module) -> bool:
@@ -200,6 +217,12 @@ class HistoryRecorder:
         self.cells: list[CellRecord] = []
         self.producer: dict[str, CellRecord] = {}   # name -> last binding cell
         self.mutated: set[str] = set()              # changed in place since
+        # name -> (module, attribute) of `from module import attribute [as name]`
+        # (and of star imports): saved as that reference while it still is it
+        self.imported: dict[str, tuple[str, str]] = {}
+        # "pd.DataFrame.shout" -> (cell number, module, "module" or "class"): attributes
+        # a cell set on a module or on a class of a module (a restore does not carry them)
+        self.module_attr_stores: dict[str, tuple[int, str]] = {}
         self.max_cells = max_cells
 
     @staticmethod
@@ -236,6 +259,9 @@ class HistoryRecorder:
         for name in deleted:
             self.producer.pop(name, None)
             self.mutated.discard(name)
+        self._note_imports(info, bound, deleted, ns)
+        if info.attr_stores:
+            self._note_attr_stores(number, info, ns)
         if not info.parsed or not ok:
             # Unknown effects: anything may have changed in place.
             self.mutated.update(k for k in after if k not in bound)
@@ -245,3 +271,44 @@ class HistoryRecorder:
         if len(self.cells) > self.max_cells:
             del self.cells[: len(self.cells) - self.max_cells]
         return rec
+
+    def _note_imports(self, info: CellInfo, bound, deleted, ns: dict) -> None:
+        """Which names the cell's `from ... import` bound (O(names it bound)).
+        Whether each still is the module's attribute is checked when saved."""
+        for name in (*bound, *deleted):
+            self.imported.pop(name, None)
+        for name, module, attr in info.imports:
+            if attr is None or module.startswith("."):  # `import m` is a module; relative: no package here
+                continue
+            if attr != "*":
+                if name in bound:
+                    self.imported[name] = (module, attr)
+                continue
+            source = sys.modules.get(module)
+            found = getattr(source, "__dict__", None) or {}
+            for bound_name in bound:
+                if bound_name not in self.imported and bound_name in found and found[bound_name] is ns.get(bound_name):
+                    self.imported[bound_name] = (module, bound_name)
+
+    def _note_attr_stores(self, number: int, info: CellInfo, ns: dict) -> None:
+        """`pd.DataFrame.shout = ...`, `np.random.seed = ...`: an attribute
+        set on a module or a class of a module (not an option object's:
+        `pd.options.display.max_rows = 7` is libstate's). Only modules and
+        classes are walked: getattr on them runs no notebook code."""
+        for root, path in info.attr_stores:
+            target = ns.get(root)
+            for part in path.split(".")[1:-1]:
+                if not isinstance(target, (type, types.ModuleType)):
+                    break
+                try:
+                    target = getattr(target, part)
+                except Exception:
+                    target = None
+            if isinstance(target, types.ModuleType):
+                module, kind = target.__name__, "module"
+            elif isinstance(target, type):
+                module, kind = target.__module__, "class"
+            else:
+                continue
+            if isinstance(module, str) and module != "__main__":
+                self.module_attr_stores[path] = (number, module, kind)

@@ -237,10 +237,14 @@ def _deep_recursion(exc: BaseException) -> bool:
 
 
 class NamespacePickler(cloudpickle.Pickler):
-    def __init__(self, file, user_ns: dict, buffer_callback, array_roots: set = frozenset()):
+    def __init__(self, file, user_ns: dict, buffer_callback, array_roots: set = frozenset(),
+                 watch: frozenset = frozenset()):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
         self._user_ns = user_ns
         self._array_roots = array_roots
+        # the notebook's own modules (usermodules.py): which a record's objects come from
+        self._watch = watch
+        self.uses: set = set()
         self._deferred: list | None = None  # saving flat: states still to save
         self._idioms: dict = {}  # type -> the reduce of its idiom, or None: decided once per type
         self._cells: dict = {}  # id(closure cell) -> (its _SharedCell, the cell, kept so its id stays its own)
@@ -280,6 +284,13 @@ class NamespacePickler(cloudpickle.Pickler):
         return reduced[:2]
 
     def reducer_override(self, obj):
+        if self._watch:
+            # A variable built with a module of the notebook's: named if that file changes.
+            # (Objects met in an earlier record are in the memo and not seen again here.)
+            owner = getattr(obj, "__module__", None) if isinstance(obj, (type, types.FunctionType)) \
+                else type(obj).__module__
+            if isinstance(owner, str) and owner in self._watch:
+                self.uses.add(owner)
         # A numpy view (``v = a[10:20]``, ``a.T``, a sliding window) whose
         # base the state holds is saved as (base, offset, shape, strides,
         # dtype): restored, it is a view of the restored base again, so writes
@@ -372,6 +383,7 @@ class DumpResult:
     records: list
     buffers: list                                 # contiguous memoryviews
     failed: dict = field(default_factory=dict)    # name -> reason
+    uses: dict = field(default_factory=dict)      # name -> the watched modules its objects come from
 
 
 class _RecordFailed(Exception):
@@ -386,9 +398,10 @@ def describe_error(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def dump_namespace(ns: dict, names: list, user_ns: dict | None = None) -> DumpResult:
+def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: frozenset = frozenset()) -> DumpResult:
     """Pickle ``ns[name]`` for each name (``user_ns``: the notebook globals,
-    default ``ns``); a name that fails is reported and
+    default ``ns``; ``watch``: module names whose use each record reports
+    in ``uses``); a name that fails is reported and
     left out, and the rest are pickled again (memo shared across records must
     not reference a half-written record). The save never stops part-way."""
     failed: dict = {}
@@ -405,7 +418,7 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None) -> DumpRe
     try:
         while True:
             try:
-                result = _dump_once(ns, [n for n in names if n not in failed], user_ns, flat)
+                result = _dump_once(ns, [n for n in names if n not in failed], user_ns, flat, watch)
             except _RecordFailed as bad:
                 if bad.name not in flat and _deep_recursion(bad.exc):
                     flat.add(bad.name)
@@ -448,7 +461,7 @@ def _changed_while_read(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "during iteration" in str(exc)
 
 
-def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) -> DumpResult:
+def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset(), watch=frozenset()) -> DumpResult:
     out = io.BytesIO()
     buffers: list = []
 
@@ -459,10 +472,12 @@ def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) ->
             return True
         return False
 
-    pickler = NamespacePickler(out, user_ns, keep_buffer, views.saved_array_roots(ns[name] for name in names))
-    records = []
+    pickler = NamespacePickler(out, user_ns, keep_buffer, views.saved_array_roots(ns[name] for name in names),
+                               watch)
+    records, uses = [], {}
     for name in names:
         start, first = out.tell(), len(buffers)
+        pickler.uses = set()
         try:
             if ns[name] is user_ns:  # `g = globals()`: pickle never asks a reducer about a plain dict
                 pickler.dump(_USER_NAMESPACE)
@@ -473,5 +488,7 @@ def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset()) ->
         except Exception as exc:
             raise _RecordFailed(name, exc) from None
         records.append(Record(name, start, out.tell(), first, len(buffers)))
+        if pickler.uses:
+            uses[name] = sorted(pickler.uses)
     # getbuffer(): a view, not a copy, of what may be a large in-band stream
-    return DumpResult(out.getbuffer(), records, buffers)
+    return DumpResult(out.getbuffer(), records, buffers, uses=uses)

@@ -107,3 +107,34 @@ def test_recorder_tracks_producers_and_inputs_without_touching_values():
     ns["n"] = 4
     cell4 = rec.record(4, "pass", analyze_cell("pass"), prepared4, ns, 0.0, True)
     assert rec.producer["n"] is cell4
+
+
+def _run(recorder, ns, code, number=1):
+    info = analyze_cell(code)
+    prepared = recorder.prepare(info, ns)
+    exec(code, ns)
+    recorder.record(number, code, info, prepared, ns, 0.0, True)
+
+
+def test_names_bound_by_from_imports_are_known_until_rebound():
+    recorder, ns = HistoryRecorder(), {}
+    _run(recorder, ns, "from os import environ as env, sep\nfrom string import *\nimport json")
+    assert recorder.imported["env"] == ("os", "environ") and recorder.imported["sep"] == ("os", "sep")
+    assert recorder.imported["Formatter"] == ("string", "Formatter")  # a star import's name
+    assert "json" not in recorder.imported  # a module: saved as an import already
+    _run(recorder, ns, "env = {}\ndel sep", 2)
+    assert "env" not in recorder.imported and "sep" not in recorder.imported
+
+
+def test_attributes_set_on_modules_and_classes_are_noted_with_their_cell():
+    import fractions
+    import types
+
+    recorder = HistoryRecorder()
+    ns = {"fractions": fractions, "opts": types.SimpleNamespace(display=types.SimpleNamespace(rows=1))}
+    try:
+        _run(recorder, ns, "fractions.Fraction.shout = 1\nopts.display.rows = 7\nfractions.EXTRA = 2", 4)
+    finally:
+        del fractions.Fraction.shout, fractions.EXTRA
+    assert recorder.module_attr_stores == {"fractions.Fraction.shout": (4, "fractions", "class"),
+                                           "fractions.EXTRA": (4, "fractions", "module")}
