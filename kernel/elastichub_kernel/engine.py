@@ -459,7 +459,10 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
             differs.append({"name": name, "reason": f"module {imp['module']} is now version {now['version']} "
                             f"from {now['file']} (was {imp.get('version')} from {imp.get('file')})"})
         if "attr" in imp:  # `from M import a`: M.a of this kernel, as it was M.a in the session
-            value = getattr(module, imp["attr"], _MISSING)
+            try:
+                value = getattr(module, imp["attr"], _MISSING)
+            except Exception:  # a module __getattr__ of the library's that fails here
+                value = _MISSING
             if value is _MISSING:
                 failed_now.append({"name": name, "reason": f"module {imp['module']} has no {imp['attr']} here"})
                 continue

@@ -70,6 +70,8 @@ def format_live_arrival(report: dict) -> str:
     lines += [str(note) for note in report.get("notes", [])]
     for item in report.get("differs", []):
         lines.append(f"Note: {item['name']}: {item['reason']}")
+    if restored:
+        lines.append(NOT_CARRIED)
     return "\n".join(lines)
 
 

@@ -226,7 +226,8 @@ def restore_notes(report: dict, users: dict) -> list[str]:
             notes.append("What they printed:\n" + "\n".join("  | " + line for line in
                                                               report["output"].rstrip("\n").splitlines()))
     for name, why in report["changed"].items():
-        names = users.get(name) or []
+        names = users.get(name)
+        names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
         built = (f"; built with it, {', '.join(names)} may behave differently than before the restore"
                  if names else "")
         notes.append(f"WARNING: module {name}: {why}{built}.")
