@@ -39,12 +39,14 @@ class Usage:
     cpu: int = 0
     memory: int = 0
     pods: int = 0
+    extended: Counter = dataclasses.field(default_factory=Counter)  # e.g. nvidia.com/gpu, in thousandths
 
-    def add(self, requests: tuple[int, int]) -> None:
-        """Count one more pod requesting (cpu millicores, memory bytes)."""
+    def add(self, requests: tuple[int, int], extended: dict[str, int] | None = None) -> None:
+        """Count one more pod requesting (cpu millicores, memory bytes) and `extended` resources."""
         self.cpu += requests[0]
         self.memory += requests[1]
         self.pods += 1
+        self.extended.update(extended or {})
 
 
 # ----------------------------------------------------------------------------- resources
@@ -72,6 +74,33 @@ def pod_requests(pod: dict) -> tuple[int, int]:
     return cpu, memory
 
 
+# What every node has and the filters above count; any other resource a pod
+# requests (nvidia.com/gpu, example.com/fpga) is an extended one: a node
+# offers it only when its allocatable names it.
+_CORE_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def pod_extended(pod: dict) -> dict[str, int]:
+    """Extended resources the pod requests, in thousandths (as cpu), the
+    same sum-or-largest-init rule; raises QuantityError on a bad quantity."""
+    spec = pod.get("spec") or {}
+
+    def one(container: dict) -> dict[str, int]:
+        resources = container.get("resources") or {}
+        requests = dict(resources.get("limits") or {})
+        requests.update(resources.get("requests") or {})
+        return {k: parse_cpu(v) for k, v in requests.items()
+                if k not in _CORE_RESOURCES and not k.startswith("hugepages-")}
+
+    total: Counter = Counter()
+    for container in spec.get("containers") or []:
+        total.update(one(container))
+    for container in spec.get("initContainers") or []:
+        for name, amount in one(container).items():
+            total[name] = max(total[name], amount)
+    return {k: v for k, v in total.items() if v}
+
+
 def node_allocatable(node: dict) -> tuple[int, int, int]:
     """(cpu millicores, memory bytes, max pods) of a node's status.allocatable."""
     alloc = (node.get("status") or {}).get("allocatable") or {}
@@ -86,10 +115,10 @@ def node_usage(pods: Iterable[dict]) -> dict[str, Usage]:
         if not node_name or (pod.get("status") or {}).get("phase") in TERMINATED_PHASES:
             continue
         try:
-            requests = pod_requests(pod)
+            requests, extended = pod_requests(pod), pod_extended(pod)
         except QuantityError:
-            requests = (0, 0)  # a bound pod with a bad quantity was not bound by us; count it as empty
-        usage.setdefault(node_name, Usage()).add(requests)
+            requests, extended = (0, 0), {}  # a bound pod with a bad quantity was not bound by us; count it as empty
+        usage.setdefault(node_name, Usage()).add(requests, extended)
     return usage
 
 
@@ -178,7 +207,8 @@ def untolerated_taint(pod: dict, node: dict) -> dict | None:
     return None
 
 
-def filter_node(pod: dict, node: dict, usage: Usage, requests: tuple[int, int]) -> str | None:
+def filter_node(pod: dict, node: dict, usage: Usage, requests: tuple[int, int],
+                extended: dict[str, int] | None = None) -> str | None:
     """Why the pod cannot go to this node (a short reason, as in FailedScheduling), or None."""
     if not node_is_ready(node):
         return "node(s) were not ready"
@@ -200,6 +230,14 @@ def filter_node(pod: dict, node: dict, usage: Usage, requests: tuple[int, int]) 
         return "Insufficient cpu"
     if usage.memory + requests[1] > memory:
         return "Insufficient memory"
+    offered = (node.get("status") or {}).get("allocatable") or {}
+    for name, amount in sorted((extended or {}).items()):
+        try:
+            have = parse_cpu(offered.get(name, 0))
+        except QuantityError:
+            have = 0
+        if usage.extended[name] + amount > have:
+            return f"Insufficient {name}"
     return None
 
 
@@ -225,7 +263,7 @@ def most_allocated_score(node: dict, usage: Usage, requests: tuple[int, int]) ->
 def choose_node(pod: dict, nodes: list[dict], usage: dict[str, Usage]) -> tuple[str | None, str]:
     """(name of the best node, "") or (None, a FailedScheduling message)."""
     try:
-        requests = pod_requests(pod)
+        requests, extended = pod_requests(pod), pod_extended(pod)
     except QuantityError as e:
         return None, f"invalid resource request: {e}"
     best: tuple | None = None
@@ -233,7 +271,7 @@ def choose_node(pod: dict, nodes: list[dict], usage: dict[str, Usage]) -> tuple[
     for node in nodes:
         name = node["metadata"]["name"]
         node_use = usage.get(name, Usage())
-        reason = filter_node(pod, node, node_use, requests)
+        reason = filter_node(pod, node, node_use, requests, extended)
         if reason:
             reasons[reason] += 1
             continue
@@ -337,7 +375,7 @@ class Scheduler:
                 self._unschedulable(pod, message)
                 continue
             if self._bind(pod, node_name):
-                usage.setdefault(node_name, Usage()).add(pod_requests(pod))
+                usage.setdefault(node_name, Usage()).add(pod_requests(pod), pod_extended(pod))
 
     def _bind(self, pod: dict, node_name: str) -> bool:
         meta = pod["metadata"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +14,7 @@ from elastichub.localcluster.scheduler import (
     filter_node,
     match_expression,
     node_usage,
+    pod_extended,
     pod_requests,
 )
 
@@ -87,6 +90,21 @@ def test_resources_are_respected():
     chosen, message = choose_node(pod(memory="9Gi"), [node("a"), node("b")], {})
     assert chosen is None
     assert message == "0/2 nodes are available: 2 Insufficient memory."
+
+
+def test_extended_resources_go_only_where_a_node_offers_them():
+    """A GPU pod used to be bound to any node: a node offers an extended
+    resource only when its allocatable names it, and never twice over."""
+    gpu = pod()
+    gpu["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    assert pod_extended(gpu) == {"nvidia.com/gpu": 1000}
+    plain, offering = node("plain"), node("gpu-1")
+    offering["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    chosen, _ = choose_node(gpu, [plain, offering], {})
+    assert chosen == "gpu-1"
+    taken = {"gpu-1": Usage(extended=Counter({"nvidia.com/gpu": 1000}))}
+    chosen, message = choose_node(gpu, [plain, offering], taken)
+    assert chosen is None and message == "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.", message
 
 
 def test_cordoned_and_not_ready_nodes_are_skipped():
