@@ -29,11 +29,12 @@ from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST,
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import sendable
+from .shutdownguard import ShutdownGuardMixin
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
-                      ensure_private_dir, move_session_dir, session_key)
+                      ensure_private_dir, move_session_dir, remove_stale_files, session_key)
 
 
-class ElasticKernel(LiveMigrationMixin, IPythonKernel):
+class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
     implementation = "elastic-python"
     implementation_version = __version__
     banner = "Elastic Python: IPython with automatic checkpoint/restore (ElasticHub)"
@@ -109,7 +110,8 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
     )
     shutdown_busy_timeout = Float(
         2.0, config=True,
-        help="Same, at shutdown (Jupyter kills a kernel 5 s after asking it to stop).",
+        help="Same, at shutdown (Jupyter sends SIGTERM 2.5 s and SIGKILL 5 s after asking a kernel to stop; "
+        "a checkpoint being written waits out the SIGTERM).",
     )
 
     def __init__(self, **kwargs):
@@ -135,6 +137,7 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         # session's changes to them are saved with its variables.
         self.session_context: SessionContext | None = None
         self._live_init()
+        self._guard_init()
         idioms.call_on_cells_thread = self._on_cells_thread
         # Widgets change variables through comm messages, not cells.
         for msg_type in ("comm_open", "comm_msg", "comm_close"):
@@ -190,8 +193,11 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         # Taken here, not in __init__: ipykernel's app sets up the process
         # (MPLBACKEND...) between the two, and that is no change of the user's.
         self.session_context = SessionContext.now(self.shell)
+        self._install_sigterm_handler()
+        remove_stale_files(self.session_dir)
         if self.restore_on_start:
             self._restore_at_start()
+        self._note_unsaved_shutdown()
         super().start()
         # Profiling the disk waits until the kernel is up and idle-ish.
         self.io_loop.call_later(1.0, lambda: self.disk_speed.start_background(delay_s=1.0))
@@ -286,7 +292,9 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
             return self._not_run_reply("ElasticHub: interrupted while the kernel was paused for a move to "
                                        "another node: this cell did not run. Run it again.")
         try:
-            if self._notes and not silent:
+            # Only to a cell the user runs: a frontend extension's own requests
+            # (a variable inspector's) are store_history=False, shown nowhere.
+            if self._notes and not silent and store_history:
                 notes, self._notes = self._notes, []
                 print("\n".join(notes), file=sys.stderr, flush=True)
             from .recorder import analyze_cell
@@ -331,7 +339,11 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         """Write a checkpoint (or confirm the current one). Never raises:
         failures come back as ``{"status": "error", "ok": False, ...}`` and
         leave the previous checkpoint file untouched. ``fingerprints``: see
-        engine.checkpoint (live pre-copy)."""
+        engine.checkpoint (live pre-copy). A SIGTERM meanwhile waits for it."""
+        with self._sigterm_waits():
+            return self._checkpoint_now(wait_s, force, fingerprints)
+
+    def _checkpoint_now(self, wait_s, force, fingerprints) -> dict:
         refused = self._live_refuses_checkpoint()
         if refused:
             return _error_reply(refused + "; checkpoint not written")
@@ -421,7 +433,11 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         return bool(user_variable_names(self.shell.user_ns, self.shell.user_ns_hidden))
 
     async def elastichub_checkpoint_request(self, stream, ident, parent):
-        content = self.checkpoint_now(force=bool(parent.get("content", {}).get("force")))
+        request = parent.get("content") or {}
+        if request.get("shutdown"):  # the server extension, just before Jupyter shuts this kernel down
+            content = self.shutdown_checkpoint(wait_s=self.shutdown_busy_timeout)
+        else:
+            content = self.checkpoint_now(force=bool(request.get("force")))
         content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
         self.session.send(stream, "elastichub_checkpoint_reply", sendable(content), parent, ident=ident)
 
@@ -487,15 +503,16 @@ class ElasticKernel(LiveMigrationMixin, IPythonKernel):
         }
 
     async def do_shutdown(self, restart):
-        refused = self._live_refuses_checkpoint()
-        if refused:
-            self.log.info("ElasticHub: no checkpoint at shutdown: %s", refused)
-        elif self.checkpoint_on_shutdown:
-            result = self.checkpoint_now(wait_s=self.shutdown_busy_timeout)
-            if not result["ok"]:
-                self.log.error("ElasticHub: checkpoint at shutdown failed: %s", result["error"])
-        if restart:
-            _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
+        with self._sigterm_waits():  # until the restart marker is set too
+            refused = self._live_refuses_checkpoint()
+            if refused:
+                self.log.info("ElasticHub: no checkpoint at shutdown: %s", refused)
+            elif self.checkpoint_on_shutdown:
+                result = self.shutdown_checkpoint(wait_s=self.shutdown_busy_timeout)
+                if not result["ok"]:
+                    self.log.error("ElasticHub: checkpoint at shutdown failed: %s", result["error"])
+            if restart:
+                _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
         return super().do_shutdown(restart)
 
 

@@ -30,11 +30,53 @@ class ElasticMagics(Magics):
 
     @line_magic
     def elastic_restore(self, line=""):
-        """Bring back the last checkpoint of this notebook into the namespace."""
+        """Bring back the last checkpoint of this notebook into the namespace.
+        Variables of this session that the checkpoint also holds take the
+        checkpoint's value, and are named; the others are kept."""
+        from .engine import user_variable_names
+
+        ns = self.shell.user_ns
+        names = user_variable_names(ns, self.shell.user_ns_hidden)
+        # References to small values only (compared after): holding a large
+        # array of the session would double the memory the restore needs.
+        small = {name: ns[name] for name in names if _small(ns[name])}
+        before = self.kernel.restored
         note = self.kernel.restore_checkpoint()
         print(note or "ElasticHub: no checkpoint to restore for this notebook.")
+        report = self.kernel.restored
+        if report is None or report is before:
+            return  # nothing was restored
+        restored = set(report["migrated"]) | set(report["recomputed"])
+        replaced = [name for name in names if name in restored and not _same(small, name, ns)]
+        kept = [name for name in names if name not in restored]
+        if replaced:
+            print("This session's own value of " + _listed(replaced) + " was REPLACED by the checkpoint's "
+                  "(re-run the cells that set it to get it back).")
+        if kept:
+            print("Kept as this session had them: " + _listed(kept) + ".")
 
     @line_magic
     def elastic_status(self, line=""):
         """Show where checkpoints go and what the last one contained."""
         print(json.dumps(self.kernel.status(), indent=1, default=str))
+
+
+_SMALL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(json))  # type(json): a module
+
+
+def _small(value) -> bool:
+    return type(value) in _SMALL_TYPES and (not isinstance(value, (str, bytes)) or len(value) <= 4096)
+
+
+def _same(small: dict, name: str, ns: dict) -> bool:
+    """The restored value of `name` is the session's own (a module imported
+    again, an equal number or string). Anything larger counts as replaced."""
+    if name not in small or name not in ns:
+        return False
+    old, new = small[name], ns[name]
+    return new is old or (type(new) is type(old) and new == old)
+
+
+def _listed(names: list, most: int = 20) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -38,7 +38,10 @@ is done) or failed, with the error.
 
 The orchestrator calls the checkpoint endpoint before it stops a server: the
 request waits for the kernel's reply (up to ``checkpoint_timeout``), so a large
-state is written while nothing else is tearing the kernel down. Both endpoints
+state is written while nothing else is tearing the kernel down. Jupyter's own
+shutdown and restart of an Elastic kernel ask for its checkpoint first the
+same way (serverstop.py): Jupyter kills a kernel 5 s after asking it to stop.
+The handlers are in serverhandlers.py. Both endpoints
 are authenticated and authorized like Jupyter Server's own kernel API (auth
 resource ``kernels``), so the hub's token works through the single-user server.
 """
@@ -52,16 +55,17 @@ import time
 from queue import Empty
 from typing import Any
 
-from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from traitlets import Float
 
+# __version__: `jupyter server extension list` shows this module's.
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__
+from .serverhandlers import (LIVE_PHASES, CheckpointHandler, LiveHandler, StatusHandler, TerminalsHandler,
+                             close_kernel_websockets)
 
-LIVE_PHASES = ("precopy", "freeze", "retire", "thaw", "apply", "release")
+__all__ = ["LIVE_PHASES", "ElasticHubExtension", "__version__", "control_request", "is_elastic_kernelspec",
+           "normalize_checkpoint_reply"]
 ADOPT_ENV = "ELASTICHUB_ADOPT_SESSIONS"
 
 # How often a waiting request checks that the kernel process is still alive.
@@ -220,6 +224,15 @@ class ElasticHubExtension(ExtensionApp):
         config=True,
         help="Seconds an adopted kernel may take to start and restore its pre-copy.",
     )
+    shutdown_checkpoint_timeout = Float(
+        600.0,
+        config=True,
+        help="""Seconds Jupyter's shutdown or restart of an Elastic kernel (closing
+        its notebook, Shut Down, Restart, culling, the server stopping) waits for
+        the checkpoint the extension asks for first, before Jupyter's own
+        shutdown_wait_time (5 s) starts. 0: not asked; the kernel then has only
+        that time for its checkpoint (serverstop.py).""",
+    )
 
     def initialize_settings(self) -> None:
         # One lock per kernel: two checkpoint requests for the same kernel
@@ -229,6 +242,9 @@ class ElasticHubExtension(ExtensionApp):
         self._adoptions: list[asyncio.Task] = []
         # kernel id -> the notebook path it was last told (follow_sessions)
         self.told: dict[str, str] = {}
+        from .serverstop import checkpoint_before_shutdown
+
+        checkpoint_before_shutdown(self)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(
@@ -313,9 +329,10 @@ class ElasticHubExtension(ExtensionApp):
         except Exception:  # a spec removed since start: treat as not elastic
             return None
 
-    async def checkpoint(self, kernel_id: str, kernel: Any) -> dict:
+    async def checkpoint(self, kernel_id: str, kernel: Any, request: dict | None = None,
+                         timeout: float | None = None) -> dict:
         started = time.monotonic()
-        result = await self._checkpoint(kernel_id, kernel)
+        result = await self._checkpoint(kernel_id, kernel, request, timeout or self.checkpoint_timeout)
         result["wall_seconds"] = round(time.monotonic() - started, 6)
         level = self.log.info if result["ok"] else self.log.warning
         level(
@@ -328,7 +345,7 @@ class ElasticHubExtension(ExtensionApp):
         )
         return result
 
-    async def _checkpoint(self, kernel_id: str, kernel: Any) -> dict:
+    async def _checkpoint(self, kernel_id: str, kernel: Any, request: dict | None, timeout: float) -> dict:
         name = getattr(kernel, "kernel_name", None)
         if not is_elastic_kernelspec(self._spec(kernel)):
             # Decided from the spec: a stock kernel would never answer.
@@ -343,7 +360,7 @@ class ElasticHubExtension(ExtensionApp):
                 return _failure(kernel_id, name, "the kernel is not running")
             await self.follow_sessions([kernel_id])
             try:
-                content = await control_request(kernel, CHECKPOINT_REQUEST, self.checkpoint_timeout)
+                content = await control_request(kernel, CHECKPOINT_REQUEST, timeout, request)
             except KernelRequestError as e:
                 return _failure(kernel_id, name, str(e))
         return normalize_checkpoint_reply(kernel_id, name, content)
@@ -473,137 +490,6 @@ class ElasticHubExtension(ExtensionApp):
         except KernelRequestError as e:
             entry["error"] = str(e)
         return entry
-
-
-class _Handler(ExtensionHandlerMixin, APIHandler):
-    # Same authorization as /api/kernels: POST needs "write", GET "read".
-    auth_resource = "kernels"
-
-    @property
-    def ext(self) -> ElasticHubExtension:
-        return self.extensionapp  # type: ignore[return-value]
-
-
-class CheckpointHandler(_Handler):
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        kernel_id = self._kernel_id_from_body()
-        targets = self.ext.kernels(kernel_id)
-        results = await asyncio.gather(*(self.ext.checkpoint(kid, k) for kid, k in targets))
-        self.finish(json.dumps(list(results)))
-
-    def _kernel_id_from_body(self) -> str | None:
-        raw = self.request.body.strip()
-        if not raw:
-            return None
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise web.HTTPError(400, "the request body is not valid JSON") from None
-        if not isinstance(body, dict):
-            raise web.HTTPError(400, "the request body must be a JSON object, e.g. {\"kernel_id\": \"...\"}")
-        unknown = sorted(set(body) - {"kernel_id"})
-        if unknown:
-            raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
-        kernel_id = body.get("kernel_id")
-        if kernel_id is not None and (not isinstance(kernel_id, str) or not kernel_id):
-            raise web.HTTPError(400, "'kernel_id' must be a non-empty string")
-        return kernel_id
-
-
-class StatusHandler(_Handler):
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        kernel_id = self.get_query_argument("kernel_id", None) or None
-        targets = self.ext.kernels(kernel_id)
-        kernels = await asyncio.gather(*(self.ext.status(kid, k) for kid, k in targets))
-        self.finish(
-            json.dumps(
-                {
-                    "version": __version__,
-                    "checkpoint_timeout": self.ext.checkpoint_timeout,
-                    "status_timeout": self.ext.status_timeout,
-                    "kernels": list(kernels),
-                    "adopted": list(self.ext.adopted),
-                }
-            )
-        )
-
-
-class LiveHandler(_Handler):
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        content = _live_body(self.request.body)
-        kernel_id = content.pop("kernel_id", None)
-        targets = self.ext.kernels(kernel_id)
-        results = await asyncio.gather(*(self.ext.live(kid, k, content) for kid, k in targets))
-        self.finish(json.dumps(list(results)))
-
-
-class TerminalsHandler(ExtensionHandlerMixin, APIHandler):
-    """Per terminal, the processes its shell started: ``[{"name",
-    "processes": [{"pid", "command"}]}]`` (``processes`` null where they
-    cannot be read). Authorized like Jupyter Server's own terminal API."""
-
-    auth_resource = "terminals"
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        from .processes import descendants
-
-        manager = self.settings.get("terminal_manager")
-        shells = {}
-        for name, term in list(getattr(manager, "terminals", {}).items()):
-            pid = getattr(getattr(term, "ptyproc", None), "pid", None)
-            if isinstance(pid, int):
-                shells[name] = pid
-        found = descendants(shells) if shells else {}
-        self.finish(json.dumps([{"name": name, "processes": None if found is None else found.get(name, [])}
-                                for name in shells]))
-
-
-def close_kernel_websockets(kernel_id: str) -> int:
-    """Close every client websocket of one kernel; how many. Jupyter Server
-    keeps them by "kernel_id:session" in its channels connection class."""
-    try:
-        from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
-    except ImportError:
-        return 0
-    open_sessions = getattr(ZMQChannelsWebsocketConnection, "_open_sessions", None) or {}
-    handlers = [h for key, h in list(open_sessions.items()) if key.split(":", 1)[0] == kernel_id]
-    for handler in handlers:
-        handler.close()
-    return len(handlers)
-
-
-def _live_body(raw: bytes) -> dict:
-    """The live request body, checked field by field (400 naming the field)."""
-    try:
-        body = json.loads(raw.strip() or b"null")
-    except ValueError:
-        raise web.HTTPError(400, "the request body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise web.HTTPError(400, 'the request body must be a JSON object, e.g. {"phase": "precopy"}')
-    unknown = sorted(set(body) - {"phase", "kernel_id", "wait_s", "lease_s", "delta_id", "force"})
-    if unknown:
-        raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
-    if body.get("phase") not in LIVE_PHASES:
-        raise web.HTTPError(400, f"'phase' must be one of {', '.join(LIVE_PHASES)}, not {body.get('phase')!r}")
-    for key in ("wait_s", "lease_s"):
-        value = body.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise web.HTTPError(400, f"'{key}' must be a non-negative number of seconds")
-    if "force" in body and not isinstance(body["force"], bool):
-        raise web.HTTPError(400, "'force' must be true or false")
-    for key in ("kernel_id", "delta_id"):
-        value = body.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise web.HTTPError(400, f"'{key}' must be a non-empty string")
-    return {k: v for k, v in body.items() if v is not None}
 
 
 def _adoption_fields(item: Any) -> tuple:

@@ -258,7 +258,9 @@ def _claim_spare(spare: str, tmp: str) -> int | None:
     return fd
 
 
-def _drop_old_generations(directory: str, base: str = CHECKPOINT_NAME) -> None:
+def _drop_old_generations(directory: str, base: str = CHECKPOINT_NAME, only_stale: bool = False) -> None:
+    """Unlink replaced generations (``only_stale``: only those of writers that
+    are gone) and stale temp files, in the background: freeing GBs is slow."""
     import threading
 
     def drop():
@@ -267,17 +269,28 @@ def _drop_old_generations(directory: str, base: str = CHECKPOINT_NAME) -> None:
         except OSError:
             return
         for name in names:
-            if name.startswith(f".{base}.old-") or _is_stale_temp(name, base):
+            if (_is_stale_temp(name, base, ("tmp", "old")) if only_stale
+                    else name.startswith(f".{base}.old-") or _is_stale_temp(name, base)):
                 _unlink_quietly(os.path.join(directory, name))
 
     threading.Thread(target=drop, name="elastichub-drop-old", daemon=True).start()
 
 
-def _is_stale_temp(name: str, base: str = CHECKPOINT_NAME) -> bool:
+def remove_stale_files(directory: str) -> None:
+    """At start, in the background: what writers killed mid-save left (a
+    graceful stop used to SIGTERM a large checkpoint; each such stop left
+    another partial temp file, GBs, until the next checkpoint completed).
+    Only files of processes that are gone; checkpoint, delta and pre-copy."""
+    if os.path.isdir(directory):
+        for base in (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME):
+            _drop_old_generations(directory, base, only_stale=True)
+
+
+def _is_stale_temp(name: str, base: str = CHECKPOINT_NAME, kinds: tuple = ("tmp",)) -> bool:
     """A temp file left by a writer that was killed mid-save (its process is
     gone). Never a live writer's: same pid as ours or a running process."""
-    prefix = f".{base}.tmp-"
-    if not name.startswith(prefix):
+    prefix = next((f".{base}.{kind}-" for kind in kinds if name.startswith(f".{base}.{kind}-")), None)
+    if prefix is None:
         return False
     try:
         pid = int(name[len(prefix):].split("-")[0])

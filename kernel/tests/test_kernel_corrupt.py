@@ -81,3 +81,16 @@ def test_no_checkpoint_means_silent_clean_start(tmp_path, start_elastic_kernel, 
     assert status["status"] == "ok" and status["session_key"].startswith("no-session-")
     assert status["restored"] is None and status["last_checkpoint"] is None
     assert status["checkpoint_dir"].startswith(str(tmp_path))
+
+
+def test_the_restore_report_waits_for_a_cell_the_user_runs(tmp_path, start_elastic_kernel, run_cell):
+    """A frontend extension's own request (a variable inspector's: store_history=False, not silent) is
+    shown nowhere: the report must not be spent on it."""
+    _write_good_checkpoint(tmp_path, "work/seen.ipynb")
+    km, kc = start_elastic_kernel(tmp_path, session_name="work/seen.ipynb")
+    streams = []
+    kc.execute_interactive("_inspector = 1", store_history=False, silent=False, timeout=60,
+                           output_hook=lambda msg: streams.append(msg["content"].get("text", "")))
+    assert not any("ElasticHub" in text for text in streams), streams
+    out = run_cell(kc, "print(len(x))")
+    assert out["stdout"].strip() == "1000" and "ElasticHub: restored 3 variable(s)" in out["stderr"], out

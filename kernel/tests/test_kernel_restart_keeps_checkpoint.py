@@ -77,3 +77,22 @@ def test_an_empty_checkpoint_is_named_as_such(tmp_path, start_elastic_kernel, st
     out = run_cell(kc, "print('x' in globals())")
     assert out["stdout"].strip() == "False"
     assert "holds no variables" in out["stderr"] and "restored 0" not in out["stderr"], out
+
+
+def test_elastic_restore_names_the_variables_of_this_session_it_replaced(tmp_path, start_elastic_kernel, run_cell,
+                                                                         control_request):
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(kc, "a = 1\nb = 'old b'\nimport math")["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"] is True
+    km.restart_kernel(now=False)
+    kc.wait_for_ready(timeout=60)
+    assert run_cell(kc, "b = 'new b'\nc = 3\nimport math\na = 1")["error"] is None
+    out = run_cell(kc, "%elastic_restore\nprint(a, b, c)")
+    assert out["error"] is None, out
+    lines = out["stdout"].splitlines()
+    assert lines[-1] == "1 old b 3"
+    # b had a value of this session's: said, by name. a (equal) and math (the same module) were not replaced.
+    [replaced] = [line for line in lines if "REPLACED" in line]
+    assert "value of b was REPLACED by the checkpoint's" in replaced and "math" not in replaced
+    assert replaced.startswith("This session's own value of b was REPLACED"), replaced
+    assert any(line == "Kept as this session had them: c." for line in lines), lines
