@@ -52,7 +52,7 @@ def main() -> int:
             doc = json.loads(buffer.getvalue())
             chosen, setting = doc["chosen"], doc["setting"]
             params = ClusterParams(onprem_nodes=int(nodes), cloud_nodes=int(nodes))
-            workload = load_trace(trace, params.largest_node)
+            workload = load_trace(trace, params.node_shapes)
             options = {k: v for k, v in setting.items() if k not in ("policy", "mode", "theta_out")}
             spec = RunSpec(setting["policy"], setting["mode"], setting["theta_out"], options=options)
             t1 = time.perf_counter()

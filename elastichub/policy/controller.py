@@ -82,14 +82,14 @@ class PolicyConfig:
 
 def theta_out_mistake(value: float) -> str | None:
     """Why a theta_out an admin typed is surely not what they meant, or None.
-    It is a percentage: 0 or less, or 0.8 (a fraction), would start every
-    cloud node at once; above 100 (800 for 80) no cloud node would ever start. The policy
-    itself takes any number (tests sweep 0..110)."""
+    It is a percentage: at 0 or below cloud nodes would start as soon as
+    anyone is on the hub, at 0.8 (a fraction) every cloud node at once;
+    above 100 (800 for 80) no cloud node would ever start. The policy itself
+    takes any number (tests sweep 0..110)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     if not value > 0:  # NaN too
-        return (f"theta_out is a percentage of RAM occupancy, above 0; at {value:g} every cloud node would start "
-                "at once")
+        return f"theta_out must be above 0 (a percentage of RAM occupancy, 80 means 80 %), got {value:g}"
     if value <= 1:
         return (f"theta_out is a percentage of RAM occupancy (80 means 80 %); {value:g} looks like a fraction "
                 f"and would start cloud nodes at {value:g} % occupancy: use {value * 100:g}")

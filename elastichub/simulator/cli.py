@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
 import math
 import sys
@@ -18,6 +19,8 @@ from pathlib import Path
 from ..cli import UsageError
 
 DEFAULT_POLICIES = "elastic"  # issue 5: the best strategy; `paper` reproduces the publication
+# --theta-out and --mode default to None: --tune searches its own grid and
+# mode unless they were given, whatever text was given.
 DEFAULT_THETAS = "80"
 DEFAULT_MODES = "onprem-only,no-migration,migration"
 
@@ -69,10 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", metavar="N", default="1", help="random seed of workload and migrations (default 1)")
     g.add_argument("--policy", metavar="NAME[,NAME...]", default=DEFAULT_POLICIES,
                    help=f"scaling strategies to compare (default {DEFAULT_POLICIES})")
-    g.add_argument("--mode", metavar="MODE[,MODE...]", default=DEFAULT_MODES,
-                   help=f"modes to run (default {DEFAULT_MODES})")
-    g.add_argument("--theta-out", metavar="V[,V...]", default=DEFAULT_THETAS,
-                   help=f"scale-out threshold(s), percent RAM; a list is a sweep (default {DEFAULT_THETAS})")
+    g.add_argument("--mode", metavar="MODE[,MODE...]",
+                   help=f"modes to run (default {DEFAULT_MODES}; with --tune: migration)")
+    g.add_argument("--theta-out", metavar="V[,V...]",
+                   help=f"scale-out threshold(s), percent RAM; a list is a sweep (default {DEFAULT_THETAS}; with "
+                        "--tune: 50,55,...,95)")
+    g.add_argument("--option", metavar="KEY=VALUE", action="append", default=[],
+                   help="an option of the strategy, named as in ElasticOrchestrator.policy_options "
+                        "(docs/strategies.md), e.g. standing_reserve=0.5; repeat for more. With --tune it is "
+                        "kept, not searched")
     g = parser.add_argument_group("tuning (pick theta_out and the strategy's thresholds for your hub)")
     g.add_argument("--tune", action="store_true",
                    help="search the policy's thresholds on the workload (e.g. --trace) and print the cheapest "
@@ -118,8 +126,8 @@ def _parse(args: argparse.Namespace):
     values = {}
     for option, (field_name, kind, _) in MODEL_OPTIONS.items():
         text = getattr(args, option[2:].replace("-", "_"))
-        if text is not None:
-            values[field_name] = text.strip() if kind is str else _number(option, text, kind)
+        if text is not None:  # the orchestrator's move_method is caseless
+            values[field_name] = text.strip().lower() if kind is str else _number(option, text, kind)
     for tier in ("onprem", "cloud"):
         if f"{tier}_node_ru" in values and f"{tier}_node_cpu" in values:
             raise UsageError(f"--{tier}-node-ru and --{tier}-node-cpu/--{tier}-node-ram-gib say the same: give one")
@@ -142,14 +150,12 @@ def _parse(args: argparse.Namespace):
     for name in policies:
         if name not in STRATEGIES:
             raise UsageError(f"--policy: unknown policy {name!r}: choose from {', '.join(sorted(STRATEGIES))}")
-    modes = _list("--mode", args.mode)
+    modes = _list("--mode", args.mode or DEFAULT_MODES)
     for mode in modes:
         if mode not in MODES:
             raise UsageError(f"--mode: unknown mode {mode!r}: choose from {', '.join(MODES)}")
-    thetas = [_number("--theta-out", v) for v in _list("--theta-out", args.theta_out)]
+    thetas = [_number("--theta-out", v) for v in _list("--theta-out", args.theta_out or DEFAULT_THETAS)]
     for theta in thetas:
-        if theta < 0:
-            raise UsageError(f"--theta-out: must not be negative, got {theta:g}")
         if theta_out_mistake(theta):
             raise UsageError(f"--theta-out: {theta_out_mistake(theta)}")
     seed = int(_number("--seed", args.seed, int))
@@ -163,37 +169,47 @@ def _parse(args: argparse.Namespace):
     workload = args.workload or "paper"
     if not args.trace and workload not in workload_names():
         raise UsageError(f"--workload: unknown workload {workload!r}: choose from {', '.join(workload_names())}")
-    return params, lifetime_model, policies, modes, thetas, seed, days, workload
+    return params, lifetime_model, policies, modes, thetas, seed, days, workload, _options(args.option, policies)
 
 
-def _parse_tune(args: argparse.Namespace, policies: list[str], modes: list[str]):
-    """(policy, mode, slo_p95, slo_max) for --tune, or None without it."""
-    if not args.tune:
-        for option in ("--slo-p95-wait", "--slo-max-wait"):
-            if getattr(args, option[2:].replace("-", "_")) is not None:
-                raise UsageError(f"{option} needs --tune")
+def _options(texts: list[str], policies: list[str]) -> dict:
+    """--option KEY=VALUE, as the strategies name and check them (values:
+    numbers, true/false, none, or text)."""
+    from ..policy import STRATEGIES, PolicyConfig, option_names
+
+    options = {}
+    for text in texts:
+        key, sep, value = (part.strip() for part in text.partition("="))
+        if not sep or not key:
+            raise UsageError(f"--option: expected KEY=VALUE, got {text!r}")
+        for policy in policies:
+            known = (option_names(policy) or set()) - {"schedule"}  # a timetable comes from --calendar/--schedule
+            if key not in known:
+                hint = difflib.get_close_matches(key, known, n=1)
+                raise UsageError(f"--option {key}: policy {policy!r} has no option {key!r}" + (
+                    f" (did you mean {hint[0]}?)" if hint else
+                    f"; its options are {', '.join(sorted(known))}" if known else "; it takes none"))
+        options[key] = _option_value(value)
+    for policy in policies:
+        kind = getattr(STRATEGIES[policy], "strategy_class", None)
+        if options and kind is not None:
+            try:
+                kind(PolicyConfig(), **options)
+            except (ValueError, TypeError) as e:
+                raise UsageError(f"--option: {e}") from None
+    return options
+
+
+def _option_value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
         return None
-    if args.slo_p95_wait is None:
-        raise UsageError("--tune needs --slo-p95-wait S (the p95 wait, in seconds, your users accept)")
-    slo = []
-    for option in ("--slo-p95-wait", "--slo-max-wait"):
-        text = getattr(args, option[2:].replace("-", "_"))
-        value = None if text is None else _number(option, text)
-        if value is not None and value < 0:
-            raise UsageError(f"{option}: must not be negative, got {value:g}")
-        slo.append(value)
-    if len(policies) != 1:
-        raise UsageError(f"--tune tunes one policy, got --policy {','.join(policies)}")
-    if policies[0] == "calendar":
-        raise UsageError("--tune prints the orchestrator's configuration, and 'calendar' runs live on the hub's "
-                         "weekly timetable (ElasticOrchestrator.calendar_file), not on a simulated calendar: tune "
-                         "'elastic' (the default), and see what a timetable buys with a plain run, "
-                         "--policy elastic,calendar")
-    if args.mode == DEFAULT_MODES:
-        modes = ["migration"]
-    if len(modes) != 1 or modes[0] == "onprem-only":
-        raise UsageError("--tune needs one mode that uses the cloud: --mode migration (the default) or no-migration")
-    return policies[0], modes[0], slo[0], slo[1]
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 class _Progress:
@@ -229,18 +245,22 @@ def run(args: argparse.Namespace) -> int:
     from .trace import TraceError, load_trace
     from .workload import make_workload
 
-    params, lifetime, policies, modes, thetas, seed, days, workload_name = _parse(args)
-    tuning = _parse_tune(args, policies, modes)
+    from .tune_cli import parse_tune, run_tune
+
+    params, lifetime, policies, modes, thetas, seed, days, workload_name, options = _parse(args)
+    tuning = parse_tune(args, policies, modes)
     try:
         if args.trace:
             horizon = None if days is None else int(round(days * 86_400))
-            workload = load_trace(args.trace, params.largest_node, horizon)
+            workload = load_trace(args.trace, params.node_shapes, horizon)
         else:
             workload = make_workload(workload_name, days=days, seed=seed, lifetime=lifetime)
     except TraceError as e:
         raise UsageError(str(e)) from None
     except ValueError as e:
         raise UsageError(f"--workload {workload_name}: {e}") from None
+    for warning in workload.meta.get("warnings", ()):
+        print(f"elastichub simulate: warning: {warning}", file=sys.stderr)
     if args.calendar and args.schedule:
         raise UsageError("--calendar adds the classes' students, --schedule only their timetable: give one")
     if args.calendar or args.schedule:
@@ -248,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
 
         option, path = ("--calendar", args.calendar) if args.calendar else ("--schedule", args.schedule)
         try:
-            workload = with_calendar(workload, load_calendar(path, params.largest_node), seed, lifetime,
+            workload = with_calendar(workload, load_calendar(path, params.node_shapes), seed, lifetime,
                                      students=bool(args.calendar), source=f"calendar file {path}")
         except ValueError as e:
             raise UsageError(f"{option}: {e}") from None
@@ -256,8 +276,8 @@ def run(args: argparse.Namespace) -> int:
     if tuning:
         if args.move_method is None:  # tune for the orchestrator as it runs by default
             params = dataclasses.replace(params, move_method="live")
-        return _tune(args, workload, params, seed, thetas, *tuning)
-    specs = plan_runs(policies, modes, thetas)
+        return run_tune(args, workload, params, seed, thetas, options, *tuning)
+    specs = plan_runs(policies, modes, thetas, options=options)
     progress = _Progress(not args.no_progress and is_terminal(sys.stderr) and len(specs) > 1)
     try:
         results = run_all(specs, workload, params, seed, progress)
@@ -289,57 +309,4 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
         print(f"wrote {len(files)} files to {out}/", file=sys.stderr if args.json else sys.stdout)
-    return 0
-
-
-def _tune_plot(result, out: Path, slo_p95: float, slo_max: float | None) -> Path:
-    from .tune import plot
-
-    try:
-        return plot(result, out, slo_p95, slo_max)
-    except ModuleNotFoundError as e:
-        raise UsageError(f"--tune: the plot needs matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
-    except OSError as e:
-        raise UsageError(f"--out {out}: cannot write ({e.strerror or e})") from None
-
-
-def _tune(args, workload, params, seed: int, thetas: list[float], policy: str, mode: str,
-          slo_p95: float, slo_max: float | None) -> int:
-    import os
-
-    from .report import format_table
-    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune
-
-    theta_grid = THETA_OUT_GRID if args.theta_out == DEFAULT_THETAS else thetas
-    specs = grid(policy, mode, theta_grid)
-    processes = os.cpu_count() or 1
-    started = time.perf_counter()
-    out = Path(args.out or "tune")
-    try:
-        result = tune(workload, params, seed, policy, mode, slo_p95, slo_max, specs=specs)
-    except NoSettingMeetsSLO as e:  # the plot shows how far off every setting is: most useful now
-        raise UsageError(f"{e}; every setting is drawn in {_tune_plot(e.result, out, slo_p95, slo_max)}") from None
-    except ValueError as e:  # a strategy refusing its configuration
-        raise UsageError(str(e)) from None
-    took = time.perf_counter() - started
-    lines = config_lines(result.spec, params, workload)
-    picture = _tune_plot(result, out, slo_p95, slo_max)
-    slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f", max wait <= {slo_max:g} s")
-    if args.json:
-        print(json.dumps({"chosen": result.chosen, "setting": {"policy": policy, "mode": mode,
-                          "theta_out": result.spec.theta_out, **result.spec.options},
-                          "config": lines, "runs": result.summaries, "plot": str(picture),
-                          "search_s": round(took, 2), "processes": processes}, indent=2))
-        return 0
-    print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
-    moves = f", {params.move_method} moves" if mode == "migration" else ""
-    print(f"tuned {policy} ({mode}{moves}) for {slo}: {len(specs)} settings in {took:.1f} s on {processes} core(s)")
-    print(f"cheapest setting that meets it: {describe(result.spec)}")
-    if result.chosen["scale_outs"] == 0:
-        print("(on-prem alone meets it on this history: no cloud node was started)")
-    print(format_table([result.chosen]))
-    print(f"Pareto plot (chosen setting starred): {picture}")
-    print("orchestrator configuration:")
-    for line in lines:
-        print(f"  {line}")
     return 0

@@ -1,12 +1,26 @@
 """`elastichub trace`: a trace for `simulate --trace` from JupyterHub's log,
 the history a hub has before ElasticHub runs on it.
 
-JupyterHub logs two lines for every server, whatever its spawner:
+JupyterHub logs, whatever its spawner (NAME is a server's log name: `user`,
+or `user:server` for a named server; USER a user name, ROUTE its route spec,
+which ends in `/user/USER/` or `/user/USER/SERVER/`, URL-escaped):
 
-- `User NAME took S seconds to start` once it is ready (NAME is `user`, or
-  `user:server` for a named server): its user asked for it S seconds before;
-- `Removing user USER from proxy (ROUTESPEC)` when it stops or dies; the
-  route spec ends in `/user/USER/` or `/user/USER/SERVER/` (URL-escaped).
+- `User NAME took S seconds to start` once it is ready: its user asked for it
+  S seconds before; then `Adding user USER to proxy ROUTE => URL`;
+- `Removing user USER from proxy (ROUTE)` when it stops or dies.
+
+Some servers end without that last line (jupyterhub/app.py, handlers/base.py):
+
+- `Cleaning up single-user servers...`: the hub shuts down and stops every
+  server (`cleanup_servers`; without it, `Leaving single-user servers
+  running`, and the next hub logs `USER still running` for each);
+- `NAME appears to have stopped while the Hub was down`, when the hub starts
+  again (`Running JupyterHub version ...`): it ended while the hub was down;
+- `Stopping spawner for blocked user: NAME`, `Stopping NAME to avoid
+  inconsistent state` (the proxy refused its route).
+
+A user name may hold ":" (`github:alice`), so NAME alone does not say whose
+server it is: the proxy lines, which name the user and the route, do.
 
 Each line starts `[I 2026-12-01 09:00:13.123 JupyterHub base:1193]`, in the
 hub's local time (`--timezone`). Requests are not logged: every server gets
@@ -18,21 +32,43 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import json
 import math
 import re
 import sys
+import zlib
 import zoneinfo
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# Colours of tornado's LogFormatter on a terminal: SGR codes, and terminfo's
+# sgr0 after the prefix, which also selects the ASCII charset (ESC ( B on
+# xterm) or shifts in (SI on screen/tmux).
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b[()][0-9A-Za-z]|[\x0e\x0f]")
 # Searched, not anchored: `kubectl logs --timestamps` (and log shippers) put a prefix before it.
 _LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<at>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(?P<ms>\d+))? \S+ \S+\] "
                    r"(?P<message>.*)$")
 _START = re.compile(r"^User (?P<name>.+) took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
 _STOP = re.compile(r"^Removing user (?P<user>.+) from proxy \((?P<route>.*)\)$")
-COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s")
+_ADD = re.compile(r"^Adding user (?P<user>.+) to proxy (?P<route>\S+) => \S+$")
+_STILL = re.compile(r"^(?P<user>.+) still running$")
+_HUB_START = re.compile(r"^Running JupyterHub version ")
+_SHUTDOWN = "Cleaning up single-user servers..."
+_ENDED = re.compile(r"^(?:(?P<down>.+) appears to have stopped while the Hub was down"
+                    r"|Stopping spawner for blocked user: (?P<blocked>.+)"
+                    r"|Stopping (?P<failed>.+) to avoid inconsistent state)$")
+COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s", "ended")
+# How a session ended (the `ended` column). The ones its user did not end
+# (cut by the log's end or a hub shutdown) say nothing of how long users
+# keep their servers: `simulate` leaves them out of the lifetime model.
+STOPPED, SHUTDOWN, FOUND_STOPPED, HUB_STOPPED, STARTED_AGAIN, LOG_END = (
+    "stop", "hub-shutdown", "found-stopped", "hub-stop", "started-again", "log-end")
+CENSORED = (SHUTDOWN, LOG_END)
+# Compressed or binary files by their first bytes (gzip is read, the rest named).
+_BINARY = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+           (b"PK\x03\x04", "a zip archive"))
 
 
 @dataclass
@@ -41,10 +77,19 @@ class Sessions:
 
     rows: list[dict] = field(default_factory=list)
     stops_without_start: int = 0  # servers started before the log begins
-    cut_at_end: int = 0  # still running at its last line: they end there
-    started_again: int = 0  # a second start with no stop logged between: the first ends at the second's request
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
+
+    def count(self, ended: str) -> int:
+        return sum(1 for row in self.rows if row["ended"] == ended)
+
+    @property
+    def cut_at_end(self) -> int:  # still running at its last line: they end there
+        return self.count(LOG_END)
+
+    @property
+    def started_again(self) -> int:  # started again, no stop logged between: the first ends at the second's request
+        return self.count(STARTED_AGAIN)
 
 
 class LogError(ValueError):
@@ -56,11 +101,17 @@ class LogError(ValueError):
 _JITTER = timedelta(seconds=5)
 
 
-def _server_of_route(route: str) -> str:
-    """The server name in a route spec (`/jhub/user/alice/gpu/` -> `gpu`)."""
+def _parse_route(user: str, route: str) -> tuple[str, str]:
+    """(user, server) of a proxy line: the server name is in the route spec
+    (`/jhub/user/alice/gpu/` -> `gpu`)."""
     _, _, rest = route.partition("/user/")
     parts = [unquote(p) for p in rest.strip("/").split("/")]
-    return parts[1] if len(parts) > 1 else ""
+    return user, parts[1] if len(parts) > 1 else ""
+
+
+def _log_name(user: str, server: str) -> str:
+    """How JupyterHub names a server in its log (Spawner._log_name)."""
+    return f"{user}:{server}" if server else user
 
 
 def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
@@ -89,7 +140,7 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
 
 
 def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
-    """Pair each server's start with its stop. `logs`: (name, lines) of each
+    """Pair each server's start with its end. `logs`: (name, lines) of each
     file, in any order: rotated files are read oldest first (by their first
     line), and files that overlap are refused (LogError)."""
     streams = []
@@ -103,44 +154,107 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
             raise LogError(f"{after[0][0]} (from {after[0][2]:%Y-%m-%d %H:%M}) overlaps {before[0][0]} (to "
                            f"{before[-1][2]:%Y-%m-%d %H:%M}): give each log once")
     out = Sessions()
-    running: dict[tuple[str, str], tuple[datetime, float]] = {}  # (user, server) -> (ready at, spawn s)
+    running: dict[str, tuple[datetime, float]] = {}  # log name -> (ready at, spawn s)
+    ended: list[tuple[str, datetime, float, datetime, str]] = []  # log name, ready, spawn, end, how
+    whose: dict[str, tuple[str, str]] = {}  # log name -> (user, server), from the proxy lines
+    users: set[str] = set()
+    down_at = None  # the last line before the hub started again: when it went down
+
+    def end(name: str, at: datetime, how: str) -> bool:
+        if name not in running:
+            return False
+        ended.append((name, *running.pop(name), at, how))
+        return True
+
+    previous = None
     for _, _, at, message in (entry for entries in streams for entry in entries):
         out.first = out.first or at
         out.last = at
-        started, stopped = _START.match(message), _STOP.match(message)
-        if started:
-            user, _, server = started["name"].partition(":")
-            spawn = float(started["seconds"])
-            if (user, server) in running:  # its stop was not logged: it ended by the time the next was asked for
-                asked = at.astimezone(timezone.utc) - timedelta(seconds=spawn)
-                out.rows.append(_row((user, server), *running.pop((user, server)), asked))
-                out.started_again += 1
-            running[(user, server)] = (at, spawn)
-        elif stopped:
-            key = (stopped["user"], _server_of_route(stopped["route"]))
-            if key not in running:
+        if m := _START.match(message):
+            spawn = float(m["seconds"])
+            # its end was not logged: it ended by the time the next was asked for
+            end(m["name"], at.astimezone(timezone.utc) - timedelta(seconds=spawn), STARTED_AGAIN)
+            running[m["name"]] = (at, spawn)
+        elif m := _STOP.match(message) or _ADD.match(message):
+            user, server = _parse_route(m["user"], m["route"])
+            whose[_log_name(user, server)] = (user, server)
+            users.add(user)
+            if m.re is _STOP and not end(_log_name(user, server), at, STOPPED):
                 out.stops_without_start += 1
-                continue
-            out.rows.append(_row(key, *running.pop(key), at))
-    for key, (ready, spawn) in running.items():
-        out.rows.append(_row(key, ready, spawn, out.last))
-        out.cut_at_end += 1
-    out.rows.sort(key=lambda r: r["arrival"])
+        elif m := _STILL.match(message):
+            users.add(m["user"])
+        elif _HUB_START.match(message):
+            down_at = previous
+        elif message == _SHUTDOWN:
+            for name in list(running):
+                end(name, at, SHUTDOWN)
+        elif m := _ENDED.match(message):
+            if m["down"]:  # it stopped some time while the hub was down: count it from when the hub went down
+                end(m["down"], max(down_at or at, running.get(m["down"], (at,))[0]), FOUND_STOPPED)
+            else:
+                end(m["blocked"] or m["failed"], at, HUB_STOPPED)
+        previous = at
+    ended += [(name, ready, spawn, out.last, LOG_END) for name, (ready, spawn) in running.items()]
+    out.rows = sorted((_row(_whose(name, whose, users), *rest) for name, *rest in ended),
+                      key=lambda r: r["arrival"])
     return out
 
 
-def _row(key: tuple[str, str], ready: datetime, spawn: float, end: datetime) -> dict:
+def _whose(name: str, whose: dict[str, tuple[str, str]], users: set[str]) -> tuple[str, str]:
+    """(user, server) of a log name: as a proxy line told it, else split
+    after a user name the log shows (`github:alice:gpu`), else at the first
+    colon."""
+    if name in whose:
+        return whose[name]
+    if name in users:
+        return name, ""
+    for i, c in enumerate(name):
+        if c == ":" and name[:i] in users:
+            return name[:i], name[i + 1:]
+    user, _, server = name.partition(":")
+    return user, server
+
+
+def _row(key: tuple[str, str], ready: datetime, spawn: float, end: datetime, how: str) -> dict:
     ready_utc = ready.astimezone(timezone.utc)  # a local difference would miss a clock change
     arrival = (ready_utc - timedelta(seconds=spawn)).astimezone(ready.tzinfo)
     return {"arrival": arrival.isoformat(timespec="seconds"),
             "duration_s": max(round((end.astimezone(timezone.utc) - ready_utc).total_seconds()), 1),
-            "user": key[0], "server": key[1], "spawn_s": round(spawn, 3)}
+            "user": key[0], "server": key[1], "spawn_s": round(spawn, 3), "ended": how}
+
+
+def read_log(name: str) -> list[str]:
+    """The lines of a log file (`-`: standard input), gzip-compressed
+    (logrotate's `compress`) or not. Other binary files are refused by
+    name (ValueError): read as text they would hold no line, silently."""
+    raw = sys.stdin.buffer.read() if name == "-" else open(name, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise ValueError(f"{name}: a gzip file that cannot be read ({e})") from None
+    kind = next((what for magic, what in _BINARY if raw.startswith(magic)), None)
+    if kind or b"\x00" in raw[:65536]:
+        raise ValueError(f"{name}: {kind or 'binary'} data, not a text log: give the log itself "
+                         "(plain, or gzip-compressed)")
+    return raw.decode("utf-8", errors="replace").split("\n")
+
+
+def _json_lines(lines) -> bool:
+    """Whether the log's first lines are JSON records (a JSON log formatter's)."""
+    for line in (line.strip() for line in lines[:20]):
+        if line.startswith("{"):
+            try:
+                return isinstance(json.loads(line), dict)
+            except ValueError:
+                return False
+    return False
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOG",
                         help="JupyterHub's log (kubectl logs deploy/hub > hub.log), and its rotated files in any "
-                             "order (read oldest first); - reads standard input")
+                             "order (read oldest first; gzip-compressed ones too); - reads standard input")
     parser.add_argument("--cpu", required=True, metavar="CORES", help="CPU each server requests (cpu_guarantee)")
     parser.add_argument("--ram-gib", required=True, metavar="GIB",
                         help="RAM each server requests, GiB (mem_guarantee)")
@@ -165,18 +279,20 @@ def run(args: argparse.Namespace) -> int:
     logs = []
     for name in args.logs:
         try:
-            if name == "-":
-                logs.append(("standard input", sys.stdin.readlines()))
-            else:
-                with open(name, encoding="utf-8", errors="replace") as f:
-                    logs.append((name, f.readlines()))
+            logs.append(("standard input" if name == "-" else name, read_log(name)))
         except OSError as e:
             raise UsageError(f"cannot read {name} ({e.strerror})") from None
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     try:
         sessions = read_sessions(logs, zone)
     except LogError as e:
         raise UsageError(str(e)) from None
     if not sessions.rows:
+        json_logs = [name for name, lines in logs if _json_lines(lines)]
+        if json_logs:
+            raise UsageError(f"{', '.join(json_logs)}: JSON log records, which `elastichub trace` does not read: "
+                             "give the hub's plain log (JupyterHub's default format)")
         raise UsageError(f"no server start found in {', '.join(args.logs)}: is it JupyterHub's log? (lines like "
                          "'[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start')")
     for row in sessions.rows:
@@ -192,14 +308,21 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if args.out:
             out.close()
+    print("elastichub trace: " + "; ".join(_notes(sessions, args.timezone)), file=sys.stderr)
+    return 0
+
+
+def _notes(sessions: Sessions, zone: str) -> list[str]:
     notes = [f"{len(sessions.rows)} server session(s) from {sessions.first:%Y-%m-%d %H:%M} to "
-             f"{sessions.last:%Y-%m-%d %H:%M} {args.timezone}"]
+             f"{sessions.last:%Y-%m-%d %H:%M} {zone}"]
     if sessions.stops_without_start:
         notes.append(f"{sessions.stops_without_start} stop(s) of servers started before the log begins: left out")
-    if sessions.cut_at_end:
-        notes.append(f"{sessions.cut_at_end} still running at the log's end: they end there")
-    if sessions.started_again:
-        notes.append(f"{sessions.started_again} started again with no stop logged in between: each earlier "
-                     "session ends when the next was asked for")
-    print("elastichub trace: " + "; ".join(notes), file=sys.stderr)
-    return 0
+    for ended, note in ((SHUTDOWN, "ended at a hub shutdown that stopped every server"),
+                        (FOUND_STOPPED, "found stopped when the hub started again: each ends when the hub went down"),
+                        (HUB_STOPPED, "stopped by the hub (a blocked user, or a route the proxy refused)"),
+                        (LOG_END, "still running at the log's end: they end there"),
+                        (STARTED_AGAIN, "started again with no stop logged in between: each earlier session ends "
+                                        "when the next was asked for")):
+        if sessions.count(ended):
+            notes.append(f"{sessions.count(ended)} {note}")
+    return notes

@@ -68,7 +68,9 @@ class RunSpec:
 
 
 def plan_runs(policies: Iterable[str], modes: Iterable[str], thetas: Iterable[float],
-              config_overrides: dict[str, Any] | None = None) -> list[RunSpec]:
+              config_overrides: dict[str, Any] | None = None,
+              options: dict[str, Any] | None = None) -> list[RunSpec]:
+    """`options`: the strategies' own (`simulate --option`), in every run."""
     policies, modes, thetas = list(policies), list(modes), list(thetas)
     for mode in modes:
         if mode not in MODES:
@@ -78,7 +80,7 @@ def plan_runs(policies: Iterable[str], modes: Iterable[str], thetas: Iterable[fl
     for policy in policies:
         for mode in modes:
             for theta in ([None] if mode == "onprem-only" else thetas):
-                specs.append(RunSpec(policy, mode, theta, overrides))
+                specs.append(RunSpec(policy, mode, theta, overrides, dict(options or {})))
     return specs
 
 

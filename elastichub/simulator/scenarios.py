@@ -79,9 +79,9 @@ register_workload("weekend", weekend)
 # --- calendars ---------------------------------------------------------------
 
 
-def load_calendar(path: str | Path, largest_node: Resources | None = None) -> tuple[ScheduledClass, ...]:
+def load_calendar(path: str | Path, nodes: list[Resources] | None = None) -> tuple[ScheduledClass, ...]:
     """Read a calendar CSV; errors name the file, the row and the column.
-    `largest_node` (the allocatable of the simulated cluster's biggest node),
+    `nodes` (the allocatable of each node shape of the simulated cluster),
     when given, rejects a class whose students could never run, as
     `trace.load_trace` does for a trace."""
     path = Path(path)
@@ -94,14 +94,13 @@ def load_calendar(path: str | Path, largest_node: Resources | None = None) -> tu
     if not rows:
         raise ValueError(f"calendar file {path}: no classes (expected a header start,users,cpu,ram_gib and rows)")
     classes = parse_schedule(rows, source=f"calendar file {path}")
-    if largest_node is not None:
+    if nodes is not None:
+        from .trace import check_fits
+
         for i, row in enumerate(rows, start=1):
             where = f"calendar file {path} row {i}"
             _, request, _, _ = parse_class_row(row, where)  # valid: parse_schedule read it
-            if not request.fits_in(largest_node):
-                raise ValueError(f"{where}: a student's request ({request.cpu:g} cores, {request.ram / GiB:g} GiB) "
-                                 f"is more than the largest node has ({largest_node.cpu:g} cores, "
-                                 f"{largest_node.ram / GiB:g} GiB)")
+            check_fits(where, request, nodes)
     return classes
 
 

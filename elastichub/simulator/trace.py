@@ -11,6 +11,9 @@ then one row per server:
   arrival's offset
 - duration_s: how long the server ran once started, seconds (> 0)
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
+- ended (optional, as `elastichub trace` writes it): how the session ended;
+  `log-end` and `hub-shutdown` mark sessions their users did not end, which
+  the lifetime model leaves out (`workload.lifetime_estimate`)
 
 Rows need not be sorted. Columns may be separated by ';' or tabs instead of
 ',', numbers then written with a decimal comma (what spreadsheets export in
@@ -27,24 +30,30 @@ from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, delimiter
 from ..policy import GiB, Resources
-from .workload import HOUR_S, Request, Workload
+from .hublog import CENSORED
+from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
+ENDED = "ended"  # optional: how the session ended, as `elastichub trace` writes it
 TIMESTAMP = "arrival"  # the alternative to arrival_s: an ISO 8601 timestamp with its offset, or Unix seconds
 # A replay runs every Tmon of its span: a longer one is a unit mistake (a Unix
 # time or milliseconds in arrival_s), which would otherwise run for hours.
 MAX_SPAN_DAYS = 400
+# Nobody on the hub for longer than this, between two sessions, is more
+# likely a wrong date than a break: the replay simulates every idle second.
+IDLE_WARN_DAYS = 30
 
 
 class TraceError(ValueError):
     """A trace file that cannot be replayed; the message names the line."""
 
 
-def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None = None) -> Workload:
-    """Read and validate a trace. `largest_node` is the allocatable of the
-    biggest node of the simulated cluster: a request above it could never
-    run. `horizon_s` defaults to the end of the last server had it never
-    waited, rounded up to a whole hour."""
+def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None = None) -> Workload:
+    """Read and validate a trace. `nodes`: the allocatable of each node
+    shape of the simulated cluster (`ClusterParams.node_shapes`): a request
+    no one of them holds could never run. `horizon_s` defaults to the end of
+    the last server had it never waited, rounded up to a whole hour. A long
+    idle stretch is a warning in `meta["warnings"]`."""
     path = Path(path)
     text = _text(path)
     reader = csv_rows(text)
@@ -98,13 +107,9 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         if values["cpu"] == 0 and values["ram_gib"] == 0:
             raise TraceError(f"{path} line {line_no}: cpu and ram_gib are both 0")
         req = Resources(values["cpu"], values["ram_gib"] * GiB)
-        if req.cpu > largest_node.cpu:
-            raise TraceError(f"{path} line {line_no}, column cpu: {req.cpu:g} cores is more than "
-                             f"the largest node has ({largest_node.cpu:g})")
-        if req.ram > largest_node.ram:
-            raise TraceError(f"{path} line {line_no}, column ram_gib: {values['ram_gib']:g} GiB is more than "
-                             f"the largest node has ({largest_node.ram / GiB:g})")
-        rows.append((values["arrival_s"], values["duration_s"], req, line_no))
+        check_fits(f"{path} line {line_no}", req, nodes)
+        censored = ENDED in header and header.index(ENDED) < len(row) and row[header.index(ENDED)].strip() in CENSORED
+        rows.append((values["arrival_s"], values["duration_s"], req, line_no, censored))
 
     if not rows:
         raise TraceError(f"{path}: no rows after the header")
@@ -115,15 +120,52 @@ def load_trace(path: str | Path, largest_node: Resources, horizon_s: int | None 
         rows = [((arrival - origin).total_seconds(), *rest) for arrival, *rest in rows]
         since = f", from {origin.isoformat(' ', 'minutes')}"
     # The model runs in whole seconds, as the paper's 1 s steps.
-    rows = [(round(arrival), max(1, round(duration)), req, line) for arrival, duration, req, line in rows]
+    rows = [(round(arrival), max(1, round(duration)), *rest) for arrival, duration, *rest in rows]
     _check_span(path, rows, stamped)
-    requests = [Request(arrival, duration, req, "trace") for arrival, duration, req, _ in rows]
+    requests = [Request(arrival, duration, req, "trace", censored) for arrival, duration, req, _, censored in rows]
     requests.sort(key=lambda r: r.arrival_s)
-    if horizon_s is None:
+    warning = None
+    if horizon_s is None:  # the replay runs to the last session's end: an idle stretch is simulated too
         end = max(r.arrival_s + r.duration_s for r in requests)
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
+        warning = _idle_warning(path, rows, horizon_s)
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
-                    description=f"replay of {path} ({len(requests)} servers{since})")
+                    description=f"replay of {path} ({len(requests)} servers{since})",
+                    meta={"warnings": [warning] if warning else []})
+
+
+def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
+    """A request some node shape holds, CPU and RAM together: one that only
+    fits CPU on one shape and RAM on another would wait for ever (a
+    TraceError naming `where` otherwise)."""
+    if any(req.fits_in(node) for node in nodes):
+        return
+    cpu, ram = max(n.cpu for n in nodes), max(n.ram for n in nodes)
+    if req.cpu > cpu:
+        raise TraceError(f"{where}, column cpu: {req.cpu:g} cores is more than the largest node has "
+                         f"({cpu:g} cores)")
+    if req.ram > ram:
+        raise TraceError(f"{where}, column ram_gib: {req.ram / GiB:g} GiB is more than the largest node has "
+                         f"({ram / GiB:g} GiB)")
+    shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
+    raise TraceError(f"{where}: {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): "
+                     "it could never run")
+
+
+def _idle_warning(path: Path, rows: list[tuple], horizon_s: int) -> str | None:
+    """A warning when nobody is on the hub for more than IDLE_WARN_DAYS
+    between two sessions (rows: arrival s, duration s, request, line, ...)."""
+    longest, busy_until, after, before = 0, None, None, None
+    for arrival, duration, _, line, *_ in sorted(rows, key=lambda r: r[0]):
+        if busy_until is not None and arrival - busy_until[0] > longest:
+            longest, after, before = arrival - busy_until[0], busy_until[1], line
+        if busy_until is None or arrival + duration > busy_until[0]:
+            busy_until = (arrival + duration, line)
+    if longest <= IDLE_WARN_DAYS * DAY_S:
+        return None
+    return (f"{path}: nobody is on the hub for {longest / DAY_S:,.0f} days, from the end of line {after}'s "
+            f"session to line {before}'s arrival ({longest / horizon_s:.0%} of the {horizon_s / DAY_S:,.0f} days "
+            "replayed, each simulated): a wrong date?")
 
 
 def _text(path: Path) -> str:
@@ -145,15 +187,15 @@ def _text(path: Path) -> str:
 
 
 def _check_span(path: Path, rows: list[tuple], stamped: bool) -> None:
-    """rows: (arrival s, duration s, request, line)."""
+    """rows: (arrival s, duration s, request, line, censored)."""
     limit = MAX_SPAN_DAYS * 24 * HOUR_S
-    arrival, _, _, line = min(rows, key=lambda r: r[0])
+    arrival, _, _, line, _ = min(rows, key=lambda r: r[0])
     if arrival > limit and not stamped:
         raise TraceError(
             f"{path} line {line}, column arrival_s: the first server arrives {arrival} s ({arrival / 86400:,.0f} "
             f"days) after the start: arrival_s counts seconds from the start of the replay. For Unix times or "
             f"ISO 8601 timestamps, name the column {TIMESTAMP} instead")
-    arrival, duration, _, line = max(rows, key=lambda r: r[0] + r[1])
+    arrival, duration, _, line, _ = max(rows, key=lambda r: r[0] + r[1])
     if arrival + duration <= limit:
         return
     if duration > limit:

@@ -15,8 +15,9 @@ import multiprocessing
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from ..policy import PolicyConfig
 from .engine import RunResult
 from .params import ClusterParams
 from .runner import RunSpec, execute, strategy_options, summary
@@ -41,6 +42,7 @@ class TuneResult:
     summaries: list[dict[str, Any]]  # every run of the grid, in grid order
     specs: list[RunSpec]
     met: bool = True  # False: nothing met the objective, `chosen` is the closest
+    tied: int = 1  # settings the history does not tell apart from the chosen one (equal cost and waits)
 
 
 class NoSettingMeetsSLO(ValueError):
@@ -52,12 +54,17 @@ class NoSettingMeetsSLO(ValueError):
         self.result = result
 
 
-def grid(policy: str, mode: str, thetas: Sequence[float] = THETA_OUT_GRID) -> list[RunSpec]:
-    """Every combination of theta_out and the strategy's own thresholds."""
-    specs = [RunSpec(policy, mode, theta) for theta in thetas]
+def grid(policy: str, mode: str, thetas: Sequence[float] = THETA_OUT_GRID,
+         fixed: dict[str, Any] | None = None) -> list[RunSpec]:
+    """Every combination of theta_out and the strategy's own thresholds;
+    `fixed`: options the admin set (`--option`), kept in every setting and
+    not searched."""
+    fixed = dict(fixed or {})
+    specs = [RunSpec(policy, mode, theta, options=fixed) for theta in thetas]
     for option, values in GRIDS.get(policy, {}).items():
-        specs = [RunSpec(s.policy, s.mode, s.theta_out, options={**s.options, option: v})
-                 for s in specs for v in values]
+        if option not in fixed:
+            specs = [RunSpec(s.policy, s.mode, s.theta_out, options={**s.options, option: v})
+                     for s in specs for v in values]
     return specs
 
 
@@ -76,16 +83,30 @@ def _run(spec: RunSpec) -> dict[str, Any]:
 
 
 def run_grid(specs: list[RunSpec], workload: Workload, params: ClusterParams, seed: int,
-             processes: int | None = None) -> list[dict[str, Any]]:
+             processes: int | None = None,
+             progress: Callable[[int, int, RunSpec | None], None] | None = None) -> list[dict[str, Any]]:
     """Summaries of every run, in order; one worker process per core (the
-    workload is handed to each worker once, not per run)."""
+    workload is handed to each worker once, not per run). `progress(done,
+    total, spec)` after each run, as `runner.run_all` calls it."""
     processes = processes or os.cpu_count() or 1
     if processes <= 1 or len(specs) <= 1:
         _init(workload, params, seed)
-        return [_run(spec) for spec in specs]
+        runs = map(_run, specs)
+        return _tracked(runs, specs, progress)
     context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with context.Pool(min(processes, len(specs)), initializer=_init, initargs=(workload, params, seed)) as pool:
-        return pool.map(_run, specs, chunksize=1)
+        return _tracked(pool.imap(_run, specs, chunksize=1), specs, progress)
+
+
+def _tracked(runs, specs: list[RunSpec], progress) -> list[dict[str, Any]]:
+    summaries = []
+    for spec, s in zip(specs, runs):
+        summaries.append(s)
+        if progress:
+            progress(len(summaries), len(specs), spec)
+    if progress:
+        progress(len(specs), len(specs), None)
+    return summaries
 
 
 def meets(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> bool:
@@ -102,9 +123,9 @@ def _shortfall(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> floa
 
 def tune(workload: Workload, params: ClusterParams, seed: int, policy: str, mode: str,
          slo_p95: float, slo_max: float | None = None, processes: int | None = None,
-         specs: list[RunSpec] | None = None) -> TuneResult:
+         specs: list[RunSpec] | None = None, progress=None) -> TuneResult:
     specs = specs or grid(policy, mode)
-    summaries = run_grid(specs, workload, params, seed, processes)
+    summaries = run_grid(specs, workload, params, seed, processes, progress)
     ok = [i for i, s in enumerate(summaries) if meets(s, slo_p95, slo_max)]
     if not ok:
         closest = min(range(len(specs)), key=lambda i: (_shortfall(summaries[i], slo_p95, slo_max),
@@ -116,9 +137,38 @@ def tune(workload: Workload, params: ClusterParams, seed: int, policy: str, mode
             f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, {s['cloud_node_hours']:.2f} cloud node-hours",
             TuneResult(s, specs[closest], summaries, specs, met=False),
         )
-    best = min(ok, key=lambda i: (summaries[i]["cloud_node_hours"], summaries[i]["wait_p95_s"],
-                                  summaries[i]["wait_max_s"], i))
-    return TuneResult(summaries[best], specs[best], summaries, specs)
+    best = min(_key(summaries[i]) for i in ok)
+    tied = [i for i in ok if _key(summaries[i]) == best]
+    if len(tied) == 1:
+        return TuneResult(summaries[tied[0]], specs[tied[0]], summaries, specs)
+    return _untie(tied, specs, summaries, workload, params, seed)
+
+
+def _key(s: dict[str, Any]) -> tuple:
+    """What the search minimises: cost, then p95 and max wait."""
+    return s["cloud_node_hours"], s["wait_p95_s"], s["wait_max_s"]
+
+
+def _untie(tied: list[int], specs: list[RunSpec], summaries: list[dict[str, Any]], workload: Workload,
+           params: ClusterParams, seed: int) -> TuneResult:
+    """Of settings the history does not tell apart (a quiet history: none
+    starts a node), the strategy's defaults (theta_out 80, its own
+    thresholds: those measured on bursts, docs/strategies.md) when they do
+    as well, run once more if the grid lacks them; else the theta_out
+    nearest the default, the higher on a tie. Whatever the grid's order, a
+    history that says nothing should not move the settings from their
+    defaults."""
+    fixed = {k: v for k, v in specs[0].options.items() if all(s.options.get(k) == v for s in specs)}  # --option
+    default = RunSpec(specs[0].policy, specs[0].mode, PolicyConfig().theta_out, options=fixed)
+    at = next((i for i, s in enumerate(specs) if s == default and s.options == default.options), None)
+    if at is None:
+        extra = run_grid([default], workload, params, seed, processes=1)[0]
+        if _key(extra) == _key(summaries[tied[0]]):
+            specs, summaries, at = [*specs, default], [*summaries, extra], len(specs)
+            tied = [*tied, at]
+    if at not in tied:
+        at = min(tied, key=lambda i: (abs(specs[i].theta_out - default.theta_out), -specs[i].theta_out, i))
+    return TuneResult(summaries[at], specs[at], summaries, specs, tied=len(tied))
 
 
 def describe(spec: RunSpec) -> str:

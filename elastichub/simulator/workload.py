@@ -36,6 +36,9 @@ class Request:
     duration_s: int
     requests: Resources
     kind: str = "user"  # "ordinary", "class", "trace": lets reports split waits by source
+    # a replayed session its user did not end (cut by the log's end or a hub
+    # shutdown): replayed as it ran, left out of the lifetime model
+    censored: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +85,10 @@ class LifetimeModel:
         for name, option in (("mean_s", "--lifetime-mean-min"), ("sd_s", "--lifetime-sd-min"),
                              ("min_s", "--lifetime-min-min")):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value) or value < 0:
-                raise ValueError(f"{option} must be a finite number >= 0, got {value!r}")
+            if not isinstance(value, (int, float)):
+                raise ValueError(f"{option} must be a number, got {value!r}")
+            if math.isnan(value) or math.isinf(value) or value < 0:  # said in the option's unit, minutes
+                raise ValueError(f"{option} must be a finite number >= 0, got {value / 60:g}")
         if self.mean_s <= 0:
             raise ValueError(f"--lifetime-mean-min must be > 0, got {self.mean_s / 60:g}")
         if self.min_s > self.mean_s + 3 * self.sd_s:
@@ -228,17 +233,45 @@ def build_workload(name: str, description: str, requests: list[Request], classes
                     lifetime=None if lifetime is None else (lifetime.mean_s, lifetime.sd_s))
 
 
-def session_lifetime(workload: Workload) -> tuple[float, float]:
-    """(mean, sd) seconds of the workload's session lifetimes, as an admin
-    configures a lifetime-aware strategy: the model the sessions were drawn
-    from, or for a replayed trace the mean and SD of its durations (what
-    the hub's history shows), to the second."""
+@dataclass(frozen=True)
+class LifetimeEstimate:
+    """The lifetime model of a workload's sessions and what it rests on."""
+
+    mean_s: float
+    sd_s: float
+    sessions: int = 0  # sessions it was estimated from (0: the model they were drawn from)
+    censored: int = 0  # left out: sessions their users did not end
+    far: int = 0  # beyond 3 IQRs above the upper quartile (always-on servers): counted, barely weighing
+
+
+def lifetime_estimate(workload: Workload) -> LifetimeEstimate:
+    """The session lifetime model a lifetime-aware strategy is configured
+    with: the model a generated workload was drawn from, or for a replayed
+    trace an estimate from its durations, to the second. The estimate is
+    robust: sessions their users did not end are left out (censored: they
+    would have run on), and the mean and SD are those of a normal with the
+    durations' median and interquartile range (SD = IQR / 1.349), so a few
+    always-on servers do not take the model over, as they would a plain mean
+    and SD."""
     if workload.lifetime is not None:
-        return workload.lifetime
-    durations = [r.duration_s for r in workload.requests]
+        return LifetimeEstimate(*workload.lifetime)
+    durations = sorted(r.duration_s for r in workload.requests if not r.censored)
+    censored = sum(1 for r in workload.requests if r.censored)
     if not durations:
-        return LifetimeModel().mean_s, LifetimeModel().sd_s
-    return float(round(statistics.fmean(durations))), float(round(statistics.pstdev(durations)))
+        return LifetimeEstimate(LifetimeModel().mean_s, LifetimeModel().sd_s, 0, censored)
+    q1, median, q3 = statistics.quantiles(durations, n=4, method="inclusive") if len(durations) > 1 else durations * 3
+    far = sum(1 for d in durations if d > q3 + 3 * (q3 - q1))
+    return LifetimeEstimate(float(round(median)), float(round((q3 - q1) / IQR_PER_SD)), len(durations),
+                            censored, far)
+
+
+IQR_PER_SD = 1.349  # a normal's interquartile range, in standard deviations
+
+
+def session_lifetime(workload: Workload) -> tuple[float, float]:
+    """(mean, sd) seconds of `lifetime_estimate`."""
+    estimate = lifetime_estimate(workload)
+    return estimate.mean_s, estimate.sd_s
 
 
 def paper_workload(*, days: float | None, seed: int, lifetime: LifetimeModel, scale: float = 1.0) -> Workload:

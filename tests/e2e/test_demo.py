@@ -60,7 +60,7 @@ def test_the_demo_bursts_moves_every_student_back_with_their_state_and_ends_clea
     assert summary["history_kept"] is True  # --workdir
     from elastichub.policy import GiB, Resources
     from elastichub.simulator.trace import load_trace
-    trace = load_trace(summary["history_file"], Resources(64, 64 * GiB))  # a trace the simulator replays
+    trace = load_trace(summary["history_file"], [Resources(64, 64 * GiB)])  # a trace the simulator replays
     assert len(trace.requests) == len(sessions) and all(r.duration_s >= 1 for r in trace.requests)
     assert processes_under(tmp_path / "demo") == []
 

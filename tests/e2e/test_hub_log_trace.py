@@ -50,10 +50,11 @@ async def test_the_hubs_log_becomes_a_trace_of_every_server_as_long_as_it_ran(cl
     rows = (tmp_path / "trace.csv").read_text(encoding="utf-8").splitlines()
     sessions = {}
     for line in rows[1:]:
-        arrival, duration, cpu, ram, user, server, spawn = line.split(",")
+        arrival, duration, cpu, ram, user, server, spawn, ended = line.split(",")
+        assert ended == "stop", line
         sessions[f"{user}/{server}" if server else user] = (int(duration), float(spawn))
     assert set(sessions) == set(ran), (sessions, ran)
     for key, seconds in ran.items():  # each as long as it ran (the log's clock, to a second or two)
         assert abs(sessions[key][0] - seconds) <= 2 and sessions[key][1] > 0, (key, sessions[key], seconds)
-    trace = load_trace(tmp_path / "trace.csv", Resources(4, 8 * GiB))
+    trace = load_trace(tmp_path / "trace.csv", [Resources(4, 8 * GiB)])
     assert len(trace.requests) == 3 and all(r.requests == Resources(0.5, GiB) for r in trace.requests)

@@ -30,8 +30,9 @@ def one_error_line(result) -> str:
     (["--tmon=-1"], "tmon must be > 0"),
     (["--theta-out=lots"], "theta_out"),
     (["--theta-out=0.8"], "0.8 looks like a fraction and would start cloud nodes at 0.8 % occupancy: use 80"),
-    (["--theta-out=0"], "theta_out is a percentage of RAM occupancy, above 0; at 0 every cloud node would start"),
-    (["--theta-out=-5"], "ElasticOrchestrator.theta_out is a percentage of RAM occupancy, above 0; at -5"),
+    (["--theta-out=0"], "ElasticOrchestrator.theta_out must be above 0 (a percentage of RAM occupancy, 80 means 80 %)"),
+    (["--theta-out=-5"], "ElasticOrchestrator.theta_out must be above 0 (a percentage of RAM occupancy, 80 means 80 %), "
+                         "got -5"),
     (["--ElasticOrchestrator.watch_timeout=-1"], "watch_timeout must be > 0 seconds, not -1"),
     (["--ElasticOrchestrator.page_refresh=0"], "page_refresh must be > 0 seconds, not 0"),
     (["--ElasticOrchestrator.history_hours=-1"], "history_hours must be > 0 hours, not -1.0"),

@@ -91,7 +91,7 @@ def test_the_file_is_a_trace_the_simulator_replays(tmp_path):
     history.append(tracker.update([], [], T0 + 9000))
     lines = path.read_text().splitlines()
     assert lines[0] == ",".join(COLUMNS) and len(lines) == 3  # one header
-    trace = load_trace(path, Resources(4, 16 * GiB))
+    trace = load_trace(path, [Resources(4, 16 * GiB)])
     assert [(r.arrival_s, r.duration_s, r.requests.ram / GiB) for r in trace.requests] == [
         (8 * 3600, 3990, 2.0), (9 * 3600, 110, 0.5)]  # from midnight of the first day, UTC
     with open(path) as f:

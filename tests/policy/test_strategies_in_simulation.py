@@ -109,8 +109,8 @@ def test_load_calendar_errors_name_file_row_and_column(tmp_path):
     huge.write_text("start,users,cpu,ram_gib,name\n1 10:00,5,1,64,gpu-lab\n")
     assert load_calendar(huge)[0].users == 5  # without a cluster to check against
     huge.write_text("start,users,cpu,ram_gib,name\n1 11:00,5,1,2,intro\n1 10:00,5,1,64,gpu-lab\n")
-    with pytest.raises(ValueError, match=r"huge.csv row 2: .* 64 GiB\) is more than the largest node"):
-        load_calendar(huge, PARAMS.largest_node)
+    with pytest.raises(ValueError, match=r"huge.csv row 2, column ram_gib: 64 GiB is more than the largest node"):
+        load_calendar(huge, PARAMS.node_shapes)
 
 
 def test_pareto_front():
@@ -148,8 +148,8 @@ def test_cli_default_policy_and_calendar_option(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--calendar", "missing.csv"], "--calendar: calendar file missing.csv: not found"),
     (["--policy", "calendar", "--workload", "weekend"], "policy 'calendar' needs a schedule"),
-    (["--calendar", "huge.csv"], "--calendar: calendar file huge.csv row 1: a student's request (1 cores, 64 GiB) "
-                                 "is more than the largest node has (25 cores, 50 GiB)"),
+    (["--calendar", "huge.csv"], "--calendar: calendar file huge.csv row 1, column ram_gib: 64 GiB is more than "
+                                 "the largest node has (50 GiB)"),
     (["--calendar", "late.csv"], "--calendar: calendar file late.csv: class 'exam' starts at 723600 s (day 9), after "
                                  "the simulated 8640 s (0.1 days): give --days, or drop the class"),
     (["--calendar", "late.csv", "--schedule", "late.csv"], "--calendar adds the classes' students, --schedule only"),
@@ -178,13 +178,13 @@ def test_replayed_trace_plus_calendar_file_gives_the_class_no_wait(tmp_path, mor
     assert runs["paper"]["wait_max_s"] > BOUND_S  # one node per cooldown for 500 GiB of students
 
     # a real history holds the class's students already: --schedule tells the calendar policy, adds nobody
-    history = write_trace(with_calendar(load_trace(trace, PARAMS.largest_node, 43200), load_calendar(cal), seed=1),
+    history = write_trace(with_calendar(load_trace(trace, PARAMS.node_shapes, 43200), load_calendar(cal), seed=1),
                           tmp_path / "history.csv")
     told = _cli("--trace", str(history), "--days", "0.5", "--schedule", str(cal), "--mode", "migration",
                 "--policy", "paper,calendar", "--json")
     assert told.returncode == 0, told.stderr
     runs = {r["policy"]: r for r in json.loads(told.stdout)["runs"]}
-    held = len(load_trace(history, PARAMS.largest_node).requests)
+    held = len(load_trace(history, PARAMS.node_shapes).requests)
     assert runs["calendar"]["servers"] == runs["paper"]["servers"] == held
     assert runs["calendar"]["wait_max_s"] == 0 and runs["paper"]["wait_max_s"] > BOUND_S
 

@@ -57,12 +57,12 @@ def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "3 server session(s) from 2026-12-01 08:59 to 2026-12-01 10:15 UTC" in done.stderr
     assert "1 stop(s) of servers started before the log begins: left out" in done.stderr
-    trace = load_trace(tmp_path / "trace.csv", Resources(64, 64 * GiB))
+    trace = load_trace(tmp_path / "trace.csv", [Resources(64, 64 * GiB)])
     assert [(r.duration_s, r.requests) for r in trace.requests] == [
         (3600, Resources(0.5, 2 * GiB)), (1800, Resources(0.5, 2 * GiB)), (600, Resources(0.5, 2 * GiB))]
     piped = run_trace(tmp_path, "-", "--cpu", "1", "--ram-gib", "1", stdin=LOG)
     assert piped.returncode == 0
-    assert piped.stdout.splitlines()[0] == "arrival,duration_s,cpu,ram_gib,user,server,spawn_s"
+    assert piped.stdout.splitlines()[0] == "arrival,duration_s,cpu,ram_gib,user,server,spawn_s,ended"
     # and on into the simulator, through a pipe
     replayed = subprocess.run([sys.executable, "-m", "elastichub", "simulate", "--trace", "-", "--mode", "migration",
                                "--json"], input=piped.stdout, capture_output=True, text=True, cwd=tmp_path, timeout=60)
@@ -135,3 +135,110 @@ def test_a_server_started_again_with_no_stop_logged_ends_when_the_next_was_asked
     assert [(r["arrival"], r["duration_s"]) for r in s.rows] == [
         ("2026-12-01T08:59:58+00:00", 3600), ("2026-12-01T10:00:00+00:00", 1800)]
     assert (s.started_again, s.stops_without_start) == (1, 0)
+
+
+def entries(*lines):
+    return [f"[I 2026-12-01 {at} JupyterHub app:1] {message}" for at, message in lines]
+
+
+def test_servers_end_where_the_hub_ended_them_without_a_proxy_line():
+    """A hub shutdown with cleanup_servers stops every server and logs no
+    `Removing user`: read as running on, alice's 30 minutes became 7 hours
+    and bob's 2 days (restart.log). A restart without cleanup leaves them
+    running (`still running`): those go on."""
+    log = entries(
+        ("09:00:00.000", "User alice took 2.000 seconds to start"),
+        ("09:01:00.000", "User bob took 1.000 seconds to start"),
+        ("09:30:00.000", "Cleaning up single-user servers..."),
+        ("09:31:00.000", "Running JupyterHub version 5.2.1"),
+        ("10:00:00.000", "User carol took 1.000 seconds to start"),
+        ("10:00:00.000", "User dan took 1.000 seconds to start"),
+        ("10:00:00.000", "User eve:lab took 1.000 seconds to start"),
+        ("10:00:00.000", "User fay took 1.000 seconds to start"),
+        ("10:00:01.000", "Failed to add fay to proxy!"),
+        ("10:00:01.000", "Stopping fay to avoid inconsistent state"),
+        ("10:30:00.000", "Leaving single-user servers running"),
+        ("10:40:00.000", "Running JupyterHub version 5.2.1"),
+        ("10:40:01.000", "carol still running"),
+        ("10:40:02.000", "eve:lab appears to have stopped while the Hub was down"),
+        ("10:40:03.000", "Stopping spawner for blocked user: dan"),
+        ("11:00:00.000", "Removing user carol from proxy (/user/carol/)"),
+        ("12:00:00.000", "200 GET /hub/health (@10.0.0.1) 0.50ms"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert sorted((r["user"], r["server"], r["duration_s"], r["ended"]) for r in s.rows) == [
+        ("alice", "", 1800, "hub-shutdown"), ("bob", "", 1740, "hub-shutdown"),
+        ("carol", "", 3600, "stop"),  # still running across the restart
+        ("dan", "", 2403, "hub-stop"),  # a blocked user's server, stopped at the restart
+        ("eve", "lab", 1800, "found-stopped"),  # ended while the hub was down: counted from its shutdown
+        ("fay", "", 1, "hub-stop")]
+    assert (s.count("hub-shutdown"), s.count("found-stopped"), s.stops_without_start) == (2, 1, 0)
+
+
+def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
+    log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
+                  ("09:30:00.000", "Cleaning up single-user servers..."),
+                  ("09:45:00.000", "Running JupyterHub version 5.2.1"))
+    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 0, done.stderr
+    assert "1 ended at a hub shutdown that stopped every server" in done.stderr
+    assert done.stdout.splitlines()[1].endswith(",1800,1,1,alice,,2.0,hub-shutdown")
+
+
+def test_user_names_with_a_colon_are_told_apart_from_named_servers():
+    """JupyterHub logs a server as `user:server`, and a user may be called
+    `github:alice`: the proxy lines name the user and the route."""
+    log = entries(
+        ("09:00:00.000", "User github:alice took 1.000 seconds to start"),
+        ("09:00:00.100", "Adding user github:alice to proxy /user/github:alice/ => http://10.0.0.5:8888"),
+        ("09:00:00.000", "User github:alice:gpu took 1.000 seconds to start"),
+        ("09:00:00.100", "Adding user github:alice to proxy /user/github:alice/gpu/ => http://10.0.0.6:8888"),
+        ("09:00:00.000", "User bob:lab took 1.000 seconds to start"),  # no proxy line: bob is a known user
+        ("09:00:00.000", "User github:carol took 1.000 seconds to start"),
+        ("09:10:00.000", "Removing user github:alice from proxy (/user/github:alice/gpu/)"),
+        ("09:20:00.000", "Removing user bob from proxy (/user/bob/)"),
+        ("09:30:00.000", "Removing user github:carol from proxy (/user/github:carol/)"),
+        ("10:00:00.000", "200 GET /hub/health (@10.0.0.1) 0.50ms"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert sorted((r["user"], r["server"], r["duration_s"], r["ended"]) for r in s.rows) == [
+        ("bob", "lab", 3600, "log-end"), ("github:alice", "", 3600, "log-end"), ("github:alice", "gpu", 600, "stop"),
+        ("github:carol", "", 1800, "stop")]
+    assert s.stops_without_start == 1  # bob's default server
+
+
+def test_a_terminals_colours_are_no_obstacle():
+    """tornado's LogFormatter ends its prefix with terminfo's sgr0: ESC ( B ESC [ m on xterm, ESC [ m SI on
+    screen and tmux; the hub wrote CR LF (color.log)."""
+    log = ["\x1b[32m[I 2026-12-01 09:00:00.000 JupyterHub base:1193]\x1b(B\x1b[m User ann took 1.000 seconds to "
+           "start\r\n",
+           "\x1b[32m[I 2026-12-01 09:10:00.000 JupyterHub proxy:360]\x1b[m\x0f Removing user ann from proxy "
+           "(/user/ann/)\r\n"]
+    assert [(r["user"], r["duration_s"], r["ended"]) for r in read_sessions([("hub.log", log)], UTC).rows] == [
+        ("ann", 600, "stop")]
+
+
+def test_gzip_compressed_rotated_logs_are_read_and_other_binary_files_refused(tmp_path):
+    import bz2
+    import gzip
+
+    lines = LOG.splitlines(keepends=True)
+    (tmp_path / "hub.log.1.gz").write_bytes(gzip.compress("".join(lines[:4]).encode()))
+    (tmp_path / "hub.log").write_text("".join(lines[4:]))
+    done = run_trace(tmp_path, "hub.log", "hub.log.1.gz", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 0, done.stderr
+    assert "3 server session(s) from 2026-12-01 08:59" in done.stderr  # bob's start is in the .gz
+    (tmp_path / "hub.log.2.bz2").write_bytes(bz2.compress(LOG.encode()))
+    refused = run_trace(tmp_path, "hub.log", "hub.log.2.bz2", "--cpu", "1", "--ram-gib", "1")
+    assert refused.returncode == 2 and refused.stderr.strip().splitlines() == [
+        "elastichub trace: error: hub.log.2.bz2: bzip2-compressed data, not a text log: give the log itself "
+        "(plain, or gzip-compressed)"]
+
+
+def test_json_formatted_logs_are_said_to_be_unsupported(tmp_path):
+    (tmp_path / "hub.json").write_text('{"asctime": "2026-12-01 09:00:13,123", "levelname": "INFO", '
+                                       '"message": "User alice took 3.200 seconds to start"}\n')
+    done = run_trace(tmp_path, "hub.json", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2
+    assert "hub.json: JSON log records, which `elastichub trace` does not read" in done.stderr

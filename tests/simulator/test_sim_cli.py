@@ -83,7 +83,16 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
     (["--migration-min-s", "30"], "--migration-min-s (30) is larger than --migration-max-s (22.2)"),
     (["--theta-out", "abc"], "--theta-out: expected a number, got 'abc'"),
     (["--theta-out", "80,,90"], "--theta-out: expected a comma-separated list"),
-    (["--theta-out", "-5"], "--theta-out: must not be negative"),
+    (["--theta-out", "-5"], "--theta-out: theta_out must be above 0"),
+    (["--theta-out", "0"], "--theta-out: theta_out must be above 0 (a percentage of RAM occupancy"),
+    (["--lifetime-sd-min", "-1"], "--lifetime-sd-min must be a finite number >= 0, got -1"),  # minutes, as typed
+    (["--cloud-nodes", "1000000"], "--cloud-nodes must be at most 10,000 (got 1,000,000)"),
+    (["--option", "standing_reserv=0.5"], "--option standing_reserv: policy 'elastic' has no option "
+                                          "'standing_reserv' (did you mean standing_reserve?)"),
+    (["--option", "standing_reserve"], "--option: expected KEY=VALUE, got 'standing_reserve'"),
+    (["--option", "standing_reserve=2"], "--option: standing_reserve is a share of the reserve cap, 0..1"),
+    (["--policy", "paper", "--option", "theta_in=3"], "--option theta_in: policy 'paper' has no option "
+                                                      "'theta_in'; it takes none"),
     (["--theta-out", "80,800"], "--theta-out: theta_out is a percentage of RAM occupancy, at most 100; at 800"),
     (["--cloud-node-cpu", "8"], "--cloud-node-cpu and --cloud-node-ram-gib go together: give both or neither"),
     (["--onprem-node-ru", "40", "--onprem-node-cpu", "16", "--onprem-node-ram-gib", "64"],
@@ -118,6 +127,10 @@ def run_cli(*argv, cwd):
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n9,-1,1,1\n", [], "line 3, column duration_s: negative value -1"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,80\n", [], "line 2, column ram_gib: 80 GiB is more than the largest node"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n", ["--cloud-nodes", "-2"], "--cloud-nodes must not be negative"),
+    # CPU fits the on-prem node, RAM the cloud one, both together neither: it would wait for ever
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n0,60,16,48\n",
+     ["--onprem-node-cpu", "32", "--onprem-node-ram-gib", "32", "--cloud-node-cpu", "8", "--cloud-node-ram-gib", "64"],
+     "trace.csv line 3: 16 cores and 48 GiB together fit no node (32 cores and 32 GiB or 8 cores and 64 GiB)"),
 ])
 def test_bad_input_in_a_real_process(tmp_path, text, argv, message):
     trace = write_csv(tmp_path / "trace.csv", text)
@@ -149,3 +162,8 @@ def test_progress_bar_appears_only_after_a_second(monkeypatch):
     quiet.started -= 2.0
     quiet(1, 4, spec)
     assert stream.getvalue().count("1/4") == 1
+
+
+def test_the_move_method_is_read_in_any_case_as_the_orchestrator_reads_it(capsys):
+    assert main(["simulate", "--days", "0.05", "--mode", "migration", "--move-method", "LIVE", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parameters"]["move_method"] == "live"

@@ -203,6 +203,6 @@ def test_nodes_sized_in_cores_and_gib_where_cpu_and_ram_are_not_one_to_two():
     sizes = [(n.name, n.allocatable) for n in make_nodes(params)]
     assert sizes == [("onprem-1", Resources(32, 128 * GiB)), ("onprem-2", Resources(32, 128 * GiB)),
                      ("cloud-1", Resources(8, 32 * GiB))]
-    assert params.largest_node == Resources(32, 128 * GiB)
+    assert params.node_shapes == [Resources(32, 128 * GiB), Resources(8, 32 * GiB)]
     assert ClusterParams(onprem_nodes=0, cloud_nodes=1, cloud_node_cpu=8,
-                         cloud_node_ram_gib=64).largest_node == Resources(8, 64 * GiB)
+                         cloud_node_ram_gib=64).node_shapes == [Resources(8, 64 * GiB)]

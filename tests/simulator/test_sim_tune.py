@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -13,7 +15,9 @@ from elastichub.cli import main
 from elastichub.simulator import ClusterParams, make_workload
 from elastichub.simulator.scenarios import write_trace
 from elastichub.simulator.tune import NoSettingMeetsSLO, config_lines, grid, meets, run_grid, tune
-from elastichub.simulator.workload import LifetimeModel
+from elastichub.simulator.trace import load_trace
+from elastichub.simulator.workload import LifetimeModel, lifetime_estimate
+from sim_helpers import write_csv
 
 SMALL = ClusterParams()
 
@@ -93,7 +97,7 @@ def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
                    if line.startswith("c.ElasticOrchestrator.policy_options = "))
     durations = [r.duration_s for r in workload.requests]
     assert options["boot_s"] == 120.0
-    assert options["lifetime_mean_s"] == round(sum(durations) / len(durations))
+    assert options["lifetime_mean_s"] == round(statistics.median(durations))
     assert abs(options["lifetime_mean_s"] - 1800) < 60 and abs(options["lifetime_sd_s"] - 450) < 60
 
 
@@ -126,3 +130,80 @@ def test_cli_tune_says_when_on_prem_alone_meets_the_objective(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr().out
     assert "(on-prem alone meets it on this history: no cloud node was started)" in out
+
+
+QUIET = "arrival_s,duration_s,cpu,ram_gib\n0,3600,1,2\n600,1800,1,2\n1200,2400,2,4\n"
+
+
+def test_the_printed_command_replays_the_chosen_row(tmp_path, capsys):
+    trace = write_trace(make_workload("paper", days=1.5, seed=3), tmp_path / "hub.csv")
+    code = main(["simulate", "--trace", str(trace), "--cloud-nodes", "6", "--tune", "--slo-p95-wait", "120",
+                 "--theta-out", "70,90", "--out", str(tmp_path / "tuned"), "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    words = shlex.split(doc["replay"])
+    assert words[:2] == ["elastichub", "simulate"] and "--option" in words  # standing_reserve, as chosen
+    assert main([*words[1:], "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    keys = ("cloud_node_hours", "wait_p95_s", "wait_max_s", "migrations", "scale_outs", "theta_out")
+    assert {k: run[k] for k in keys} == {k: doc["chosen"][k] for k in keys}
+
+
+def test_a_given_theta_out_or_mode_is_used_even_when_it_reads_as_the_default(tmp_path, capsys):
+    trace = write_csv(tmp_path / "quiet.csv", QUIET)
+    base = ["simulate", "--trace", str(trace), "--tune", "--slo-p95-wait", "60", "--out", str(tmp_path), "--json"]
+    assert main([*base, "--theta-out", "80"]) == 0
+    assert {r["theta_out"] for r in json.loads(capsys.readouterr().out)["runs"]} == {80.0}
+    with pytest.raises(SystemExit):
+        main([*base, "--mode", "onprem-only,no-migration,migration"])
+    assert "--tune needs one mode that uses the cloud" in capsys.readouterr().err
+
+
+def test_on_a_history_that_does_not_tell_settings_apart_the_defaults_are_chosen(tmp_path):
+    """Nothing starts a cloud node: every setting costs 0 and nobody waits.
+    The first in grid order (theta_out 50, no standing reserve) was chosen."""
+    quiet = load_trace(write_csv(tmp_path / "quiet.csv", QUIET), SMALL.node_shapes)
+    specs = grid("elastic", "migration", (50.0, 90.0))
+    result = tune(quiet, SMALL, 1, "elastic", "migration", slo_p95=60, specs=specs, processes=1)
+    assert (result.spec.theta_out, result.spec.options, result.tied) == (80.0, {}, 7)  # the defaults, run once more
+    assert "standing_reserve" not in config_lines(result.spec, SMALL, quiet)[-1]
+
+
+def test_options_given_are_kept_and_not_searched():
+    specs = grid("elastic", "migration", (70.0, 80.0), fixed={"standing_reserve": 0.25, "theta_in": 3.0})
+    assert [(s.theta_out, s.options) for s in specs] == [
+        (70.0, {"standing_reserve": 0.25, "theta_in": 3.0}), (80.0, {"standing_reserve": 0.25, "theta_in": 3.0})]
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_search_reports_its_progress(burst_workload, processes):
+    calls = []
+    specs = grid("paper", "migration", (80.0, 90.0))
+    run_grid(specs, make_workload("paper", days=0.2, seed=1), SMALL, 1, processes,
+             progress=lambda done, total, spec: calls.append((done, total, spec)))
+    assert calls == [(1, 2, specs[0]), (2, 2, specs[1]), (2, 2, None)]
+
+
+def test_the_lifetime_model_of_a_trace_is_robust_and_leaves_out_censored_sessions(tmp_path, capsys):
+    """Ten always-on servers in 2,562 sessions moved the mean from 3599 s
+    to 4269 s and the SD from 892 s to 10766 s; sessions cut by the log's
+    end would have run on."""
+    workload = make_workload("paper", days=2, seed=1)
+    trace = write_trace(workload, tmp_path / "hub.csv")
+    text = trace.read_text().splitlines()
+    always_on = [f"{i * 60},172000,1,2" for i in range(10)]
+    (tmp_path / "outliers.csv").write_text("\n".join([*text, *always_on]) + "\n")
+    plain, skewed = (lifetime_estimate(load_trace(p, SMALL.node_shapes)) for p in (trace, tmp_path / "outliers.csv"))
+    assert abs(skewed.mean_s - plain.mean_s) < 20 and abs(skewed.sd_s - plain.sd_s) < 20
+    assert skewed.far - plain.far == 10  # named, not weighing
+    assert abs(plain.mean_s - 3600) < 60 and abs(plain.sd_s - 900) < 60
+    censored = write_csv(tmp_path / "cut.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,1800,1,2,stop\n"
+                                               "10,1900,1,2,stop\n20,2000,1,2,stop\n30,50,1,2,log-end\n"
+                                               "40,60,1,2,hub-shutdown\n50,1700,1,2,found-stopped\n")
+    estimate = lifetime_estimate(load_trace(censored, SMALL.node_shapes))
+    assert (estimate.mean_s, estimate.sessions, estimate.censored) == (1850, 4, 2)
+    assert main(["simulate", "--trace", str(censored), "--tune", "--slo-p95-wait", "60", "--theta-out", "80",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("session lifetimes told to elastic: 1850 s mean, 111 s SD (the median and interquartile range of 4 "
+            "sessions' durations); left out: 2 session(s) their users did not end") in out
