@@ -150,11 +150,12 @@ def _parse(args: argparse.Namespace):
     for name in policies:
         if name not in STRATEGIES:
             raise UsageError(f"--policy: unknown policy {name!r}: choose from {', '.join(sorted(STRATEGIES))}")
-    modes = _list("--mode", args.mode or DEFAULT_MODES)
+    modes = _list("--mode", DEFAULT_MODES if args.mode is None else args.mode)
     for mode in modes:
         if mode not in MODES:
             raise UsageError(f"--mode: unknown mode {mode!r}: choose from {', '.join(MODES)}")
-    thetas = [_number("--theta-out", v) for v in _list("--theta-out", args.theta_out or DEFAULT_THETAS)]
+    theta_text = DEFAULT_THETAS if args.theta_out is None else args.theta_out
+    thetas = [_number("--theta-out", v) for v in _list("--theta-out", theta_text)]
     for theta in thetas:
         if theta_out_mistake(theta):
             raise UsageError(f"--theta-out: {theta_out_mistake(theta)}")
