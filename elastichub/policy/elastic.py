@@ -249,6 +249,8 @@ class ElasticStrategy:
                 _check_number(option, value)
                 if value > 1:
                     raise ValueError(f"{option} is a share, 0..1, got {value!r}")
+        if not isinstance(self.lifetime_aware, bool):  # "no" would be truthy: scale-in lifetime-aware after all
+            raise ValueError(f"lifetime_aware must be True or False, got {self.lifetime_aware!r}")
         if self.reserve_basis not in RESERVE_BASES:
             raise ValueError(f"reserve_basis must be one of {', '.join(RESERVE_BASES)}, got {self.reserve_basis!r}")
         object.__setattr__(self, "schedule", tuple(self.schedule))

@@ -175,7 +175,7 @@ def _parse(args: argparse.Namespace):
 
 def _options(texts: list[str], policies: list[str]) -> dict:
     """--option KEY=VALUE, as the strategies name and check them (values:
-    numbers, true/false, none, or text)."""
+    numbers, true/false (yes/no, on/off), none, or text)."""
     from ..policy import STRATEGIES, PolicyConfig, option_names
 
     options = {}
@@ -203,8 +203,8 @@ def _options(texts: list[str], policies: list[str]) -> dict:
 
 def _option_value(text: str):
     lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
+    if lowered in ("true", "false", "yes", "no", "on", "off"):
+        return lowered in ("true", "yes", "on")
     if lowered in ("none", "null"):
         return None
     try:

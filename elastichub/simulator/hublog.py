@@ -39,6 +39,7 @@ import re
 import sys
 import zlib
 import zoneinfo
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
@@ -55,17 +56,24 @@ _STOP = re.compile(r"^Removing user (?P<user>.+) from proxy \((?P<route>.*)\)$")
 _ADD = re.compile(r"^Adding user (?P<user>.+) to proxy (?P<route>\S+) => \S+$")
 _STILL = re.compile(r"^(?P<user>.+) still running$")
 _HUB_START = re.compile(r"^Running JupyterHub version ")
+_SPAWNERS_CHECKED = re.compile(r"^Initialized \d+ spawners in ")  # every running server found or not
 _SHUTDOWN = "Cleaning up single-user servers..."
 _ENDED = re.compile(r"^(?:(?P<down>.+) appears to have stopped while the Hub was down"
                     r"|Stopping spawner for blocked user: (?P<blocked>.+)"
                     r"|Stopping (?P<failed>.+) to avoid inconsistent state)$")
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s", "ended")
 # How a session ended (the `ended` column). The ones its user did not end
-# (cut by the log's end or a hub shutdown) say nothing of how long users
+# (cut by the log's end, a hub shutdown, or not found again) say nothing of how long users
 # keep their servers: `simulate` leaves them out of the lifetime model.
-STOPPED, SHUTDOWN, FOUND_STOPPED, HUB_STOPPED, STARTED_AGAIN, LOG_END = (
-    "stop", "hub-shutdown", "found-stopped", "hub-stop", "started-again", "log-end")
-CENSORED = (SHUTDOWN, LOG_END)
+STOPPED, SHUTDOWN, FOUND_STOPPED, HUB_STOPPED, STARTED_AGAIN, LOG_END, NOT_FOUND = (
+    "stop", "hub-shutdown", "found-stopped", "hub-stop", "started-again", "log-end", "not-found")
+CENSORED = (SHUTDOWN, LOG_END, NOT_FOUND)
+ENDINGS = (STOPPED, SHUTDOWN, FOUND_STOPPED, HUB_STOPPED, STARTED_AGAIN, LOG_END, NOT_FOUND)
+# A hub logs a few lines before `Running JupyterHub version` (config
+# warnings; with --debug, more): the old hub's last line is the one before
+# the first silence longer than this, counted back from the new start.
+_PREAMBLE_GAP_S = 30
+_PREAMBLE_S = 300  # no such silence within this: the hub came back at once
 # Compressed or binary files by their first bytes (gzip is read, the rest named).
 _BINARY = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
            (b"PK\x03\x04", "a zip archive"))
@@ -158,15 +166,17 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
     ended: list[tuple[str, datetime, float, datetime, str]] = []  # log name, ready, spawn, end, how
     whose: dict[str, tuple[str, str]] = {}  # log name -> (user, server), from the proxy lines
     users: set[str] = set()
-    down_at = None  # the last line before the hub started again: when it went down
+    down_at = None  # the old hub's last line, once a hub starts again: when it went down
+    unconfirmed: set[str] = set()  # running when a hub started again, not yet found by it
+    times: deque[datetime] = deque(maxlen=1000)
 
     def end(name: str, at: datetime, how: str) -> bool:
+        unconfirmed.discard(name)
         if name not in running:
             return False
         ended.append((name, *running.pop(name), at, how))
         return True
 
-    previous = None
     for _, _, at, message in (entry for entries in streams for entry in entries):
         out.first = out.first or at
         out.last = at
@@ -181,10 +191,16 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
             users.add(user)
             if m.re is _STOP and not end(_log_name(user, server), at, STOPPED):
                 out.stops_without_start += 1
-        elif m := _STILL.match(message):
+        elif m := _STILL.match(message):  # the user's name, whichever of their servers it found
             users.add(m["user"])
+            unconfirmed.difference_update({n for n in unconfirmed if n == m["user"] or n.startswith(m["user"] + ":")})
         elif _HUB_START.match(message):
-            down_at = previous
+            down_at, unconfirmed = _went_down(times, at), set(running)
+        elif _SPAWNERS_CHECKED.match(message):
+            # A new hub logs each server of its database, still running or found stopped: one it did
+            # not name is another hub's (two logs run together) or lost lines; it ends with the old hub.
+            for name in list(unconfirmed):
+                end(name, max(down_at or at, running[name][0]), NOT_FOUND)
         elif message == _SHUTDOWN:
             for name in list(running):
                 end(name, at, SHUTDOWN)
@@ -193,11 +209,27 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
                 end(m["down"], max(down_at or at, running.get(m["down"], (at,))[0]), FOUND_STOPPED)
             else:
                 end(m["blocked"] or m["failed"], at, HUB_STOPPED)
-        previous = at
+        times.append(at)
     ended += [(name, ready, spawn, out.last, LOG_END) for name, (ready, spawn) in running.items()]
     out.rows = sorted((_row(_whose(name, whose, users), *rest) for name, *rest in ended),
                       key=lambda r: r["arrival"])
     return out
+
+
+def _went_down(times: deque[datetime], started: datetime) -> datetime | None:
+    """The old hub's last line before a hub's start at `started`: the line
+    before the last silence of over _PREAMBLE_GAP_S among the lines just
+    before it (a hub's own first lines come before `Running JupyterHub
+    version`); None when the log begins with this hub."""
+    later = started.astimezone(timezone.utc)
+    for at in reversed(times):
+        utc = at.astimezone(timezone.utc)
+        if (later - utc).total_seconds() > _PREAMBLE_GAP_S:
+            return at
+        if (started.astimezone(timezone.utc) - utc).total_seconds() > _PREAMBLE_S:
+            return started
+        later = utc
+    return None
 
 
 def _whose(name: str, whose: dict[str, tuple[str, str]], users: set[str]) -> tuple[str, str]:
@@ -320,6 +352,8 @@ def _notes(sessions: Sessions, zone: str) -> list[str]:
     for ended, note in ((SHUTDOWN, "ended at a hub shutdown that stopped every server"),
                         (FOUND_STOPPED, "found stopped when the hub started again: each ends when the hub went down"),
                         (HUB_STOPPED, "stopped by the hub (a blocked user, or a route the proxy refused)"),
+                        (NOT_FOUND, "not found by a hub that started again (another hub's log, or lines lost?): "
+                                    "each ends when the old hub's log ends"),
                         (LOG_END, "still running at the log's end: they end there"),
                         (STARTED_AGAIN, "started again with no stop logged in between: each earlier session ends "
                                         "when the next was asked for")):

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, delimiter
 from ..policy import GiB, Resources
-from .hublog import CENSORED
+from .hublog import CENSORED, ENDINGS
 from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
@@ -108,7 +108,11 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
             raise TraceError(f"{path} line {line_no}: cpu and ram_gib are both 0")
         req = Resources(values["cpu"], values["ram_gib"] * GiB)
         check_fits(f"{path} line {line_no}", req, nodes)
-        censored = ENDED in header and header.index(ENDED) < len(row) and row[header.index(ENDED)].strip() in CENSORED
+        ended = row[header.index(ENDED)].strip().lower() if ENDED in header and header.index(ENDED) < len(row) else ""
+        if ended and ended not in ENDINGS:  # a typo would count a cut session as a finished one
+            raise TraceError(f"{path} line {line_no}, column ended: {ended!r} is not one of {', '.join(ENDINGS)} "
+                             "(or empty)")
+        censored = ended in CENSORED
         rows.append((values["arrival_s"], values["duration_s"], req, line_no, censored))
 
     if not rows:

@@ -154,14 +154,14 @@ def _untie(tied: list[int], specs: list[RunSpec], summaries: list[dict[str, Any]
     """Of settings the history does not tell apart (a quiet history: none
     starts a node), the strategy's defaults (theta_out 80, its own
     thresholds: those measured on bursts, docs/strategies.md) when they do
-    as well, run once more if the grid lacks them; else the theta_out
-    nearest the default, the higher on a tie. Whatever the grid's order, a
+    as well, run once more if the grid has their theta_out without their
+    other options; else the theta_out nearest the default, the higher on a tie. Whatever the grid's order, a
     history that says nothing should not move the settings from their
     defaults."""
     fixed = {k: v for k, v in specs[0].options.items() if all(s.options.get(k) == v for s in specs)}  # --option
     default = RunSpec(specs[0].policy, specs[0].mode, PolicyConfig().theta_out, options=fixed)
     at = next((i for i, s in enumerate(specs) if s == default and s.options == default.options), None)
-    if at is None:
+    if at is None and default.theta_out in {s.theta_out for s in specs}:  # never a threshold the admin left out
         extra = run_grid([default], workload, params, seed, processes=1)[0]
         if _key(extra) == _key(summaries[tied[0]]):
             specs, summaries, at = [*specs, default], [*summaries, extra], len(specs)

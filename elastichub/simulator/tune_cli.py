@@ -89,10 +89,18 @@ def _lifetime_note(workload, spec, params) -> str | None:
     from .workload import lifetime_estimate
 
     estimate = lifetime_estimate(workload)
-    if not estimate.sessions or "lifetime_mean_s" not in strategy_options(spec, workload, params):
+    told = strategy_options(spec, workload, params)
+    if "lifetime_mean_s" not in told or not (estimate.sessions or estimate.censored):
         return None
-    note = (f"session lifetimes told to {spec.policy}: {estimate.mean_s:g} s mean, {estimate.sd_s:g} s SD (the "
-            f"median and interquartile range of {estimate.sessions} sessions' durations)")
+    given = [k for k in ("lifetime_mean_s", "lifetime_sd_s") if k in spec.options]  # --option wins
+    if not estimate.sessions:
+        note = (f"session lifetimes told to {spec.policy}: {told['lifetime_mean_s']:g} s mean, "
+                f"{told['lifetime_sd_s']:g} s SD (the defaults: no session in the trace was ended by its user)")
+    else:
+        noun = "session's duration" if estimate.sessions == 1 else "sessions' durations"
+        note = (f"session lifetimes told to {spec.policy}: {told['lifetime_mean_s']:g} s mean, "
+                f"{told['lifetime_sd_s']:g} s SD (the median and interquartile range of {estimate.sessions} {noun}"
+                + (f"; {' and '.join(k[9:-2] for k in given)} from --option" if given else "") + ")")
     if estimate.censored:
         note += (f"; left out: {estimate.censored} session(s) their users did not end (cut by the log's end or a "
                  "hub shutdown)")

@@ -175,6 +175,27 @@ def test_servers_end_where_the_hub_ended_them_without_a_proxy_line():
     assert (s.count("hub-shutdown"), s.count("found-stopped"), s.stops_without_start) == (2, 1, 0)
 
 
+def test_a_hub_coming_back_is_told_from_its_own_first_lines_and_servers_it_does_not_find_end_with_the_old():
+    """A new hub logs config warnings (and with --debug more) before `Running
+    JupyterHub version`: taking the line just before it as the old hub's last
+    charged bob the whole downtime (14390 s, not 3590). A server the new hub
+    never names (two hubs' logs run together) ran on for two days."""
+    log = entries(
+        ("09:00:10.000", "User bob took 10.000 seconds to start"),
+        ("09:00:20.000", "User alice took 1.000 seconds to start"),
+        ("10:00:00.000", "200 GET /hub/health (@10.0.0.1) 1.00ms"),
+        ("12:59:58.000", "Looking for jupyterhub_config in /srv/jupyterhub"),
+        ("13:00:00.000", "Config option `foo` not recognized by `JupyterHub`."),
+        ("13:00:00.500", "Running JupyterHub version 5.2.1"),
+        ("13:00:02.000", "bob appears to have stopped while the Hub was down"),
+        ("13:00:03.000", "Initialized 1 spawners in 0.120 seconds"),
+        ("15:00:00.000", "200 GET /hub/health (@10.0.0.1) 1.00ms"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert sorted((r["user"], r["duration_s"], r["ended"]) for r in s.rows) == [
+        ("alice", 3580, "not-found"), ("bob", 3590, "found-stopped")]
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),

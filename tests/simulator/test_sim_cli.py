@@ -91,6 +91,7 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
                                           "'standing_reserv' (did you mean standing_reserve?)"),
     (["--option", "standing_reserve"], "--option: expected KEY=VALUE, got 'standing_reserve'"),
     (["--option", "standing_reserve=2"], "--option: standing_reserve is a share of the reserve cap, 0..1"),
+    (["--option", "lifetime_aware=maybe"], "--option: lifetime_aware must be True or False, got 'maybe'"),
     (["--policy", "paper", "--option", "theta_in=3"], "--option theta_in: policy 'paper' has no option "
                                                       "'theta_in'; it takes none"),
     (["--theta-out", "80,800"], "--theta-out: theta_out is a percentage of RAM occupancy, at most 100; at 800"),
@@ -114,6 +115,14 @@ def test_bad_options_are_one_line_errors(capsys, argv, message):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("word, value", [("no", False), ("Off", False), ("yes", True), ("true", True)])
+def test_a_yes_or_no_option_reads_as_a_boolean(word, value):
+    """'no' used to pass as text, which the strategy read as true."""
+    from elastichub.simulator.cli import _options
+
+    assert _options([f"lifetime_aware={word}"], ["elastic"]) == {"lifetime_aware": value}
 
 
 def run_cli(*argv, cwd):

@@ -163,9 +163,10 @@ def test_on_a_history_that_does_not_tell_settings_apart_the_defaults_are_chosen(
     """Nothing starts a cloud node: every setting costs 0 and nobody waits.
     The first in grid order (theta_out 50, no standing reserve) was chosen."""
     quiet = load_trace(write_csv(tmp_path / "quiet.csv", QUIET), SMALL.node_shapes)
-    specs = grid("elastic", "migration", (50.0, 90.0))
+    specs = grid("elastic", "migration")
     result = tune(quiet, SMALL, 1, "elastic", "migration", slo_p95=60, specs=specs, processes=1)
-    assert (result.spec.theta_out, result.spec.options, result.tied) == (80.0, {}, 7)  # the defaults, run once more
+    # the defaults, run once more: theta_out 80 is in the grid, but without a standing reserve of its own
+    assert (result.spec.theta_out, result.spec.options, result.tied) == (80.0, {}, len(specs) + 1)
     assert "standing_reserve" not in config_lines(result.spec, SMALL, quiet)[-1]
 
 
@@ -207,3 +208,38 @@ def test_the_lifetime_model_of_a_trace_is_robust_and_leaves_out_censored_session
     out = capsys.readouterr().out
     assert ("session lifetimes told to elastic: 1850 s mean, 111 s SD (the median and interquartile range of 4 "
             "sessions' durations); left out: 2 session(s) their users did not end") in out
+
+
+def test_the_lifetime_note_says_what_the_strategy_was_told(tmp_path, capsys):
+    """An --option lifetime overrode the estimate while the note still
+    printed the estimate; a trace of censored sessions only fell back to the
+    defaults without a word."""
+    trace = write_csv(tmp_path / "t.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,1800,1,2,stop\n"
+                                          "10,1900,1,2,stop\n20,2000,1,2,stop\n")
+    base = ["simulate", "--tune", "--slo-p95-wait", "60", "--theta-out", "80", "--out", str(tmp_path)]
+    assert main([*base, "--trace", str(trace), "--option", "lifetime_mean_s=600"]) == 0
+    assert "told to elastic: 600 s mean, 74 s SD (the median and interquartile range of 3 sessions' durations; " \
+           "mean from --option)" in capsys.readouterr().out
+    cut = write_csv(tmp_path / "cut.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,50,1,2,log-end\n"
+                                          "40,60,1,2,hub-shutdown\n")
+    assert main([*base, "--trace", str(cut)]) == 0
+    assert ("told to elastic: 3600 s mean, 900 s SD (the defaults: no session in the trace was ended by its user); "
+            "left out: 2 session(s)") in capsys.readouterr().out
+
+
+def test_on_a_quiet_history_a_threshold_the_admin_left_out_is_never_chosen(tmp_path):
+    quiet = load_trace(write_csv(tmp_path / "quiet.csv", QUIET), SMALL.node_shapes)
+    specs = grid("elastic", "migration", (95.5,))
+    result = tune(quiet, SMALL, 1, "elastic", "migration", slo_p95=60, specs=specs, processes=1)
+    assert result.spec.theta_out == 95.5 and len(result.summaries) == len(specs)  # no extra run at 80
+
+
+def test_an_ended_value_is_read_in_any_case_and_a_typo_is_an_error(tmp_path):
+    from elastichub.simulator.trace import TraceError
+
+    cut = load_trace(write_csv(tmp_path / "c.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,50,1,2,Log-End\n"
+                                                   "10,60,1,2,STOP\n"), SMALL.node_shapes)
+    assert [r.censored for r in cut.requests] == [True, False]
+    with pytest.raises(TraceError, match=r"c2.csv line 2, column ended: 'bogus' is not one of stop, hub-shutdown"):
+        load_trace(write_csv(tmp_path / "c2.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,50,1,2,bogus\n"),
+                   SMALL.node_shapes)
