@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from . import __version__
 from . import libstate, usermodules
 from .recorder import HistoryRecorder
-from .references import library_change_notes, library_changes, module_reference
+from . import references, storage
+from .references import VALUE_PREFIX, library_change_notes, library_changes, module_reference
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 from .typeprobe import is_module, type_name, unrestorable_reason
@@ -106,6 +107,7 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     from .serializer import dump_namespace
 
     migrate, recomputed, not_restorable, imports, pure = [], [], [], [], {}
+    refs, contents = {}, {}  # id -> persistent id of each library object referenced; their containers' contents
     write_bps, read_bps = speed.estimate()
     baseline = context.modules if context is not None else frozenset()
     own = (usermodules.user_modules(baseline, usermodules.library_dirs(context.path, context.cwd))
@@ -129,6 +131,10 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
         if ref is not None:  # `from matplotlib import rcParams`: that object again, not a copy
             imports.append({"name": name, **module_fingerprint(sys.modules[ref[0]]), "attr": ref[1]})
             recomputed.append(name)
+            refs[id(value)] = ("ref", *ref)
+            copied = references.carried_contents(value)
+            if copied is not None:  # changed in place, it keeps the session's contents
+                contents[f"{VALUE_PREFIX}{ref[0]}:{ref[1]}"] = copied
             continue
         reason = unrestorable_reason(value)
         if reason:
@@ -140,10 +146,10 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             recomputed.append(name)
             continue
         migrate.append(name)
-    carried = {f"{MODULE_PREFIX}{module}:{attr}": value for module in own
-               for attr, value in usermodules.saved_values(sys.modules[module], own[module]).items()}
-    dumped = dump_namespace({**ns, **pure, **carried}, [*carried, *migrate, *pure], user_ns=ns,
-                            watch=frozenset(own))
+    module_notes: list = []
+    carried = usermodules.carried_values(own, module_notes, recorder.module_attr_stores)
+    dumped = dump_namespace({**ns, **pure, **carried, **contents}, [*carried, *contents, *migrate, *pure],
+                            user_ns=ns, watch=frozenset(own), refs=refs)
     for name, why in dumped.failed.items():
         if name.startswith(_PURE_PREFIX):  # plain inputs always pickle; never silent anyway
             recomputed.remove(name[len(_PURE_PREFIX):])
@@ -153,6 +159,10 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             module, attr = name[len(MODULE_PREFIX):].split(":", 1)
             not_restorable.append({"name": f"{module}.{attr}", "reason": f"{type_name(carried[name])} {why}; "
                                    f"importing {module} again makes it anew, as its code does"})
+            continue
+        if name.startswith(VALUE_PREFIX):
+            not_restorable.append({"name": references.shown(name), "reason": f"its contents {why}: it comes back "
+                                   "as the library makes it, without the session's changes"})
             continue
         not_restorable.append({"name": name, "reason": f"{type_name(ns[name])} {why}"})
     fields = {
@@ -170,6 +180,8 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
                 for module in modules:
                     users.setdefault(module, []).append(name)
         fields["module_users"] = users
+    if module_notes:
+        fields["module_notes"] = module_notes
     changes = library_changes(recorder, own)
     if changes:
         fields["library_changes"] = changes
@@ -233,7 +245,7 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
     return saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id)
 
 
-LIVE_BASE_KIND = "live-base"
+LIVE_BASE_KIND = storage.LIVE_BASE_KIND
 
 
 def precopy_dump(ns, names, recorder: HistoryRecorder, speed, context=None) -> dict:
@@ -304,6 +316,7 @@ def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict
             context.restore({})
         raise
     restore_after_load(context, first, context_report)
+    finish_references(built, ns)
     notes = [*context_report.pop("notes", []), *built.pop("notes")]
     return dict(
         path=path,
@@ -344,6 +357,12 @@ def _load_verified(path, ns, keep, imports, first):
     for name, why in reloaded["problems"].items():
         built["differs"].append({"name": name, "reason": why})
     return index, built
+
+
+def finish_references(built: dict, ns: dict) -> None:
+    """Once the carried library state is applied: the session's contents
+    put back into the library containers it had changed (references.py)."""
+    built["differs"] += references.reconcile(built.pop("contents"), built.pop("referenced"), ns)
 
 
 def checked_user_modules(path: str, index: dict) -> list:
@@ -448,7 +467,7 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
 
     earlier = [dict(i) for i in index.get("not_restorable", [])]
     not_restorable = [{"name": str(i.get("name")), "reason": str(i.get("reason"))} for i in earlier]
-    recomputed, differs, failed_now, references = [], [], [], {}
+    recomputed, differs, failed_now, referenced, contents = [], [], [], {}, {}
     for imp in imports:
         name, module = imp["name"], modules[imp["name"]]
         if isinstance(module, str):
@@ -466,7 +485,7 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
             if value is _MISSING:
                 failed_now.append({"name": name, "reason": f"module {imp['module']} has no {imp['attr']} here"})
                 continue
-            references[name] = [imp["module"], imp["attr"]]
+            referenced.setdefault((imp["module"], imp["attr"]), []).append(name)
             bindings.bind(name, value)
             recomputed.append(name)
             continue
@@ -484,9 +503,12 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
     differs += [{"name": name, "reason": why} for name, why in notes.items()]
     for name, why in failed.items():
         shown = name[len(_PURE_PREFIX):] if name.startswith(_PURE_PREFIX) else name
-        failed_now.append({"name": usermodules.shown_name(shown), "reason": why})
+        failed_now.append({"name": references.shown(usermodules.shown_name(shown)), "reason": why})
     migrated = []
     for name, value in values.items():
+        if name.startswith(VALUE_PREFIX):  # a library container's contents: see finish_references
+            contents[name] = value
+            continue
         if name.startswith(MODULE_PREFIX):  # a value of the notebook's own module, set on it again
             problem = usermodules.set_value(name, value)
             if problem:
@@ -505,8 +527,15 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
     changes = [c for c in index.get("library_changes", []) if isinstance(c, list) and len(c) == 4]
     return dict(bindings=bindings, migrated=migrated, recomputed=recomputed,
                 not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs,
-                references=references, library_changes=changes, notes=library_change_notes(changes),
+                references={name: list(key) for key, names in referenced.items() for name in names},
+                referenced=referenced, contents=contents, library_changes=changes,
+                notes=_module_notes(index) + library_change_notes(changes),
                 decimal_context=[n for n in index.get("decimal_context", []) if isinstance(n, str) and n in migrated])
+
+
+def _module_notes(index: dict) -> list:
+    notes = index.get("module_notes", [])
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 def _recompute_pure(name, spec, ns) -> str | None:
@@ -525,41 +554,6 @@ def _recompute_pure(name, spec, ns) -> str | None:
         return f"recomputing cell [{spec.get('cell')}] gave a different value (fingerprint mismatch); not restored"
     ns[name] = value
     return None
-
-
-def _index_fields(path: str) -> dict | None:
-    try:
-        return read_index(path) if os.path.lexists(path) else None
-    except (CheckpointRejected, OSError):
-        return None
-
-
-def _base_path(directory: str, with_delta: bool, live_destination: bool) -> str:
-    """checkpoint.ehk, or live-base.ehk when it is the base of a live move
-    (see restore_or_reject)."""
-    checkpoint_path = os.path.join(directory, CHECKPOINT_NAME)
-    live_path = os.path.join(directory, LIVE_BASE_NAME)
-    if not os.path.lexists(live_path):
-        return checkpoint_path
-    live = _index_fields(live_path)
-    if live is None or live.get("kind") != LIVE_BASE_KIND or not live.get("base_id"):
-        return checkpoint_path  # unreadable or foreign: never used (removed by the next full checkpoint)
-    if live_destination:
-        return live_path
-    delta = _index_fields(os.path.join(directory, DELTA_NAME)) if with_delta else None
-    if delta is None or delta.get("base_id") != live["base_id"]:
-        return checkpoint_path
-    full = _index_fields(checkpoint_path)
-    if full is not None and _created(full) > _created(delta):
-        return checkpoint_path  # a full checkpoint written after the move supersedes the pair
-    return live_path
-
-
-def _created(index: dict) -> float:
-    try:
-        return float(index.get("created"))
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_delta: bool = True,
@@ -584,7 +578,7 @@ def restore_or_reject(directory: str, ns: dict, keep: dict | None = None, with_d
     a live move: by a destination (``live_destination``), or when the delta
     on disk was made against it (base_id) and is not older than
     checkpoint.ehk. Never alone otherwise."""
-    path = (_base_path(directory, with_delta, live_destination) if _live_base
+    path = (storage.base_path(directory, with_delta, live_destination) if _live_base
             else os.path.join(directory, CHECKPOINT_NAME))
     base = {} if keep is None else keep
     delta = with_delta and os.path.lexists(os.path.join(directory, DELTA_NAME))

@@ -25,7 +25,8 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms, libstate
+from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms, libstate,
+               usermodules)
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import sendable
@@ -322,6 +323,11 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             )
             duration = time.perf_counter() - started
             libstate.note_cells_context()
+            # which of the notebook's own modules' names this cell rebound: saved at checkpoint
+            try:
+                usermodules.track(self._context())
+            except Exception:  # a module of the user's with a strange namespace never fails a cell
+                pass
             if not _reads_only(code):
                 # After the user's restart, a session holding nothing of the user's has nothing
                 # to save over the checkpoint start skipped (a live pre-copy reads this too).

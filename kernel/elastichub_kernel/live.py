@@ -30,7 +30,7 @@ import time
 import xxhash
 
 from .engine import (_PURE_PREFIX, build_namespace, checked_imports, checked_records, dump_state, file_index,
-                     import_modules, migrated_names, restore_after_load, restore_context)
+                     finish_references, import_modules, migrated_names, restore_after_load, restore_context)
 from .loader import Bindings
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
@@ -230,6 +230,7 @@ def build(directory, ns, base, delta_id=None, base_id=..., context=None, old_nam
             bindings.drop(name)
         built = build_namespace(index, stream, records, buffers, imports, import_modules(imports), ns, bindings)
         restore_after_load(context, index, context_report)
+        finish_references(built, ns)
     except BaseException:
         bindings.undo()
         raise

@@ -19,10 +19,12 @@ element and no word said). So nothing here ever leaves a record half-read:
 from __future__ import annotations
 
 import gc
+import importlib
 import io
 import pickle
 import pickletools
 import struct
+import sys
 import types
 
 from . import idioms, serializer
@@ -192,6 +194,19 @@ class _Unpickler(pickle.Unpickler):
         self.stand_ins = 0
         self.stand_in_reason = ""  # the last stand-in's
         self._skipped_reason = ""
+
+    def persistent_load(self, pid):
+        """A library object the session held (references.py): that module's
+        attribute here, the same object for every holder."""
+        if not (isinstance(pid, tuple) and len(pid) == 3 and pid[0] == "ref"
+                and isinstance(pid[1], str) and isinstance(pid[2], str)):
+            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+        try:
+            module = sys.modules.get(pid[1]) or importlib.import_module(pid[1])
+            return getattr(module, pid[2])
+        except Exception as exc:
+            raise pickle.UnpicklingError(f"{pid[1]}.{pid[2]} cannot be found here "
+                                         f"({type(exc).__name__}: {exc})") from None
 
     def fill(self, entries: list, reason: str) -> None:
         """Make a skipped record's memo entries (`_memo_fill`), in order,

@@ -18,6 +18,24 @@ Attributes cells set on a library's module or class (``pd.DataFrame.shout
 the library is imported afresh. They are named, with their cells, in the
 first cell after a restore.
 
+A library's plain container changed in place (``from http.client import
+responses; responses[299] = "Custom OK"``, a registry a library function
+appends to) keeps what the session put in it: its contents are saved too
+(a shallow copy, in the same pickling pass), and at restore, once the
+state the kernel carries is applied, a fresh value that differs is filled
+with them in place: the library's object, with the session's contents.
+Only builtin containers with clear/update semantics are filled (dict,
+list, set, bytearray, deque and collections' dicts), never the
+interpreter's own (``sys.path``, ``sys.modules``: their contents are the
+new process's; the context carries what the session changed in them). A
+fresh value of another type comes back as the saved copy, named. Other
+library objects are references only: their inner state is the library's
+and is not carried (like attributes set on its classes).
+
+Every object a variable holds that is one of these library objects
+(``cfg = {"s": SETTINGS}``, ``dom = RR``) is pickled as a persistent id
+naming the attribute, so every holder gets the same library object back.
+
 Values equal by value need no reference (ints, strings, None...), and
 attributes of the notebook's own modules are saved by value with those
 modules' values (usermodules.py), in the same pickling pass, so that
@@ -32,6 +50,8 @@ arithmetic as before.
 
 from __future__ import annotations
 
+import collections
+import copy
 import sys
 import types
 
@@ -39,6 +59,70 @@ from .recorder import HistoryRecorder
 
 _BY_VALUE = (int, float, complex, bool, str, bytes, type(None), range)
 _MISSING = object()
+VALUE_PREFIX = "\x00ref:"  # the record of a library container's contents: "\x00ref:http.client:responses"
+_CONTAINERS = (dict, list, set, bytearray, collections.OrderedDict, collections.defaultdict, collections.deque,
+               collections.Counter)
+
+
+def _process_state(obj) -> bool:
+    """The interpreter's own containers (sys.path, sys.modules, sys.argv):
+    their contents belong to the process that holds them."""
+    return any(value is obj for value in vars(sys).values())
+
+
+def carried_contents(obj):
+    """A shallow copy of a library's plain container, saved with its
+    reference; None for anything else."""
+    if type(obj) not in _CONTAINERS or _process_state(obj):
+        return None
+    return copy.copy(obj)
+
+
+def _same(fresh, saved) -> bool:
+    try:
+        return type(fresh) is type(saved) and bool(fresh == saved) \
+            and getattr(fresh, "maxlen", None) == getattr(saved, "maxlen", None)
+    except Exception:  # arrays in a dict: not comparable, so filled
+        return False
+
+
+def _fill(target, saved) -> None:
+    if isinstance(target, (dict, set)):
+        target.clear()
+        target.update(saved)
+    elif isinstance(target, collections.deque):
+        target.clear()
+        target.extend(saved)
+    else:  # list, bytearray
+        target[:] = saved
+
+
+def reconcile(saved: dict, names: dict, ns: dict) -> list:
+    """After the kernel's carried state is applied: each library container
+    whose fresh value differs from the saved contents gets them in place;
+    one that cannot (its type changed here) is replaced, in the variables
+    that referenced it, by the saved copy, and named. ``saved``: record
+    name -> contents; ``names``: (module, attr) -> variable names."""
+    differs = []
+    for record, contents in saved.items():
+        module, attr = record[len(VALUE_PREFIX):].split(":", 1)
+        fresh = getattr(sys.modules.get(module), "__dict__", {}).get(attr, _MISSING)
+        if fresh is _MISSING or _same(fresh, contents):
+            continue
+        if type(fresh) is type(contents) and not _process_state(fresh):
+            _fill(fresh, contents)
+            continue
+        holders = [n for n in names.get((module, attr), ()) if ns.get(n) is fresh]
+        for name in holders:
+            ns[name] = contents
+        differs.append({"name": ", ".join(holders) or f"{module}.{attr}",
+                        "reason": f"came back as a copy of the saved value, no longer {module}.{attr} "
+                                  f"(which is a {type(fresh).__name__} here)"})
+    return differs
+
+
+def shown(record: str) -> str:
+    return record[len(VALUE_PREFIX):].replace(":", ".", 1) if record.startswith(VALUE_PREFIX) else record
 
 
 def module_reference(name: str, value, imported: dict, own_modules) -> tuple[str, str] | None:

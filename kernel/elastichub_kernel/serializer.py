@@ -238,8 +238,9 @@ def _deep_recursion(exc: BaseException) -> bool:
 
 class NamespacePickler(cloudpickle.Pickler):
     def __init__(self, file, user_ns: dict, buffer_callback, array_roots: set = frozenset(),
-                 watch: frozenset = frozenset()):
+                 watch: frozenset = frozenset(), refs: dict | None = None):
         super().__init__(file, protocol=PROTOCOL, buffer_callback=buffer_callback)
+        self._refs = refs or {}  # id(library object) -> ("ref", module, attr)
         self._user_ns = user_ns
         self._array_roots = array_roots
         # the notebook's own modules (usermodules.py): which a record's objects come from
@@ -368,6 +369,17 @@ class NamespacePickler(cloudpickle.Pickler):
         )
 
 
+class _ReferencePickler(NamespacePickler):
+    """Used when variables reference library objects (references.py): each
+    such object, wherever it is held, is a persistent id naming its module
+    attribute, and every holder gets the same library object back. (pickle
+    asks no reducer about a plain dict; it asks persistent_id about every
+    object, so only a dump with references pays for it.)"""
+
+    def persistent_id(self, obj):
+        return self._refs.get(id(obj))
+
+
 @dataclass
 class Record:
     name: str
@@ -398,10 +410,12 @@ def describe_error(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: frozenset = frozenset()) -> DumpResult:
+def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: frozenset = frozenset(),
+                   refs: dict | None = None) -> DumpResult:
     """Pickle ``ns[name]`` for each name (``user_ns``: the notebook globals,
     default ``ns``; ``watch``: module names whose use each record reports
-    in ``uses``); a name that fails is reported and
+    in ``uses``; ``refs``: id -> persistent id of the library objects saved
+    as references); a name that fails is reported and
     left out, and the rest are pickled again (memo shared across records must
     not reference a half-written record). The save never stops part-way."""
     failed: dict = {}
@@ -418,7 +432,7 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
     try:
         while True:
             try:
-                result = _dump_once(ns, [n for n in names if n not in failed], user_ns, flat, watch)
+                result = _dump_once(ns, [n for n in names if n not in failed], user_ns, flat, watch, refs)
             except _RecordFailed as bad:
                 if bad.name not in flat and _deep_recursion(bad.exc):
                     flat.add(bad.name)
@@ -431,7 +445,7 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
                         # (60 variables holding locks took 9 s, the live pre-copy's lock with them).
                         tried_alone = True
                         later = names[names.index(bad.name) + 1:]
-                        failed.update(_failing_alone(ns, [n for n in later if n not in flat], user_ns))
+                        failed.update(_failing_alone(ns, [n for n in later if n not in flat], user_ns, refs))
                 continue
             result.failed = failed
             return result
@@ -439,13 +453,13 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
         sys.setswitchinterval(switch)
 
 
-def _failing_alone(ns: dict, names: list, user_ns: dict) -> dict:
+def _failing_alone(ns: dict, names: list, user_ns: dict, refs=None) -> dict:
     """The names whose value cannot be pickled on its own (what a race or a
     depth limit costs is left to the full dump, which handles them)."""
     failing = {}
     for name in names:
         try:
-            _dump_once(ns, [name], user_ns)
+            _dump_once(ns, [name], user_ns, frozenset(), frozenset(), refs)
         except _RecordFailed as bad:
             if not (_deep_recursion(bad.exc) or _changed_while_read(bad.exc)):
                 failing[name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
@@ -461,7 +475,8 @@ def _changed_while_read(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "during iteration" in str(exc)
 
 
-def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset(), watch=frozenset()) -> DumpResult:
+def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset(), watch=frozenset(),
+               refs=None) -> DumpResult:
     out = io.BytesIO()
     buffers: list = []
 
@@ -472,8 +487,8 @@ def _dump_once(ns: dict, names: list, user_ns: dict, flat: set = frozenset(), wa
             return True
         return False
 
-    pickler = NamespacePickler(out, user_ns, keep_buffer, views.saved_array_roots(ns[name] for name in names),
-                               watch)
+    kind = _ReferencePickler if refs else NamespacePickler
+    pickler = kind(out, user_ns, keep_buffer, views.saved_array_roots(ns[name] for name in names), watch, refs)
     records, uses = [], {}
     for name in names:
         start, first = out.tell(), len(buffers)

@@ -495,3 +495,41 @@ def set_aside(path: str, why: str) -> str | None:
             return None
         return target
     return None
+
+
+LIVE_BASE_KIND = "live-base"
+
+
+def _index_fields(path: str) -> dict | None:
+    try:
+        return read_index(path) if os.path.lexists(path) else None
+    except (CheckpointRejected, OSError):
+        return None
+
+
+def base_path(directory: str, with_delta: bool, live_destination: bool) -> str:
+    """checkpoint.ehk, or live-base.ehk when it is the base of a live move
+    (see restore_or_reject)."""
+    checkpoint_path = os.path.join(directory, CHECKPOINT_NAME)
+    live_path = os.path.join(directory, LIVE_BASE_NAME)
+    if not os.path.lexists(live_path):
+        return checkpoint_path
+    live = _index_fields(live_path)
+    if live is None or live.get("kind") != LIVE_BASE_KIND or not live.get("base_id"):
+        return checkpoint_path  # unreadable or foreign: never used (removed by the next full checkpoint)
+    if live_destination:
+        return live_path
+    delta = _index_fields(os.path.join(directory, DELTA_NAME)) if with_delta else None
+    if delta is None or delta.get("base_id") != live["base_id"]:
+        return checkpoint_path
+    full = _index_fields(checkpoint_path)
+    if full is not None and _created(full) > _created(delta):
+        return checkpoint_path  # a full checkpoint written after the move supersedes the pair
+    return live_path
+
+
+def _created(index: dict) -> float:
+    try:
+        return float(index.get("created"))
+    except (TypeError, ValueError):
+        return 0.0

@@ -6,11 +6,18 @@ kernel's ``sys.path`` had at start (the start directory, where the
 notebook is, excepted) nor the interpreter's library directories.
 
 At checkpoint time each is saved as (name, file, size, modification time),
-in the order the session loaded them, with the module-level values it
-holds (``helpers.SCALE = 2.5``, a ``CACHE`` dict a function fills; engine.py
-pickles them with the variables, so ``from helpers import CACHE`` is
-``helpers.CACHE`` again). At restore each is loaded again **from that
-file** (``%cd week3`` after ``import utils`` in ``week2``: ``utils`` is
+in the order the session loaded them, with the module-level values the
+session may have changed (engine.py pickles them with the variables, so
+``from helpers import CACHE`` is ``helpers.CACHE`` again): those rebound
+since the module was first seen (``helpers.SCALE = 2.5``: its bindings are
+noted when it appears, and compared after each cell), and the mutable
+values under SMALL_BYTES pickled (a ``CACHE`` dict a function fills). A
+larger one never rebound (a 160 MB table the module builds at import) is
+not saved, and named in general terms: the import builds it again, changes
+made to it in place are not carried. One never rebound that cannot be
+pickled (a lock, an open log file) is left to the import, silently. At
+restore each is loaded again **from that file** (a package's submodules
+from theirs, parents first) (``%cd week3`` after ``import utils`` in ``week2``: ``utils`` is
 week2's again, as it was in the session, not the one a fresh import would
 find), its output captured: the first cell says which of them ran their
 top-level code again and shows what they printed. A file gone or changed
@@ -35,11 +42,22 @@ _MAX_OUTPUT = 4000  # characters of the modules' output shown in the restore not
 # module name -> (id of the module object, its file if the notebook's own
 # else None): a checkpoint classifies only the modules loaded since the last.
 _SEEN: dict[str, tuple[int, str | None]] = {}
+# module name -> {attr: its value when the module was first seen}; the
+# objects are kept, not their ids (a freed float's id is soon another's),
+# and dropped once the attribute is found rebound (_REBOUND).
+_FIRST: dict[str, dict] = {}
+_REBOUND: dict[str, set] = {}
+SMALL_BYTES = 1 << 20  # a mutable value never rebound is saved when its pickle is smaller
+_LIBRARY_DIRS: dict = {}
+_COUNT = [0]  # len(sys.modules) at the last scan after a cell
 
 
 def library_dirs(start_path, start_cwd) -> tuple[str, ...]:
     """Directories whose modules are libraries: the start ``sys.path``
     entries but the start directory, and the interpreter's own."""
+    key = (tuple(start_path), start_cwd)
+    if key in _LIBRARY_DIRS:
+        return _LIBRARY_DIRS[key]
     dirs = set()
     for entry in start_path:
         full = os.path.normpath(os.path.join(start_cwd or "", entry)) if entry or start_cwd else ""
@@ -47,7 +65,8 @@ def library_dirs(start_path, start_cwd) -> tuple[str, ...]:
             dirs.add(os.path.realpath(full))
     paths = sysconfig.get_paths()
     dirs.update(os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths)
-    return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
+    found = _LIBRARY_DIRS[key] = tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
+    return found
 
 
 def user_modules(baseline, libraries: tuple[str, ...]) -> dict:
@@ -61,9 +80,42 @@ def user_modules(baseline, libraries: tuple[str, ...]) -> dict:
         seen = _SEEN.get(name)
         if seen is None or seen[0] != id(module):
             seen = _SEEN[name] = (id(module), _own_file(name, module, libraries))
+            if seen[1] is not None:
+                _first_seen(name, module)
         if seen[1] is not None:
             found[name] = seen[1]
     return found
+
+
+def _first_seen(name: str, module) -> None:
+    _FIRST[name] = dict(vars(module))
+    _REBOUND[name] = set()
+
+
+def note_rebindings(own) -> None:
+    """Which module-level names of the notebook's modules were rebound
+    (after each cell: a few dict look-ups per attribute of those modules)."""
+    for name in own:
+        first, module = _FIRST.get(name), sys.modules.get(name)
+        if first is None or module is None:
+            continue
+        rebound = _REBOUND[name]
+        for attr, value in list(vars(module).items()):
+            if first.get(attr, _MISSING) is not value and attr not in rebound:
+                rebound.add(attr)
+                first.pop(attr, None)  # not kept alive any longer
+
+
+def track(context) -> None:
+    """After a cell: note the modules that appeared (their first bindings)
+    and the names rebound since. The scan of sys.modules runs only when it
+    grew."""
+    if len(sys.modules) != _COUNT[0]:
+        _COUNT[0] = len(sys.modules)
+        own = user_modules(context.modules, library_dirs(context.path, context.cwd))
+    else:
+        own = [name for name, seen in _SEEN.items() if seen[1] is not None]
+    note_rebindings(own)
 
 
 def _own_file(name: str, module, libraries) -> str | None:
@@ -113,13 +165,34 @@ def file_stamp(file: str) -> list | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def saved_values(module, file: str) -> dict:
+def carried_values(own: dict, notes: list, stores: dict) -> dict:
+    """{record name: value} of the module-level values to save (see
+    saved_values); a large value not saved is named in ``notes``.
+    ``stores``: the recorder's module_attr_stores, the attributes cells
+    assigned (``helpers.SCALE = 2.5`` in the cell that imported helpers,
+    before the module was first seen)."""
+    note_rebindings(own)
+    for path, (_, module, kind) in stores.items():
+        if kind == "module" and module in _REBOUND:
+            _REBOUND[module].add(path.rpartition(".")[2])
+    return {f"{MODULE_PREFIX}{module}:{attr}": value for module in own
+            for attr, value in saved_values(sys.modules[module], own[module], notes).items()}
+
+
+_UNCHANGEABLE = (int, float, complex, bool, str, bytes, type(None), range, type, types.FunctionType,
+                 types.BuiltinFunctionType)
+
+
+def saved_values(module, file: str, notes: list | None = None) -> dict:
     """The module-level values of a module of the notebook's to carry: what
     the session may have changed or filled. Not its own functions and
     classes, nor modules (loading the module makes them again, the same),
     nor what its own `from M import x` bound that still is M.x (a copy of
-    a library's rcParams would no longer be the library's)."""
+    a library's rcParams would no longer be the library's), nor what the
+    session never rebound and cannot have changed in place, nor a large
+    or unpicklable value it never rebound (loading the module makes them)."""
     name = module.__name__
+    first, rebound = _FIRST.get(name), _REBOUND.get(name, set())
     namespace = vars(module)
     imported, stars = _imports_of(file)
     values = {}
@@ -134,8 +207,54 @@ def saved_values(module, file: str) -> dict:
         sources = [imported[attr]] if attr in imported else [(m, attr) for m in stars]
         if any(getattr(sys.modules.get(m), "__dict__", {}).get(a, _MISSING) is value for m, a in sources):
             continue
+        if first is not None and attr not in rebound and first.get(attr, _MISSING) is value:
+            if isinstance(value, _UNCHANGEABLE):
+                continue
+            size = _pickled_size(value)
+            if size is None:  # a lock, an open file: the import makes it anew
+                continue
+            if size > SMALL_BYTES:
+                if notes is not None:
+                    notes.append(f"{name}.{attr} ({_size_text(value)}) is not saved: its module builds it "
+                                 "again at import; changes made to it in place are not carried.")
+                continue
         values[attr] = value
     return values
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Counter:
+    def __init__(self):
+        self.n = 0
+
+    def write(self, data) -> int:
+        self.n += memoryview(data).nbytes
+        if self.n > SMALL_BYTES:
+            raise _TooLarge
+        return len(data)
+
+
+def _pickled_size(value) -> int | None:
+    """Its pickle's size, stopped past SMALL_BYTES (a 160 MB table costs 1 MB
+    of pickling, not 160); None if it cannot be pickled."""
+    from .serializer import NamespacePickler
+
+    counter = _Counter()
+    try:
+        NamespacePickler(counter, {}, None).dump(value)
+    except _TooLarge:
+        return SMALL_BYTES + 1
+    except Exception:
+        return None
+    return counter.n
+
+
+def _size_text(value) -> str:
+    nbytes = getattr(value, "nbytes", None)
+    return f"{nbytes / 1e6:.0f} MB" if isinstance(nbytes, int) and nbytes >= 10**6 else "over 1 MB pickled"
 
 
 _MISSING = object()
@@ -175,6 +294,10 @@ def load_again(entries: list) -> dict:
     running session) is left as it is."""
     report = {"loaded": [], "output": "", "problems": {}, "changed": {}}
     out = io.StringIO()
+    before = set(sys.modules)
+    # parents before their submodules (a package's __init__ may import them: through the
+    # __path__ of the folder it was loaded from, as in the session)
+    entries = sorted(entries, key=lambda e: e["module"].count("."))
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         for entry in entries:
             name, file = entry["module"], entry["file"]
@@ -186,9 +309,9 @@ def load_again(entries: list) -> dict:
             elif stamp != entry.get("stamp"):
                 report["changed"][name] = f"its file {file} changed since the checkpoint"
             try:
-                if stamp is not None and "." not in name:
+                if stamp is not None:
                     _load_from(name, file)
-                else:  # a submodule is found through its package's __path__, loaded from its file already
+                else:
                     importlib.import_module(name)
             except BaseException as exc:  # its own code: SystemExit, KeyboardInterrupt included
                 sys.modules.pop(name, None)
@@ -197,7 +320,13 @@ def load_again(entries: list) -> dict:
             now = getattr(sys.modules.get(name), "__file__", None)
             if stamp is None and now:
                 report["changed"][name] += f"; {name} now comes from {now}"
-            report["loaded"].append(name)
+    # every module of the notebook's whose code ran, also those another one imported
+    report["loaded"] = [e["module"] for e in entries if e["module"] not in before and e["module"] in sys.modules]
+    for entry in entries:
+        module = sys.modules.get(entry["module"])
+        if entry["module"] in report["loaded"] and module is not None:
+            _SEEN[entry["module"]] = (id(module), entry["file"])
+            _first_seen(entry["module"], module)  # before the saved values are set: those count as rebound
     text = out.getvalue()
     report["output"] = text if len(text) <= _MAX_OUTPUT else text[:_MAX_OUTPUT] + "\n[... cut]"
     return report
@@ -211,7 +340,14 @@ def _load_from(name: str, file: str) -> None:
         raise ImportError(f"no loader for {file}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    parent, _, child = name.rpartition(".")
+    if parent in sys.modules:  # as an import does: pk.core is an attribute of pk
+        setattr(sys.modules[parent], child, module)
 
 
 def restore_notes(report: dict, users: dict) -> list[str]:

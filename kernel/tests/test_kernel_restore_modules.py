@@ -120,3 +120,60 @@ def test_attributes_set_on_a_library_class_are_named(work, start_elastic_kernel,
     kc, first = _restart(start_elastic_kernel, run_cell, work)
     assert "fractions.Fraction.shout (cell [2])" in first["stderr"], first
     assert 'see "Not carried"' in first["stderr"] and "docs/kernel.md" in first["stderr"], first
+
+
+def test_library_containers_changed_in_place_keep_their_contents(work, start_elastic_kernel, stop_elastic_kernel,
+                                                                  run_cell, control_request):
+    # The library's object again (identity kept, also in the containers holding it), with what the
+    # session put in it: the fresh module's value would lose it silently.
+    _save(start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, work, [
+        "from http.client import responses\nresponses[299] = 'Custom OK'\n"
+        "from mimetypes import types_map\ntypes_map['.xyz'] = 'text/x-xyz'\nfrom string import ascii_letters\n"
+        "from sys import path as syspath\ncfg = {'r': responses, 't': types_map, 'p': syspath}",
+        "from sympy import RR, Poly, symbols\nx = symbols('x')\ndom = RR\np = Poly(x**2 + 1.5, x, domain=RR)",
+    ])
+    kc, first = _restart(start_elastic_kernel, run_cell, work)
+    assert first["error"] is None and "copy" not in first["stderr"], first
+    out = run_cell(kc, "import http.client, mimetypes, sys\n"
+                       "print(responses.get(299), types_map.get('.xyz'), responses is http.client.responses,\n"
+                       "      types_map is mimetypes.types_map, cfg['r'] is responses, cfg['t'] is types_map,\n"
+                       "      cfg['p'] is sys.path is syspath)")
+    assert out["stdout"].strip() == "Custom OK text/x-xyz True True True True True", out
+    out = run_cell(kc, "import sympy\nprint(dom is RR is sympy.RR, p.domain == RR)")
+    assert out["stdout"].strip() == "True True", out  # sympy's RR did not load as a copy
+
+
+def test_own_module_values_are_saved_only_when_the_session_changed_them(work, start_elastic_kernel,
+                                                                        stop_elastic_kernel, run_cell,
+                                                                        control_request):
+    (work / "big.py").write_text(
+        "import threading\nDATA = list(range(400000))\nLOCK = threading.Lock()\nGEN = (i for i in range(3))\n"
+        "LOG = open(__file__)\nSCALE = 1.0\nCACHE = {}\nNAMES = []\n")
+    reply = _save(start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, work, [
+        "import big\nbig.SCALE = 2.5\nbig.CACHE['a'] = 1",
+    ])
+    assert not [n for n in reply["not_restorable"] if n["name"].startswith("big.")], reply
+    assert reply["bytes"] < 500_000, reply  # DATA is not in it
+    kc, first = _restart(start_elastic_kernel, run_cell, work)
+    assert "big.DATA (over 1 MB pickled) is not saved" in first["stderr"], first
+    assert "big.LOCK" not in first["stderr"] and "big.GEN" not in first["stderr"], first
+    out = run_cell(kc, "print(big.SCALE, big.CACHE, len(big.DATA), next(big.GEN))")
+    assert out["stdout"].strip() == "2.5 {'a': 1} 400000 0", out
+
+
+def test_a_package_comes_from_the_folder_it_was_loaded_from(work, start_elastic_kernel, stop_elastic_kernel,
+                                                            run_cell, control_request):
+    for week in ("week2", "week3"):
+        pk = work / "course" / week / "pk"
+        pk.mkdir(parents=True)
+        (pk / "__init__.py").write_text(f"from .core import Model\nprint('pk of {week}')\n")
+        (pk / "core.py").write_text(f"WHO = '{week}'\nclass Model:\n    def who(self): return WHO\n")
+    _save(start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, work, [
+        "%cd course/week2", "import pk\nm = pk.Model()\nfrom pk.core import WHO", "%cd ../week3",
+    ])
+    kc, first = _restart(start_elastic_kernel, run_cell, work)
+    assert "pk, pk.core were imported again" in first["stderr"], first
+    out = run_cell(kc, "import sys\nprint(m.who(), WHO, pk.__file__.endswith('week2/pk/__init__.py'),\n"
+                       "      sys.modules['pk.core'].__file__.endswith('week2/pk/core.py'),\n"
+                       "      pk.core is sys.modules['pk.core'])")
+    assert out["stdout"].strip() == "week2 week2 True True True", (out, first)
