@@ -353,7 +353,8 @@ def _load_verified(path, ns, keep, imports, first):
     built = build_namespace(index, loaded.blobs[0], records, buffers, imports, modules, ns)
     built.pop("bindings")  # bound already
     users = index.get("module_users") if isinstance(index.get("module_users"), dict) else {}
-    built["notes"] = usermodules.restore_notes(reloaded, users) + built["notes"]
+    set_back = [r.name for r in records if r.name.startswith(usermodules.MODULE_PREFIX)]
+    built["notes"] = usermodules.restore_notes(reloaded, users, set_back) + built["notes"]
     for name, why in reloaded["problems"].items():
         built["differs"].append({"name": name, "reason": why})
     return index, built

@@ -350,10 +350,11 @@ def _load_from(name: str, file: str) -> None:
         setattr(sys.modules[parent], child, module)
 
 
-def restore_notes(report: dict, users: dict) -> list[str]:
+def restore_notes(report: dict, users: dict, set_back: list[str] = ()) -> list[str]:
     """Lines for the first cell: which modules ran again and what they
     printed; a changed or gone file, with the variables built with it
-    (``users``: module -> variable names)."""
+    (``users``: module -> variable names) and the values the session had
+    changed that were set back on it (``set_back``: their record names)."""
     notes = []
     if report["loaded"]:
         notes.append("Note: the notebook's own module(s) " + ", ".join(report["loaded"]) + " were imported again "
@@ -366,5 +367,9 @@ def restore_notes(report: dict, users: dict) -> list[str]:
         names = [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
         built = (f"; built with it, {', '.join(names)} may behave differently than before the restore"
                  if names else "")
-        notes.append(f"WARNING: module {name}: {why}{built}.")
+        # The session's values go back over the edited file's: old constants beside new functions.
+        values = [shown_name(r) for r in set_back if shown_name(r).rpartition(".")[0] == name]
+        over = (f"; its values from this session, {', '.join(values)}, were set back over the file's (re-run "
+                f"`import importlib; importlib.reload({name})` for the file's own)" if values else "")
+        notes.append(f"WARNING: module {name}: {why}{built}{over}.")
     return notes

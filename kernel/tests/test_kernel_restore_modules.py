@@ -177,3 +177,19 @@ def test_a_package_comes_from_the_folder_it_was_loaded_from(work, start_elastic_
                        "      sys.modules['pk.core'].__file__.endswith('week2/pk/core.py'),\n"
                        "      pk.core is sys.modules['pk.core'])")
     assert out["stdout"].strip() == "week2 week2 True True True", (out, first)
+
+
+def test_an_edited_module_says_which_of_the_sessions_values_went_back_over_it(
+        work, start_elastic_kernel, stop_elastic_kernel, run_cell, control_request):
+    """Old constants set back beside the edited file's new functions, with only
+    "its file changed" said, left the user to guess which values were whose."""
+    (work / "edited.py").write_text("SCALE = 1.0\nTHRESH = [0.5]\ndef f(): return 'old'\n")
+    _save(start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, work,
+          ["import edited", "edited.SCALE = 5.0"])
+    (work / "edited.py").write_text("SCALE = 2.0\nTHRESH = [0.9]\ndef f(): return 'new'\n")
+    kc, first = _restart(start_elastic_kernel, run_cell, work)
+    # THRESH too: a small container is saved whether or not it was changed in place
+    assert ("its values from this session, edited.SCALE, edited.THRESH, were set back over the file's"
+            in first["stderr"]), first["stderr"]
+    out = run_cell(kc, "print(edited.SCALE, edited.THRESH, edited.f())")
+    assert out["stdout"].strip() == "5.0 [0.5] new", out
