@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
@@ -33,10 +34,12 @@ class ElasticMagics(Magics):
         """Bring back the last checkpoint of this notebook into the namespace.
         Variables of this session that the checkpoint also holds take the
         checkpoint's value, and are named; the others are kept."""
+        from . import usermodules
         from .engine import user_variable_names
 
         ns = self.shell.user_ns
         names = user_variable_names(ns, self.shell.user_ns_hidden)
+        modules = usermodules.own_namespaces()  # the checkpoint's values of them are set again too
         # References to small values only (compared after): holding a large
         # array of the session would double the memory the restore needs.
         small = {name: ns[name] for name in names if _small(ns[name])}
@@ -48,6 +51,8 @@ class ElasticMagics(Magics):
             return  # nothing was restored
         restored = set(report["migrated"]) | set(report["recomputed"])
         replaced = [name for name in names if name in restored and not _same(small, name, ns)]
+        replaced += [f"{module}.{attr}" for module, values in modules.items() for attr, old in values.items()
+                     if not attr.startswith("__") and not _kept(old, getattr(sys.modules.get(module), attr, old))]
         kept = [name for name in names if name not in restored]
         if replaced:
             print("This session's own value of " + _listed(replaced) + " was REPLACED by the checkpoint's "
@@ -75,6 +80,17 @@ def _same(small: dict, name: str, ns: dict) -> bool:
         return False
     old, new = small[name], ns[name]
     return new is old or (type(new) is type(old) and new == old)
+
+
+def _kept(old, new) -> bool:
+    """A module's value after the restore is the session's own: the same
+    object, or an equal one of the same type (a dict set back unchanged)."""
+    if new is old:
+        return True
+    try:
+        return type(new) is type(old) and bool(new == old)
+    except Exception:  # an == that raises (arrays): not provably the same
+        return False
 
 
 def _listed(names: list, most: int = 20) -> str:

@@ -87,6 +87,14 @@ def user_modules(baseline, libraries: tuple[str, ...]) -> dict:
     return found
 
 
+def own_namespaces() -> dict[str, dict]:
+    """{module: a shallow copy of its namespace} of the notebook's own
+    modules loaded now (those seen so far): what %elastic_restore compares
+    after it set their saved values again."""
+    return {name: dict(vars(sys.modules[name])) for name, seen in _SEEN.items()
+            if seen[1] is not None and isinstance(sys.modules.get(name), types.ModuleType)}
+
+
 def _first_seen(name: str, module) -> None:
     _FIRST[name] = dict(vars(module))
     _REBOUND[name] = set()

@@ -193,3 +193,20 @@ def test_an_edited_module_says_which_of_the_sessions_values_went_back_over_it(
             in first["stderr"]), first["stderr"]
     out = run_cell(kc, "print(edited.SCALE, edited.THRESH, edited.f())")
     assert out["stdout"].strip() == "5.0 [0.5] new", out
+
+
+def test_elastic_restore_names_the_module_values_of_this_session_it_replaced(
+        work, start_elastic_kernel, run_cell, control_request):
+    (work / "helpers.py").write_text(HELPERS)
+    km, kc = start_elastic_kernel(work.parent / "ckpt", session_name=SESSION, cwd=work)
+    assert run_cell(kc, "import helpers\nhelpers.SCALE = 2.5\nhelpers.remember('old', 1)")["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"] is True
+    km.restart_kernel(now=False)
+    kc.wait_for_ready(timeout=60)
+    assert run_cell(kc, "import helpers\nhelpers.SCALE = 9\nhelpers.remember('new', 2)")["error"] is None
+    out = run_cell(kc, "%elastic_restore\nprint(helpers.SCALE, helpers.CACHE)")
+    assert out["error"] is None, out
+    lines = out["stdout"].splitlines()
+    assert lines[-1] == "2.5 {'old': 1}", lines
+    [replaced] = [line for line in lines if "REPLACED" in line]
+    assert "helpers.SCALE" in replaced and "helpers.CACHE" in replaced, replaced
