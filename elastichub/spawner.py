@@ -31,6 +31,11 @@ STATE_VERSION = 1
 STATE_KEY = "elastichub"
 
 
+# The settings checked by a validator below that notes a problem rather than raising.
+_CHECKED = ("tier_label", "onprem_tier", "cloud_tier", "onprem_weight", "cloud_weight", "checkpoint_timeout",
+            "route_switch_interval", "start_timeout")
+
+
 def bad_configuration(problem: str) -> web.HTTPError:
     """The error a bad setting ends a start with: one line naming it, logged
     without a traceback and answered to the user as it is (raised inside a
@@ -192,13 +197,18 @@ class ElasticSpawner(KubeSpawner):
                 raise bad_configuration(f"profile_list: kubespawner_override key {key!r} is not a setting of "
                                         f"ElasticSpawner{hint}")
         before = dict(self._config_problems)
+        previous = {name: getattr(self, name) for name in spawner_override if name in _CHECKED}
         try:
             super()._apply_overrides(spawner_override)
         except TraitError as e:
             raise bad_configuration(f"profile_list: kubespawner_override: {e}") from None
-        added = [p for name, p in self._config_problems.items() if before.get(name) != p]
+        added = {name: p for name, p in self._config_problems.items() if before.get(name) != p}
         if added:
-            raise bad_configuration("profile_list: kubespawner_override: " + "; ".join(added))
+            # The profile is refused; the hub's own settings stand for the next start (this spawner may be reused).
+            for name in added:
+                setattr(self, name, previous[name])
+            self._config_problems = before
+            raise bad_configuration("profile_list: kubespawner_override: " + "; ".join(added.values()))
 
     async def get_pod_manifest(self):
         if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together

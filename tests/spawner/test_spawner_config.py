@@ -106,12 +106,17 @@ async def test_a_profile_can_pin_its_servers():
 async def test_a_profiles_bad_override_is_one_error_naming_it(override, words):
     """A misspelt key would do nothing: an exam's servers, meant to be
     pinned, would stay movable."""
-    s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "kubespawner_override": override}])
+    s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "kubespawner_override": override},
+                              {"display_name": "Plain", "slug": "plain"}])
     s.user_options = {"profile": "exam"}
     with pytest.raises(web.HTTPError) as err:
         await s.load_user_options()
     message = err.value.log_message % err.value.args
     assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+    # The same spawner, started again with a good profile: the refused one left nothing behind.
+    s.user_options = {"profile": "plain"}
+    await s.load_user_options()
+    assert s.onprem_weight == 10 and not s._config_problems
 
 
 @pytest.mark.parametrize("weights", [{"onprem_weight": 1, "cloud_weight": 50}, {"onprem_weight": 5, "cloud_weight": 5}])
