@@ -63,3 +63,28 @@ def test_a_workdir_another_demo_holds_is_refused_by_name(tmp_path):
     finally:
         held.close()
     claim_workdir(tmp_path).close()  # free again once the holder is gone
+
+
+def test_free_ports_are_never_handed_out_twice(monkeypatch):
+    """The kernel may give the same free port to two binds in a row: a hub's
+    proxy then got one port for its API and its public side, and never came up."""
+    from elastichub.demo import stage
+
+    ports = iter([41001, 41001, 41002])
+
+    class OnePortTwice:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def bind(self, address):
+            self.port = next(ports)
+
+        def getsockname(self):
+            return ("127.0.0.1", self.port)
+
+    monkeypatch.setattr(stage.socket, "socket", OnePortTwice)
+    monkeypatch.setattr(stage, "_GIVEN", set())
+    assert [stage.free_port(), stage.free_port()] == [41001, 41002]

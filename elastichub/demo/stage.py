@@ -42,9 +42,20 @@ class StageError(Exception):
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nobody listens on now, and not one handed out before in this
+    process: a hub takes three at once, and the kernel can give the same
+    free port to two binds in a row (then the proxy's API port was its
+    public one, and the hub never came up)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+
+
+_GIVEN: set[int] = set()
 
 
 def claim_workdir(workdir: Path):

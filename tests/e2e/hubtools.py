@@ -23,6 +23,7 @@ from urllib.parse import quote
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from elastichub.demo.notebook import Notebook
+from elastichub.demo.stage import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 PROXY = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
@@ -51,10 +52,6 @@ c.KubeSpawner.args = {args!r}
 PORT_FALLBACK = "c.KubeSpawner.port = {port}\n"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_8888_taken() -> bool:
