@@ -8,7 +8,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from test_serverext import _free_port
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -50,23 +50,6 @@ c.JupyterHub.load_roles = [
     {{"name": "bystander", "services": ["bystander"], "scopes": ["read:users"]}},
 ]
 """
-
-
-def _free_port() -> int:
-    """A port nobody listens on now, and not one handed out before in this
-    process: a hub takes three at once, and the kernel can give the same
-    free port to two binds in a row (then the proxy's API port was its
-    public one, and the hub never came up)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN:
-            _GIVEN.add(port)
-            return port
-
-
-_GIVEN: set[int] = set()
 
 
 def _call(url: str, token: str | None, method: str = "GET", body=None, timeout: float = 120):
