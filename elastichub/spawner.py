@@ -31,11 +31,6 @@ STATE_VERSION = 1
 STATE_KEY = "elastichub"
 
 
-# The settings checked by a validator below that notes a problem rather than raising.
-_CHECKED = ("tier_label", "onprem_tier", "cloud_tier", "onprem_weight", "cloud_weight", "checkpoint_timeout",
-            "route_switch_interval", "start_timeout")
-
-
 def bad_configuration(problem: str) -> web.HTTPError:
     """The error a bad setting ends a start with: one line naming it, logged
     without a traceback and answered to the user as it is (raised inside a
@@ -197,7 +192,7 @@ class ElasticSpawner(KubeSpawner):
                 raise bad_configuration(f"profile_list: kubespawner_override key {key!r} is not a setting of "
                                         f"ElasticSpawner{hint}")
         before = dict(self._config_problems)
-        previous = {name: getattr(self, name) for name in spawner_override if name in _CHECKED}
+        previous = {name: getattr(self, name) for name in spawner_override}  # every key is a trait (above)
         try:
             super()._apply_overrides(spawner_override)
         except TraitError as e:

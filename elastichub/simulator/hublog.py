@@ -221,12 +221,12 @@ def _went_down(times: deque[datetime], started: datetime) -> datetime | None:
     before the last silence of over _PREAMBLE_GAP_S among the lines just
     before it (a hub's own first lines come before `Running JupyterHub
     version`); None when the log begins with this hub."""
-    later = started.astimezone(timezone.utc)
+    start = later = started.astimezone(timezone.utc)
     for at in reversed(times):
         utc = at.astimezone(timezone.utc)
         if (later - utc).total_seconds() > _PREAMBLE_GAP_S:
             return at
-        if (started.astimezone(timezone.utc) - utc).total_seconds() > _PREAMBLE_S:
+        if (start - utc).total_seconds() > _PREAMBLE_S:
             return started
         later = utc
     return None

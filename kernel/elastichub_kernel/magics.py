@@ -76,10 +76,7 @@ def _small(value) -> bool:
 def _same(small: dict, name: str, ns: dict) -> bool:
     """The restored value of `name` is the session's own (a module imported
     again, an equal number or string). Anything larger counts as replaced."""
-    if name not in small or name not in ns:
-        return False
-    old, new = small[name], ns[name]
-    return new is old or (type(new) is type(old) and new == old)
+    return name in small and name in ns and _kept(small[name], ns[name])
 
 
 def _kept(old, new) -> bool:
