@@ -45,23 +45,18 @@ effects in docs/strategies.md):
   Among nodes worth draining, the one with the fewest servers goes first
   (fewest users disturbed), then the one that saves most.
 - **Thrift at high thresholds** (`thrift`, default from theta_out: none at
-  80 and below, all of it from 90, linear between). Under the lifetime model a session of age `a` ends
-  within `s` seconds with probability P(L <= a + s | L > a). What ends within
-  one boot + tmon (times the thrift share) frees room no later than a node
-  started now would, so scale-out *and* scale-in plan the arrivals reserve
-  against the demand that stays (demand minus those expected departures):
-  nodes go as soon as a burst starts to end. Both sides count the same
-  departures, or a node drained now is started again a cycle later. And a
-  new request may wait up to `queue_patience_s` (default one boot times the
-  thrift share) for room that sessions *likely* (p >= 1/2) to end within
-  one boot + the patience free on its node, each session's room on its own
-  (the scheduler hands room that frees to whatever fits, so a big request
-  is not helped by many small departures), before a node is started for
-  it; past its patience, and for a moved server at once, a queued request
+  80 and below, all of it from 90, linear between). A session of age `a`
+  ends within `s` seconds with probability P(L <= a + s | L > a). What ends
+  within one boot + tmon (times the thrift share) frees room no later than
+  a node started now would, so scale-out *and* scale-in (the same
+  departures on both sides, or a node drained now starts again a cycle
+  later) plan the reserve against the demand that stays. A new request may
+  wait up to `queue_patience_s` (default one boot times the thrift share)
+  for room that sessions likely (p >= 1/2) to end soon free on its node,
+  each session's room on its own (the scheduler hands freed room to
+  whatever fits); past its patience, and for a moved server at once, it
   counts only on room that exists or boots. So nobody waits on purpose
   longer than the patience (1.5 patiences under `min_fill`) plus a boot.
-  At 90-95 % the paper's policy makes users wait 10-20 minutes; this
-  spends part of that slack, about one boot, to buy fewer node-hours.
 - **Small remainders wait, without migration** (`min_fill`, default a
   quarter of the thrift share without migration, 0 with it). Without
   migration a cloud node stops only once its last session ends, so a node
@@ -79,12 +74,12 @@ import math
 from math import fsum
 from operator import attrgetter
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from .calendar import ScheduledClass, reserved_demand
 from .lifetime import ending_within, expected_remaining_s
 from .controller import STRATEGIES, Action, ControllerState, PolicyConfig, ScaleIn, ScaleOut, _check_number
 from .model import ClusterSnapshot, Node, NodeStatus, Resources, Tier
+from .packing import by_size, departure_slots, first_fit, fits_fraction, fits_with_reserve
 from .placement import MigrationPlan, candidate_order, plan_migration
 
 # Scale-in plans tried per cycle: the first few candidates decide it in
@@ -128,74 +123,10 @@ class _Tally:
     now: float
 
 
-def _fits_fraction(demand: Resources, capacity: Resources, fraction: float) -> bool:
-    """demand <= fraction * capacity on every resource (empty capacity fits
-    only no demand)."""
-    return demand.cpu <= fraction * capacity.cpu + 1e-9 and demand.ram <= fraction * capacity.ram + 1e-9
-
-
-def _fits_with_reserve(demand: Resources, capacity: Resources, reserve: Resources) -> bool:
-    """demand plus a fixed reserve within capacity, on every resource."""
-    return (demand.cpu + reserve.cpu <= capacity.cpu + 1e-9
-            and demand.ram + reserve.ram <= capacity.ram + 1e-9)
-
-
 def _not_unneeded(state: ElasticState) -> ElasticState:
     """`state` with the scale-in conditions' clock stopped; most cycles it
     already is, and building an equal copy every Tmon is measurable."""
     return state if state.unneeded_since is None else replace(state, unneeded_since=None)
-
-
-def _by_size(requests: Iterable[Resources]) -> list[list]:
-    """Equal requests as [request, count] groups, biggest RAM first (then CPU)."""
-    counts: dict[tuple[float, float], list] = {}
-    for req in requests:
-        group = counts.get((req.cpu, req.ram))
-        if group is None:
-            counts[(req.cpu, req.ram)] = [req, 1]
-        else:
-            group[1] += 1
-    return sorted(counts.values(), key=lambda g: (-g[0].ram, -g[0].cpu))
-
-
-def _first_fit(groups: list[list], free: list[Resources]) -> list[list]:
-    """Place the requests of `groups` (`_by_size`), biggest RAM first, each
-    into the first `free` slot it fits (slots updated in place); return the
-    groups of those that found no slot. Equal requests go one after another,
-    and a slot one of them skipped has not changed since, so the next one
-    starts where the last one went: one pass over the slots per size."""
-    left = []
-    n = len(free)
-    for req, count in groups:
-        cpu, ram = req.cpu, req.ram
-        j = 0
-        while count and j < n:
-            slot = free[j]
-            if cpu <= slot.cpu and ram <= slot.ram:
-                free[j] = slot - req
-                count -= 1
-            else:
-                j += 1
-        if count:
-            left.append([req, count])
-    return left
-
-
-def _departure_slots(free: list[Resources], nodes: list[Node],
-                     departures: dict[str, list[Resources]]) -> list[Resources]:
-    """`free` (one slot per node of `nodes`) plus the room of sessions likely
-    to end (`_outflow`). The scheduler binds whatever fits as soon as room
-    frees, so a departure helps a big request only on its own, with the room
-    already free on its node, never summed with other departures that
-    smaller requests take one by one: each node's biggest departure joins
-    its slot, the others are slots of their own."""
-    extra: list[Resources] = []
-    for i, node in enumerate(nodes):
-        chunks = departures.get(node.name)
-        if chunks:
-            free[i] = free[i] + chunks[0]
-            extra += chunks[1:]
-    return free + extra
 
 
 @dataclass(frozen=True)
@@ -471,19 +402,19 @@ class ElasticStrategy:
         on-prem cluster, whatever runs in the cloud; "arrivals": no more than
         the recent arrivals (plus the hysteresis gap below theta_out)."""
         if self.reserve_basis == "all":
-            return _fits_fraction(demand, capacity, theta / 100.0)
+            return fits_fraction(demand, capacity, theta / 100.0)
         share = max(1.0 - theta / 100.0, 0.0)
         reserve = Resources(share * t.base_capacity.cpu, share * t.base_capacity.ram)
         if self.reserve_basis == "arrivals":
             # no more than recent arrivals, plus the hysteresis gap when
             # theta is the scale-in level (below theta_out). The bounds
             # decide most cycles without counting the arrivals.
-            if _fits_with_reserve(demand, capacity, reserve):
+            if fits_with_reserve(demand, capacity, reserve):
                 return True
             # the standing share holds against demand as it is now (a burst
             # needs its room at once); arrivals only against what stays
             floor = self.standing_share
-            if floor > 0 and not _fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu,
+            if floor > 0 and not fits_with_reserve(demand, capacity, Resources(floor * reserve.cpu,
                                                                                  floor * reserve.ram)):
                 return False
             if t.inflow is None:
@@ -500,7 +431,7 @@ class ElasticStrategy:
                 # node started now would (or the queue may wait): the
                 # demand to plan for is what stays
                 reserve = reserve - self._outflow(t, horizon)[0]
-        return _fits_with_reserve(demand, capacity, reserve)
+        return fits_with_reserve(demand, capacity, reserve)
 
     def nodes_to_start(self, snapshot: ClusterSnapshot, now: float, reserved: Resources = Resources(),
                        tally: _Tally | None = None) -> list[Node] | None:
@@ -532,14 +463,14 @@ class ElasticStrategy:
             if only_cloud:
                 cloud = [i for i, n in enumerate(nodes) if n.tier is Tier.CLOUD]
                 slots = [free[i] for i in cloud]
-                bound = _first_fit(_by_size(only_cloud), slots)
+                bound = first_fit(by_size(only_cloud), slots)
                 for i, slot in zip(cloud, slots):
                     free[i] = slot
             urgent, patient = self._split_queue([srv for srv in snapshot.pending if not srv.cloud_only], now)
-            left = _first_fit(_by_size(urgent), free) if urgent else []
+            left = first_fit(by_size(urgent), free) if urgent else []
             if patient:  # a patience > 0, so a horizon > 0
-                free = _departure_slots(free, nodes, self._outflow(t, horizon)[1])
-                left += _first_fit(_by_size(patient), free)
+                free = departure_slots(free, nodes, self._outflow(t, horizon)[1])
+                left += first_fit(by_size(patient), free)
             if left and self._small_remainder(left, snapshot.pending, t.stopped, now):
                 left = []
             left = sorted(left + bound, key=lambda g: (-g[0].ram, -g[0].cpu))
@@ -548,7 +479,7 @@ class ElasticStrategy:
                 if left and any(req.fits_in(node.allocatable) for req, _ in left):
                     start.append(node)
                     capacity = capacity + node.allocatable
-                    left = _first_fit(left, [node.allocatable])
+                    left = first_fit(left, [node.allocatable])
                 else:
                     pool.append(node)  # not needed for the queue (or too small for it)
 
