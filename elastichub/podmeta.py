@@ -42,10 +42,14 @@ MOVE_OF_ANNOTATION = PREFIX + "move-of"
 # (the policy estimates how long a server still runs from it).
 STARTED_ANNOTATION = PREFIX + "started"
 # The route handshake: the orchestrator writes "requested" once the destination
-# holds the state; the hub's ElasticSpawner switches the server to the pod and
-# answers "switched", or "refused: <why>"; an unanswered request is "withdrawn".
+# holds the state; the hub's ElasticSpawner claims it ("switching"), switches
+# the server to the pod and answers "switched", or "refused: <why>"; an
+# unclaimed request is "withdrawn". Each side changes the value only from the
+# one it expects (a JSON patch test): a hub that claimed the pod has the last
+# word, and one that was too late never switches to a pod being deleted.
 ROUTE_ANNOTATION = PREFIX + "route"
-ROUTE_REQUESTED, ROUTE_SWITCHED, ROUTE_REFUSED, ROUTE_WITHDRAWN = "requested", "switched", "refused", "withdrawn"
+ROUTE_REQUESTED, ROUTE_SWITCHING, ROUTE_SWITCHED = "requested", "switching", "switched"
+ROUTE_REFUSED, ROUTE_WITHDRAWN = "refused", "withdrawn"
 # The sessions (JSON, shaped like Jupyter Server's GET /api/sessions) the
 # destination server re-creates under the same ids: an environment variable.
 ADOPT_SESSIONS_ENV = "ELASTICHUB_ADOPT_SESSIONS"

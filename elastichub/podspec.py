@@ -134,9 +134,17 @@ def current_pod(pods: Iterable[dict], user: str, server_name: str, serving: str 
 
 
 def route_requests(pods: Iterable[dict]) -> list[dict]:
-    """Destination pods whose route the orchestrator asked the hub to switch."""
+    """Destination pods whose route the orchestrator asked the hub to switch,
+    or whose switch a hub claimed and never answered (it restarted)."""
     return [p for p in pods if (_meta(p).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
-            == podmeta.ROUTE_REQUESTED and not _meta(p).get("deletionTimestamp")]
+            in (podmeta.ROUTE_REQUESTED, podmeta.ROUTE_SWITCHING) and not _meta(p).get("deletionTimestamp")]
+
+
+def annotation_swap(key: str, expected: str, value: str) -> list[dict]:
+    """A JSON patch (RFC 6902) setting annotation `key` to `value` only while
+    it is `expected`: the API server refuses it (422) otherwise."""
+    path = "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")
+    return [{"op": "test", "path": path, "value": expected}, {"op": "replace", "path": path, "value": value}]
 
 
 def route_request_problem(pod: dict, user: str, server_name: str) -> str | None:

@@ -241,10 +241,18 @@ class ElasticSpawner(KubeSpawner):
                     self.onprem_weight, self.cloud_weight, text)
 
     def _current_pod(self) -> dict | None:
-        """This server's live pod, found by its labels and annotations."""
+        """This server's live pod: the one of its pod name, as KubeSpawner
+        finds it (at once: the hub asks for every server's state on each
+        user list), else by ElasticHub's labels and annotations (after a
+        live move the hub may know the pod before the switch is recorded).
+        By name, a server started before ElasticSpawner ran the hub, whose
+        pod has no ElasticHub annotations, is found too."""
         reflector = self.pod_reflector
         if reflector is None:
             return None
+        own = reflector.pods.get(f"{self.namespace}/{self.pod_name}")
+        if own is not None and not (own.get("metadata") or {}).get("deletionTimestamp"):
+            return own
         return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "", self.pod_name)
 
     # -- state -------------------------------------------------------------------------------------
@@ -352,7 +360,11 @@ class ElasticSpawner(KubeSpawner):
         pod = self._current_pod()
         if pod is not None:
             self.last_node = podspec.pod_node(pod) or self.last_node
-        if not now and pod is not None and self.server is not None and self.is_pod_running(pod):
+        if not now and self.server is not None and (pod is None or not self.is_pod_running(pod)):
+            # Nothing to ask (no pod, or one not serving): say so, a stop without a checkpoint is never silent.
+            why = f"its pod {(pod.get('metadata') or {}).get('name')} is not running" if pod else "no pod was found"
+            self.log.warning("ElasticHub: stopping %s without a checkpoint: %s", self._log_name, why)
+        elif not now and self.server is not None:
             try:
                 self.last_checkpoint = await self._checkpoint()
                 self._persist_state()
@@ -434,6 +446,9 @@ class ElasticSpawner(KubeSpawner):
         The hub never sees the server stopped: the source pod serves until
         the answer, and is deleted by the orchestrator only after it."""
         name = pod["metadata"]["name"]
+        if pod["metadata"]["annotations"].get(podmeta.ROUTE_ANNOTATION) == podmeta.ROUTE_SWITCHING:
+            await self._answer_unfinished_switch(pod)
+            return
         problem = podspec.route_request_problem(pod, self.user.name, self.name or "")
         if not problem and (self.server is None or self.pending):
             problem = f"the server is {self.pending or 'not running'} in the hub"
@@ -442,14 +457,49 @@ class ElasticSpawner(KubeSpawner):
             problem = "live moves do not support services_enabled or internal_ssl (use move_method 'restart')"
         if not problem and not self.is_pod_running(pod):
             problem = f"pod {name} is not running and ready"
+        expected = podmeta.ROUTE_REQUESTED
         if not problem and self.pod_name != name:
+            # Claimed first: once the orchestrator has withdrawn the request (its timeout), the pod is
+            # being deleted and the server must stay where it is.
+            if not await self._swap_route(name, podmeta.ROUTE_REQUESTED, podmeta.ROUTE_SWITCHING):
+                return
+            expected = podmeta.ROUTE_SWITCHING
             problem = await self._switch_to(pod)
-        answer = f"{podmeta.ROUTE_REFUSED}: {problem}" if problem else podmeta.ROUTE_SWITCHED
+        await self._swap_route(name, expected, f"{podmeta.ROUTE_REFUSED}: {problem}" if problem
+                               else podmeta.ROUTE_SWITCHED)
+
+    async def _answer_unfinished_switch(self, pod: dict) -> None:
+        """A switch a hub claimed and never answered (it stopped in between):
+        the hub's record decides. It names the pod: switched. It does not:
+        the route goes back to the pod it names, and the move is refused."""
+        name = pod["metadata"]["name"]
+        if self.pod_name == name:
+            await self._swap_route(name, podmeta.ROUTE_SWITCHING, podmeta.ROUTE_SWITCHED)
+            return
+        if self.server is not None and not self.pending:
+            try:
+                await self.user.settings["proxy"].add_route(
+                    self.proxy_spec, self.server.host, {"user": self.user.name, "server_name": self.name or ""})
+            except Exception as e:  # asked again: the watcher finds the pod still "switching"
+                self.log.warning("ElasticHub: could not route %s back to pod %s: %s", self._log_name,
+                                 self.pod_name, e)
+                return
+        await self._swap_route(name, podmeta.ROUTE_SWITCHING,
+                               f"{podmeta.ROUTE_REFUSED}: the hub stopped before it recorded the switch")
+
+    async def _swap_route(self, pod_name: str, expected: str, answer: str) -> bool:
+        """Set the pod's route annotation to `answer` if it still is `expected`."""
         try:
             await self.api.patch_namespaced_pod(
-                name, self.namespace, {"metadata": {"annotations": {podmeta.ROUTE_ANNOTATION: answer}}})
-        except Exception as e:  # the orchestrator times out and asks the hub again after its restart
-            self.log.warning("ElasticHub: could not answer the route request of pod %s: %s", name, e)
+                pod_name, self.namespace, podspec.annotation_swap(podmeta.ROUTE_ANNOTATION, expected, answer))
+            return True
+        except Exception as e:
+            if getattr(e, "status", None) == 422:  # the orchestrator withdrew the request meanwhile
+                self.log.info("ElasticHub: the route request of pod %s was withdrawn before the hub's answer "
+                              "(%s)", pod_name, answer)
+            else:  # the orchestrator times out and asks the hub again after its restart
+                self.log.warning("ElasticHub: could not answer the route request of pod %s: %s", pod_name, e)
+            return False
 
     async def _switch_to(self, pod: dict) -> str | None:
         """The switch itself; returns why it did not happen (None: done)."""

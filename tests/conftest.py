@@ -30,6 +30,20 @@ async def cluster_factory(tmp_path):
 
 
 @pytest.fixture
+async def core(cluster_factory):
+    """(a local cluster of one on-prem and one cloud node, a kubernetes_asyncio CoreV1Api on it)."""
+    from kubernetes_asyncio import client, config
+    from podtools import cluster_config
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    cfg = client.Configuration()
+    await config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)
+    api = client.ApiClient(configuration=cfg)
+    yield cluster, client.CoreV1Api(api)
+    await api.close()
+
+
+@pytest.fixture
 async def wire(tmp_path):
     """wire(cluster, strategy, hub=None, cloud=..., **settings) -> a Controller whose
     informers follow the cluster; everything is closed after the test."""

@@ -208,9 +208,10 @@ class ElasticOrchestrator(Application):
               "freeze_lease", "terminal_quiet", "watch_timeout", "page_refresh", "history_hours")
     def _positive(self, proposal):
         value, name = proposal["value"], proposal["trait"].name
-        if not value > 0:  # also refuses NaN
-            unit = "hours" if name == "history_hours" else "seconds"
-            raise TraitError(f"ElasticOrchestrator.{name} must be > 0 {unit}, not {value!r}")
+        unit, year = ("hours", 365 * 24) if name == "history_hours" else ("seconds", 365 * 86400)
+        if not 0 < value <= year:  # also refuses NaN, and inf (it would stop the start with a traceback)
+            raise TraitError(f"ElasticOrchestrator.{name} must be > 0 {unit} and at most a year ({year} "
+                             f"{unit}), not {value!r}")
         return value
 
     @validate("theta_out")
@@ -435,6 +436,9 @@ class ElasticOrchestrator(Application):
 
         url = urlparse(self.service_url)
         hub_auth = HubOAuth(api_token=self.api_token, api_url=self.hub_api_url, cache_max_age=60)
+        if not hub_auth.access_scopes:  # not set by the hub: never "any user of the hub"
+            hub_auth.access_scopes = controller.hub.page_scopes()
+            self.log.info("status page: for tokens with %s", ", ".join(sorted(hub_auth.access_scopes)))
         app = make_app(controller, self.service_prefix, cookie_secret=secrets.token_bytes(32), hub_auth=hub_auth,
                        authenticate_metrics=self.authenticate_metrics, page_refresh_s=self.page_refresh)
         server = HTTPServer(app)

@@ -19,6 +19,7 @@ and the VMs' states are.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import time
@@ -92,6 +93,7 @@ class Controller:
         self.timeline: deque[dict] = deque(maxlen=max(10, int(self.settings.timeline_s / self.settings.tmon)))
         self.last: Observation | None = None
         self.last_cycle_at: float | None = None
+        self.billed_until: float | None = None  # the cloud bill counted up to here
         self.cycles = 0
         self.sessions = SessionTracker()
         self._history_failing = False
@@ -292,8 +294,10 @@ class Controller:
         for (tier, status), count in counts.items():
             self.metrics.nodes.labels(tier, status).set(count)
         on = sum(1 for vm in obs.vms.values() if vm.on)
-        if self.last_cycle_at is not None and now > self.last_cycle_at:
-            self.metrics.cloud_node_seconds.inc(on * (now - self.last_cycle_at))
+        # Since the last count, not the last cycle: a cycle that could not list the VMs counts none.
+        if self.billed_until is not None and now > self.billed_until:
+            self.metrics.cloud_node_seconds.inc(on * (now - self.billed_until))
+        self.billed_until = now
         self.metrics.cloud_vms_on.set(on)
         active = snap.active_nodes
         ram, cpu = occupancy(active, "ram"), occupancy(active, "cpu")
@@ -406,8 +410,10 @@ class Controller:
         held = self.backoff.get(f"drain:{action.node}")
         if held is not None and held.until > now:
             return f"not now: its last drain rolled back or was interrupted ({held.until - now:.0f} s more)"
+        if self.cloud is None:  # moving its users would give nothing back
+            return "no cloud_driver: no VM to stop, nothing drained"
         vm = obs.vms.get(action.node)
-        if self.cloud is not None and vm is None:
+        if vm is None:
             self.event("error", f"scale-in chose {action.node}, which has no VM in the cloud pool")
             return "no VM to stop"
         if self.settings.dry_run:
@@ -582,6 +588,8 @@ class Controller:
         if schedule_at is None:
             return []
         now = self.clock()
-        return [{"name": c.name, "start": c.start_s, "users": c.users}
+        zone = getattr(self.strategy, "zone", None)  # the timetable's: a class is shown at its own local time
+        return [{"name": c.name, "start": c.start_s, "users": c.users,
+                 "local": datetime.datetime.fromtimestamp(c.start_s, zone).strftime("%a %H:%M")}
                 for c in schedule_at(now) if c.start_s + c.spread_s >= now and c.start_s <= now + 86_400]
 

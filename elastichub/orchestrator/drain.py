@@ -46,6 +46,11 @@ class MoveAborted(Exception):
     """This drain cannot go on (busy kernel, failed checkpoint, pinned server...): roll back."""
 
 
+class NotRestarted(Exception):
+    """A server the drain stopped will not be started again by it (its user
+    is gone, stopped it, or the hub dropped the start): reported, not retried."""
+
+
 @dataclass(frozen=True)
 class DrainTimeouts:
     busy: float = 300.0  # how long to wait for a busy kernel before giving the node up for now
@@ -191,9 +196,13 @@ class Drain:
                 # A server without the kernel package is safe to move only when it runs no kernel.
                 if not (outcome.ok or (outcome.status == UNSUPPORTED and not kernels)):
                     raise MoveAborted(f"checkpoint of {pod.server}: {outcome.summary()}")
-                # A cell started while we wrote would be killed by the stop: wait for it, checkpoint again.
-                if not any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server)):
+                # A cell, or a command in a terminal, started while we wrote would be killed by the
+                # stop: wait for it, checkpoint again.
+                if any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server)):
+                    continue
+                if not self._terminals_in_use(await self.hub.terminals(server)):
                     break
+                await self._wait_terminals_quiet(server)
         except MoveAborted as e:
             report.outcome, report.error = "aborted", str(e)
             self.on_move(report)
@@ -221,6 +230,10 @@ class Drain:
             await self.hub.stop(pod.user, pod.server_name)
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)
+        except NotRestarted as e:  # off this node all the same: the drain goes on
+            report.outcome, report.error = "skipped", str(e)
+            self.on_move(report)
+            return
         except HubError as e:
             report.outcome, report.error = "failed", str(e)
             self.on_move(report)
@@ -274,18 +287,19 @@ class Drain:
         its shell, or input or output within `terminal_quiet` s): a process
         running in one cannot move with the server, so it is waited for as
         a running cell is. A quiet terminal at its prompt is closed by the move."""
-        def in_use(terminals):
-            recent = self.clock() - self.t.terminal_quiet
-            busy = []
-            for t in terminals:
-                running = [p.get("command") or str(p.get("pid")) for p in t.get("processes") or []
-                           if isinstance(p, dict)]
-                if running:
-                    busy.append(f"{t.get('name')}: running {', '.join(running[:3])}")
-                elif (parse_time(t.get("last_activity")) or self.clock()) > recent:
-                    busy.append(str(t.get("name")))
-            return busy
-        await self._wait_quiet(server, self.hub.terminals, "terminal", "in use", in_use)
+        await self._wait_quiet(server, self.hub.terminals, "terminal", "in use", self._terminals_in_use)
+
+    def _terminals_in_use(self, terminals: list[dict]) -> list[str]:
+        recent = self.clock() - self.t.terminal_quiet
+        busy = []
+        for t in terminals:
+            running = [p.get("command") or str(p.get("pid")) for p in t.get("processes") or []
+                       if isinstance(p, dict)]
+            if running:
+                busy.append(f"{t.get('name')}: running {', '.join(running[:3])}")
+            elif (parse_time(t.get("last_activity")) or self.clock()) > recent:
+                busy.append(str(t.get("name")))
+        return busy
 
     async def _wait_quiet(self, server: HubServer, read, what: str, state: str, busy_of) -> list[dict]:
         """`read(server)` once `busy_of` finds nothing busy in it; MoveAborted
@@ -334,19 +348,28 @@ class Drain:
 
     async def _start(self, key: str) -> str | None:
         """Start a server the record says we stopped; wait until it answers.
-        Returns the node it landed on; the record marks it done."""
+        Returns the node it landed on; the record marks it done. Started
+        once: a start the hub then drops failed, or its user (or an admin)
+        stopped or deleted it, and a second start would override them;
+        either way its checkpoint restores at its next start (NotRestarted)."""
         entry = self.record["servers"][key]
         user, name = entry["user"], entry["name"]
         deadline = time.monotonic() + self.t.start
         current = await self.hub.server(user, name)
         if current is None:
-            await self.hub.start(user, name, entry.get("options") or {})
+            try:
+                await self.hub.start(user, name, entry.get("options") or {})
+            except HubError as e:
+                if e.code == 404:  # its user is gone (deleted by an admin): nobody to start it for
+                    await self._not_restarted(key, f"its user is gone ({e})")
+                raise
         while True:
             current = await self.hub.server(user, name)
             if current is not None and current.ready:
                 break
-            if current is None:  # the start failed: the hub dropped it. Once more, within the deadline.
-                await self.hub.start(user, name, entry.get("options") or {})
+            if current is None:
+                await self._not_restarted(key, "the hub dropped its start: it failed, or its user stopped it; "
+                                               "left stopped, its checkpoint restores at its next start")
             if time.monotonic() > deadline:
                 raise HubError(f"{key} did not start again within {self.t.start:g} s")
             await asyncio.sleep(self.t.poll / 4)
@@ -357,6 +380,14 @@ class Drain:
         entry.update(step=DONE, to=landed.node if landed else None)
         await self._save()
         return entry["to"]
+
+    async def _not_restarted(self, key: str, why: str):
+        """The server will not be started again by this drain: off its
+        record (the drain can end), and raised to the caller to report."""
+        del self.record["servers"][key]
+        await self._save()
+        log.warning("%s was not started again after the drain of %s stopped it: %s", key, self.node, why)
+        raise NotRestarted(why)
 
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
         """Write on a restarted server's new pod when its user asked for it
@@ -409,8 +440,11 @@ class Drain:
             if here:
                 await self._wait_pod_gone(here[0].key, self.t.stop)
             report = MoveReport(key, self.node)
-            report.destination = await self._start(key)
-            report.outcome = "moved"
+            try:
+                report.destination = await self._start(key)
+                report.outcome = "moved"
+            except NotRestarted as e:
+                report.outcome, report.error = "skipped", str(e)
             self.on_move(report)
 
     # -- the VM and the end -------------------------------------------------------------
@@ -438,7 +472,8 @@ class Drain:
                 await asyncio.sleep(self.t.poll)
         await self.kube.end_drain(self.node, uncordon=False)
         self.outcome = "stopped"
-        log.info("drained %s: VM stopped", self.node)
+        log.info("drained %s: %s", self.node, "VM stopped" if self.cloud is not None and self.vm_id is not None
+                 else "no VM to stop")
 
     async def _roll_back(self, why: str) -> None:
         log.warning("rolling back the drain of %s: %s", self.node, why)

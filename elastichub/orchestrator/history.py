@@ -11,7 +11,9 @@ orchestrator with `dry_run` for a week or two, then tune on what it saw.
 
 A session is a server, not a pod: a move (live, or by a restart while the
 node's drain record names the server) changes the pod, and the session goes
-on, from when its user first asked to when its last pod is gone. A spawn
+on, from when its user first asked to when its last pod is gone; a pod
+asked for later, outside a move, is a new session (its user stopped the
+server and started it again between two cycles). A spawn
 that never started (cancelled while it waited) is no row: there is no
 duration to replay. Sessions running when the orchestrator restarts go on
 from their current pod, which says when its user asked for the server even
@@ -58,6 +60,16 @@ class SessionTracker:
     def update(self, pods: Iterable[PodRecord], drains: Iterable[str], now: float) -> list[dict]:
         sessions, unsettled = self.sessions, self._unsettled
         live = {pod.server: pod for pod in pods if pod.managed and pod.holds_resources}
+        last, self._last = self._last, now
+        rows, moving = [], None
+        # A pod asked for later than its session, outside a move: its user stopped the server and
+        # started it again between two updates (a moved pod carries when its user asked).
+        for key in [k for k, pod in live.items() if k in sessions and pod.created is not None
+                    and pod.created != sessions[k].asked]:
+            if moving is None:
+                moving = _moving(drains)
+            if key not in moving:
+                rows += self._end(key, last if last is not None else now)
         for key in live.keys() - sessions.keys():
             pod = live[key]
             asked = pod.created if pod.created is not None else now
@@ -71,28 +83,27 @@ class SessionTracker:
                 s.started = pod.started
             if s.started is not None:
                 unsettled.discard(key)
-        last, self._last = self._last, now
         if len(live) == len(sessions):  # every session has a pod: none ended
-            return []
-        moving = set()
-        for text in drains:
-            try:
-                moving.update((load_drain(text) or {}).get("servers", {}))
-            except ValueError:
-                continue  # not our record: observe() reports it
-        rows = []
+            return rows
+        if moving is None:
+            moving = _moving(drains)
         for key in sessions.keys() - live.keys():
             s = sessions[key]
             if s.gone_at is None:
                 s.gone_at = last if last is not None else now
                 unsettled.add(key)
             if key not in moving:
-                del sessions[key]
-                unsettled.discard(key)
-                row = self._row(s)
-                if row is not None:
-                    rows.append(row)
+                rows += self._end(key, s.gone_at)
         return rows
+
+    def _end(self, key: str, gone_at: float) -> list[dict]:
+        """The session of `key` ended (its last pod seen at `gone_at`): its row, if it ran."""
+        s = self.sessions.pop(key)
+        self._unsettled.discard(key)
+        if s.gone_at is None:
+            s.gone_at = gone_at
+        row = self._row(s)
+        return [row] if row is not None else []
 
     @staticmethod
     def _row(s: _Session) -> dict | None:
@@ -107,6 +118,17 @@ class SessionTracker:
             "server": s.server_name,
             "waited_s": round(max(0.0, s.started - s.asked)),
         }
+
+
+def _moving(drains: Iterable[str]) -> set[str]:
+    """The servers the nodes' drain records name: they are being moved."""
+    moving = set()
+    for text in drains:
+        try:
+            moving.update((load_drain(text) or {}).get("servers", {}))
+        except ValueError:
+            continue  # not our record: observe() reports it
+    return moving
 
 
 class HistoryFile:

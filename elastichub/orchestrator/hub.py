@@ -103,6 +103,7 @@ class HubClient:
         self.token = token
         self.timeout = timeout
         self.http = AsyncHTTPClient()
+        self.me: dict = {}  # the hub's model of the token's owner (check())
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
                      accept: str = "application/json") -> tuple[int, object, dict]:
@@ -136,6 +137,15 @@ class HubClient:
             raise HubError(f"{method} {path}: {code} {message}", code)
         return code, payload
 
+    def page_scopes(self) -> set[str]:
+        """Who may read the status page, when the hub did not say (an
+        orchestrator run outside the hub's process management): whoever may
+        access this service, or, run with a user's token, the hub's admins.
+        Without scopes, HubOAuth lets in any user of the hub."""
+        if self.me.get("kind") == "service" and self.me.get("name"):
+            return {f"access:services!service={self.me['name']}"}
+        return {"admin-ui"}
+
     async def check(self) -> str:
         """The hub's version; raises HubError when it cannot be reached,
         refuses the token, or the token's role lacks a scope a move needs
@@ -149,6 +159,7 @@ class HubClient:
             raise HubError("the hub does not accept the API token (403 on GET /user): a managed service gets "
                            "JUPYTERHUB_API_TOKEN from the hub; otherwise set ElasticOrchestrator.api_token to a "
                            "token the hub issued (and check it has not expired)", 403) from None
+        self.me = me if isinstance(me, dict) else {}
         granted = me.get("scopes") if isinstance(me, dict) else None
         if isinstance(granted, list):  # JupyterHub 2+: the token's scopes, expanded
             missing = missing_scopes(granted)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from .. import podmeta
+from .. import podmeta, podspec
 
 log = logging.getLogger(__name__)
 
@@ -302,6 +302,18 @@ class KubePods:
     async def annotate(self, namespace: str, name: str, annotations: dict) -> None:
         await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}},
                                              _request_timeout=REQUEST_TIMEOUT)
+
+    async def swap_annotation(self, namespace: str, name: str, key: str, expected: str, value: str) -> bool:
+        """Set annotation `key` to `value` only while it is `expected`; False
+        when it is not (the API server refuses the patch's test: 422)."""
+        try:
+            await self.core.patch_namespaced_pod(name, namespace, podspec.annotation_swap(key, expected, value),
+                                                 _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as e:
+            if e.status == 422:
+                return False
+            raise
+        return True
 
     async def event(self, namespace: str, name: str, uid: str, reason: str, message: str) -> None:
         """A Normal Event about a pod: what `kubectl describe` and the hub's

@@ -311,23 +311,25 @@ class LiveMove:
             await asyncio.sleep(self.poll)
 
     async def _route_answer(self) -> str:
-        """The spawner's answer to the route request: "switched" or "refused: ..."."""
+        """The spawner's answer to the route request: "switched" or "refused: ...".
+        Once the hub has claimed the request ("switching") only it answers:
+        the proxy may already route to the destination, so that pod is
+        waited for, however long, never deleted on a guess."""
         deadline = time.monotonic() + self.t.route
         while True:
-            pod = await self._dest()
-            answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION, "")
-            if pod is None or answer != podmeta.ROUTE_REQUESTED:
-                return answer or "the destination pod is gone"
-            if time.monotonic() > deadline:
-                # Withdrawn, so a hub that comes back later does not switch to a pod we delete;
-                # unless it answered in between.
-                await self.pods.annotate(self.namespace, self.entry["dest"],
-                                         {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_WITHDRAWN})
-                pod = await self._dest()
-                late = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
-                if late == podmeta.ROUTE_SWITCHED:
-                    return late
-                return f"no answer from the hub within {self.t.route:g} s (is the hub's spawner ElasticSpawner?)"
+            answer = _route_of(await self._dest())
+            if answer not in (podmeta.ROUTE_REQUESTED, podmeta.ROUTE_SWITCHING):
+                return answer or "the destination pod has no route annotation"
+            if answer == podmeta.ROUTE_REQUESTED and time.monotonic() > deadline:
+                # Withdrawn, so a hub that comes back later does not switch to a pod we delete; a hub
+                # that claimed it in between has the last word instead.
+                if await self.pods.swap_annotation(self.namespace, self.entry["dest"], podmeta.ROUTE_ANNOTATION,
+                                                   podmeta.ROUTE_REQUESTED, podmeta.ROUTE_WITHDRAWN):
+                    return f"no answer from the hub within {self.t.route:g} s (is the hub's spawner ElasticSpawner?)"
+            elif answer == podmeta.ROUTE_SWITCHING and time.monotonic() > deadline:
+                log.warning("live move of %s: the hub is still switching the route to %s after %g s; waiting "
+                            "for its answer", self.entry.get("source"), self.entry["dest"], self.t.route)
+                deadline = time.monotonic() + self.t.route
             await asyncio.sleep(self.poll / 2)
 
     async def finish(self) -> str | None:
@@ -366,11 +368,18 @@ class LiveMove:
         """After a restart: "done" when the switch had happened (finished now),
         "undone" when it had not (undone now)."""
         pod = await self._dest()
-        answer = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION)
-        if answer == podmeta.ROUTE_REQUESTED:
+        answer = _route_of(pod)
+        if answer in (podmeta.ROUTE_REQUESTED, podmeta.ROUTE_SWITCHING):
             answer = await self._route_answer()
         if pod is not None and answer == podmeta.ROUTE_SWITCHED:
             await self.finish()
             return "done"
         await self.undo()
         return "undone"
+
+
+def _route_of(pod: dict | None) -> str:
+    """The route annotation of a destination pod ("" when it has none)."""
+    if pod is None:
+        return "the destination pod is gone"
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION, "")

@@ -172,7 +172,7 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
                      f'{e(ev["message"])}</li>' for ev in reversed(status["events"][-12:]))
     occ = status["occupancy"]["ram"]
     pending = ", ".join(status["pending"]) or "none"
-    classes = "".join(f'<li>{time.strftime("%a %H:%M", time.localtime(c["start"]))} {e(c["name"])}: '
+    classes = "".join(f'<li>{e(c["local"])} {e(c["name"])}: '
                       f'{c["users"]} students</li>' for c in status.get("classes", []))
     problems = "".join(f"<li>{e(p)}</li>" for p in status.get("problems", []))
     history = status.get("history")

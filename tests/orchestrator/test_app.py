@@ -6,8 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from unittest.mock import Mock
+
 import pytest
 from podtools import cluster_config
+
+from elastichub.orchestrator.hub import HubClient
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -33,9 +37,14 @@ def one_error_line(result) -> str:
     (["--theta-out=0"], "ElasticOrchestrator.theta_out must be above 0 (a percentage of RAM occupancy, 80 means 80 %)"),
     (["--theta-out=-5"], "ElasticOrchestrator.theta_out must be above 0 (a percentage of RAM occupancy, 80 means 80 %), "
                          "got -5"),
-    (["--ElasticOrchestrator.watch_timeout=-1"], "watch_timeout must be > 0 seconds, not -1"),
-    (["--ElasticOrchestrator.page_refresh=0"], "page_refresh must be > 0 seconds, not 0"),
-    (["--ElasticOrchestrator.history_hours=-1"], "history_hours must be > 0 hours, not -1.0"),
+    (["--ElasticOrchestrator.watch_timeout=-1"], "watch_timeout must be > 0 seconds and at most a year"),
+    (["--ElasticOrchestrator.page_refresh=0"], "page_refresh must be > 0 seconds and at most a year (31536000 "
+                                               "seconds), not 0"),
+    (["--ElasticOrchestrator.history_hours=-1"], "history_hours must be > 0 hours and at most a year (8760 hours), "
+                                                 "not -1.0"),
+    (["--ElasticOrchestrator.history_hours=inf"], "history_hours must be > 0 hours and at most a year (8760 hours), "
+                                                  "not inf"),
+    (["--ElasticOrchestrator.tcool=1e300"], "tcool must be > 0 seconds and at most a year"),
     (["--ElasticOrchestrator.boot_backoff=100", "--ElasticOrchestrator.boot_backoff_max=1"],
      "boot_backoff_max (1 s) is below boot_backoff (100 s), the first back-off it caps"),
     (["--theta-out=800"], "theta_out is a percentage of RAM occupancy, at most 100; at 800 no cloud node would"),
@@ -101,7 +110,9 @@ def test_a_timetable_gives_the_calendar_strategy_its_classes(tmp_path):
         return Controller(strategy, None, None, None, None, None, clock=lambda: now)._classes_ahead()
 
     tuesday_10 = monday + 22 * 3600
-    assert classes(monday) == [{"name": "stats 2027-01-12 10:00", "start": tuesday_10, "users": 100}]
+    # shown at the timetable's local time, whatever the zone of the orchestrator's process (UTC in a pod)
+    assert classes(monday) == [{"name": "stats 2027-01-12 10:00", "start": tuesday_10, "users": 100,
+                                "local": "Tue 10:00"}]
     assert classes(monday - 3 * 3600) == []  # more than a day ahead
     assert len(classes(tuesday_10 + 300)) == 1 and classes(tuesday_10 + 601) == []  # while students arrive
     # a workshop next month only: nothing to boot for today, and no reason to refuse to start
@@ -154,8 +165,6 @@ def test_help_all_lists_the_settings():
 def test_the_web_handlers_check_tokens_with_the_apps_hub_settings(monkeypatch):
     """Not with HubOAuth's defaults from the environment: an orchestrator run
     outside the hub has none there."""
-    from unittest.mock import Mock
-
     from jupyterhub.services.auth import HubOAuth
     from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
 
@@ -175,8 +184,6 @@ def test_a_service_url_already_in_use_is_one_line_naming_it():
     """A second orchestrator with the same service_url (one run by hand
     beside the hub's): its port is taken; a traceback used to say so."""
     import socket
-    from unittest.mock import Mock
-
     from elastichub.orchestrator.app import ElasticOrchestrator, StartupError
 
     with socket.socket() as taken:
@@ -187,7 +194,40 @@ def test_a_service_url_already_in_use_is_one_line_naming_it():
                                   hub_api_url="http://127.0.0.1:1/hub/api")
         with pytest.raises(StartupError, match=rf"cannot serve at ElasticOrchestrator.service_url "
                                                rf"http://127.0.0.1:{port}: Address already in use \(another"):
-            app._serve(Mock())
+            app._serve(Mock(hub=HubClient("http://127.0.0.1:1/hub/api", "http://127.0.0.1:1", "t")))
+
+
+@pytest.mark.parametrize("owner, allowed", [
+    ({"kind": "service", "name": "elastichub"}, "access:services!service=elastichub"),
+    ({"kind": "user", "name": "ops-admin"}, "admin-ui")])
+async def test_run_outside_the_hub_its_page_is_not_open_to_every_user_of_the_hub(monkeypatch, owner, allowed):
+    """Outside the hub's process management the hub sets no access scopes in
+    the environment, and HubOAuth then let any user's token read every
+    user's servers, nodes and errors."""
+    from jupyterhub.services.auth import UserNotAllowed
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.app import ElasticOrchestrator
+    from elastichub.orchestrator.web import StatusAPIHandler
+
+    for name in ("JUPYTERHUB_OAUTH_ACCESS_SCOPES", "JUPYTERHUB_OAUTH_SCOPES", "JUPYTERHUB_SERVICE_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    hub = HubClient("http://127.0.0.1:1/hub/api", "http://127.0.0.1:1", "t")
+    hub.me = owner
+    app = ElasticOrchestrator(service_url=f"http://127.0.0.1:{free_port()}", api_token="t",
+                              hub_api_url="http://127.0.0.1:1/hub/api")
+    server = app._serve(Mock(hub=hub))
+    try:
+        handler = StatusAPIHandler.__new__(StatusAPIHandler)
+        handler.hub_auth = server.request_callback.settings["hub_auth"]
+        assert handler.hub_auth.access_scopes == {allowed}
+        student = {"name": "student42", "kind": "user", "admin": False,
+                   "scopes": ["read:users!user=student42", "access:servers!user=student42"]}
+        with pytest.raises(UserNotAllowed):
+            handler.check_hub_user(student)
+        assert handler.check_hub_user(dict(student, name="teacher", scopes=[allowed])) is not None
+    finally:
+        server.stop()
 
 
 def test_a_managed_service_in_a_pod_reaches_the_api_server_without_the_hubs_environment(tmp_path):
@@ -216,8 +256,6 @@ async def test_a_service_url_naming_a_service_in_front_of_the_pod_listens_on_eve
     """zero-to-jupyterhub's url "http://hub:10101" names the hub's Service,
     whose address is not the pod's: binding it failed."""
     import socket
-    from unittest.mock import Mock
-
     from tornado.httpclient import AsyncHTTPClient
 
     from elastichub.orchestrator.app import ElasticOrchestrator
@@ -228,7 +266,8 @@ async def test_a_service_url_naming_a_service_in_front_of_the_pod_listens_on_eve
     app = ElasticOrchestrator(service_url=f"http://192.0.2.1:{port}", api_token="t",  # TEST-NET: not ours
                               hub_api_url="http://127.0.0.1:1/hub/api")
     synced = Mock(is_set=lambda: True)
-    server = app._serve(Mock(nodes=Mock(synced=synced), pods=Mock(synced=synced), cycles=1, last_cycle_at=1.0))
+    server = app._serve(Mock(nodes=Mock(synced=synced), pods=Mock(synced=synced), cycles=1, last_cycle_at=1.0,
+                             hub=HubClient("http://127.0.0.1:1/hub/api", "http://127.0.0.1:1", "t")))
     try:
         answer = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}{app.service_prefix}health",
                                                raise_error=False)

@@ -221,3 +221,106 @@ async def test_a_move_an_api_error_interrupts_is_said_not_left_in_flight():
     with pytest.raises(ApiException):
         await drain._move(carol_pod())
     assert (reports[-1].outcome, reports[-1].error) == ("interrupted", "(500) Reason: Internal Server Error")
+
+
+def _resumed_restart(hub, reports):
+    """A drain resumed with carol's server stopped by it ("stop_sent") and not yet started again."""
+    kube = Recorder()
+    kube.uncordon = lambda node: _nothing()
+    drain = Drain("cloud-1", None, kube=kube, hub=hub, cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.5, stop=0.3, poll=0.02), on_move=reports.append)
+    record = {"v": 1, "state": "draining", "servers": {
+        "carol": {"user": "carol", "name": "", "step": "restart", "options": {}, "stop_sent": True}}}
+    return drain, kube, json.dumps(record)
+
+
+async def _nothing():
+    return None
+
+
+async def test_a_server_whose_user_was_deleted_mid_drain_does_not_hold_the_drain_for_ever():
+    """An admin deleted carol while the drain had her server stopped: the
+    start answered 404 every cycle, the record stayed, and the node could
+    never be drained or its VM stopped."""
+    from elastichub.orchestrator.hub import HubError
+
+    class Hub:
+        posts = 0
+
+        async def server(self, user, name):
+            return None
+
+        async def start(self, user, name, options):
+            self.posts += 1
+            raise HubError("POST /users/carol/server: 404 No such user: carol", code=404)
+
+    hub, reports = Hub(), []
+    drain, kube, record = _resumed_restart(hub, reports)
+    assert await drain.resume(record) == "stopped"
+    assert hub.posts == 1 and kube.saved[-1]["servers"] == {}
+    assert [(r.server, r.outcome) for r in reports] == [("carol", "skipped")]
+    assert "its user is gone" in reports[0].error
+
+
+async def test_a_server_its_user_stops_after_the_drains_start_is_not_started_again():
+    """The drain started carol's server; she cancelled the start (or deleted
+    the named server). A second POST would override her, and re-create a
+    deleted named server."""
+    class Hub:
+        posts, reads = 0, 0
+
+        async def server(self, user, name):
+            self.reads += 1
+            return hub_server(pending="spawn") if self.posts and self.reads == 2 else None
+
+        async def start(self, user, name, options):
+            self.posts += 1
+
+    hub, reports = Hub(), []
+    drain, kube, record = _resumed_restart(hub, reports)
+    assert await drain.resume(record) == "stopped"
+    assert hub.posts == 1 and kube.saved[-1]["servers"] == {}
+    assert [(r.server, r.outcome) for r in reports] == [("carol", "skipped")]
+    assert "its checkpoint restores at its next start" in reports[0].error
+
+
+async def test_a_terminal_command_started_during_the_checkpoint_is_waited_for_before_the_stop():
+    """Terminals were read once, before the wait for idle kernels and the
+    checkpoint: `python train.py` started meanwhile was killed by the stop."""
+    from elastichub.checkpoint_client import CheckpointOutcome
+
+    events = []
+
+    class Hub:
+        terminal_reads = 0
+
+        async def server(self, user, name):
+            return hub_server(ready=True) if not events or events[-1] != "stop" else None
+
+        async def terminals(self, server):
+            self.terminal_reads += 1
+            if self.terminal_reads == 2:  # after the first checkpoint: a command runs
+                return [{"name": "1", "last_activity": None, "processes": [{"pid": 7, "command": "python train.py"}]}]
+            return [{"name": "1", "last_activity": "2020-01-01T00:00:00Z", "processes": []}]
+
+        async def kernels(self, server):
+            return [{"id": "k", "execution_state": "idle"}]
+
+        async def checkpoint(self, server, timeout):
+            events.append("checkpoint")
+            return CheckpointOutcome("saved", kernels=1)
+
+        async def stop(self, user, name):
+            events.append("stop")
+
+        async def start(self, user, name, options):
+            events.append("start")
+
+    kube, reports = Recorder(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    drain.move_method = "restart"
+    await drain._move(carol_pod())
+    assert events == ["checkpoint", "checkpoint", "stop", "start"], events
+    assert reports[-1].outcome == "moved"

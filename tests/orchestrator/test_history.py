@@ -55,14 +55,18 @@ def test_a_live_move_and_a_restart_move_are_one_session_from_the_first_ask():
     first = pod("jupyter-alice", started=T0 + 2)
     tracker.update([first], [], T0 + 15)
     # live: the destination runs beside the source and carries the server's first start
+    # (and when its user asked: the source's creation)
     dest = pod("jupyter-alice-m1", created=T0 + 600, started=T0 + 601, node="onprem-2",
-               annotations={podmeta.MOVE_OF_ANNOTATION: "jupyter-alice", podmeta.STARTED_ANNOTATION: iso(T0 + 2)})
+               annotations={podmeta.MOVE_OF_ANNOTATION: "jupyter-alice", podmeta.STARTED_ANNOTATION: iso(T0 + 2),
+                            podmeta.ASKED_ANNOTATION: iso(T0)})
     assert tracker.update([first, dest], [], T0 + 615) == []
     assert tracker.update([dest], [], T0 + 630) == []
     # by a restart: no pod for a while, but the node's drain record names the server
     assert tracker.update([], [drain_naming("alice")], T0 + 900) == []
     later = pod("jupyter-alice", created=T0 + 910, started=T0 + 920)
     assert tracker.update([later], [drain_naming("alice")], T0 + 930) == []
+    # the drain writes when its user asked on the new pod (Drain._keep_times) before its record ends
+    later = pod("jupyter-alice", created=T0 + 910, started=T0 + 920, annotations={podmeta.ASKED_ANNOTATION: iso(T0)})
     assert tracker.update([later], [], T0 + 2000) == []
     (row,) = tracker.update([], [], T0 + 2015)
     assert row["arrival"] == "2027-01-15T08:00:00+00:00" and row["duration_s"] == 2000 - 2
@@ -70,6 +74,20 @@ def test_a_live_move_and_a_restart_move_are_one_session_from_the_first_ask():
     # without a record naming it (an admin's annotation is none), a gone pod ends the session
     tracker.update([first], [], T0 + 15)
     assert len(tracker.update([], ["not a drain record", drain_naming("bob")], T0 + 900)) == 1
+
+
+def test_a_server_stopped_and_started_again_between_two_updates_is_two_sessions():
+    """A restart from the hub's home page within one Tmon: one row used to
+    span both sessions, so a tune saw fewer arrivals and longer lifetimes."""
+    tracker = SessionTracker()
+    again = pod("jupyter-alice", created=T0 + 3605, started=T0 + 3608)
+    assert tracker.update([pod("jupyter-alice", started=T0 + 10)], [], T0 + 3600) == []
+    (first,) = tracker.update([again], [], T0 + 3615)
+    assert (first["arrival"], first["duration_s"]) == ("2027-01-15T08:00:00+00:00", 3600 - 10)
+    assert tracker.update([again], [], T0 + 7200) == []
+    (second,) = tracker.update([], [], T0 + 7215)
+    assert (second["arrival"], second["duration_s"], second["waited_s"]) == ("2027-01-15T09:00:05+00:00",
+                                                                             7200 - 3608, 3)
 
 
 def test_a_spawn_cancelled_while_it_waited_and_a_failed_pod():

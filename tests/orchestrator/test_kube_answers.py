@@ -6,24 +6,12 @@ the object (a node never cordoned, a drain record lost without a word)."""
 from __future__ import annotations
 
 import pytest
-from podtools import cluster_config, server_pod
+from podtools import server_pod
 
 from elastichub import podmeta
 from elastichub.orchestrator.kube import KubeNodes, KubePods
 
 pytestmark = [pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-async def core(cluster_factory):
-    from kubernetes_asyncio import client, config
-
-    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
-    cfg = client.Configuration()
-    await config.load_kube_config(config_file=str(cluster.kubeconfig), client_configuration=cfg)
-    api = client.ApiClient(configuration=cfg)
-    yield cluster, client.CoreV1Api(api)
-    await api.close()
 
 
 async def test_an_object_that_is_not_there_is_none_not_its_error(core):

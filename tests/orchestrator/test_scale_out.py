@@ -184,3 +184,24 @@ async def test_a_node_whose_drain_rolled_back_is_not_drained_again_at_once(clust
     assert not ctl._busy("drain:cloud-1")
     ctl.backoff["drain:cloud-1"] = Backoff(1, ctl.clock() - 1)  # its back-off over: drained again
     assert ctl._act(ScaleIn("cloud-1", (), reason="servers fit elsewhere"), ctl.clock()) == "draining cloud-1"
+
+
+async def test_without_a_cloud_driver_no_node_is_drained(cluster_factory, wire):
+    """No cloud configured: the loop decides and starts nothing. A cloud node
+    it could give back (started by someone else) used to be drained all the
+    same: its users moved for no VM to stop, and the log said "VM stopped"."""
+    cluster = await cluster_factory(cluster_config(onprem=2, cloud=1))
+    driver = cluster.cloud_driver()
+    vm = next(n for n in await asyncio.to_thread(driver.list_nodes) if n.name == "cloud-1")
+    await asyncio.to_thread(driver.start_node, vm)
+    await until(lambda: any(c.get("type") == "Ready" and c.get("status") == "True" for c in
+                            (cluster.store.get("nodes", "cloud-1") or {}).get("status", {}).get("conditions", [])),
+                what="cloud-1 Ready")
+    cluster.store.create("pods", server_pod("alice", "1Gi"))
+    await until(lambda: node_of(cluster.store, "jupyter-alice"), what="alice bound")
+    ctl = await wire(cluster, paper(), cloud=None)
+    await until(lambda: ctl.nodes.records.get("cloud-1") and ctl.nodes.records["cloud-1"].ready, what="cache")
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-in", decision
+    assert not ctl._busy("drain:cloud-1") and decision["taken"].startswith("no cloud_driver"), decision
+    assert not cluster.store.get("nodes", "cloud-1")["spec"].get("unschedulable")

@@ -131,7 +131,8 @@ async def test_live_the_nodes_are_ready_before_the_class_arrives(cluster_factory
     assert decision["pending"] == 0 and not ctl.pods.records  # nobody has asked for a server yet
     assert ctl.status()["classes"][0]["users"] == 10
     from elastichub.orchestrator.web import render_page
-    assert "class 2027-01-12 10:00: 10 students" in render_page(ctl.status())
+    # at the timetable's local time (Berlin), not the orchestrator process's (UTC in a pod)
+    assert "<li>Tue 10:00 class 2027-01-12 10:00: 10 students</li>" in render_page(ctl.status())
 
 
 HEADER = "day,time,users,cpu,ram_gib\n"

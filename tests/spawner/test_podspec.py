@@ -84,7 +84,11 @@ def test_route_requests_are_destination_pods_of_the_same_server():
     answered["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_SWITCHED
     deleting = _pod("y", "alice", deleting=True)
     deleting["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_REQUESTED
-    assert podspec.route_requests([dest, answered, deleting, _pod("z", "bob")]) == [dest]
+    claimed = _pod("w", "alice")  # a switch a hub began and never answered: its restart answers it
+    claimed["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_SWITCHING
+    withdrawn = _pod("v", "alice")
+    withdrawn["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = podmeta.ROUTE_WITHDRAWN
+    assert podspec.route_requests([dest, answered, deleting, _pod("z", "bob"), claimed, withdrawn]) == [dest, claimed]
     assert podspec.route_request_problem(dest, "alice", "") is None
     assert "another server" in podspec.route_request_problem(dest, "alice", "gpu")
     assert "another server" in podspec.route_request_problem(dest, "bob", "")
@@ -101,3 +105,9 @@ def test_progress_messages():
     assert podspec.restore_message(1, 2_000_000, unsaved=1) == (
         "Your variables will be restored when the notebook's kernel starts (1 kernel, 2.0 MB saved; "
         "1 other kernel could not save its variables)")
+
+
+def test_an_annotation_swap_tests_the_value_it_replaces():
+    assert podspec.annotation_swap("elastichub.io/route", "requested", "switching") == [
+        {"op": "test", "path": "/metadata/annotations/elastichub.io~1route", "value": "requested"},
+        {"op": "replace", "path": "/metadata/annotations/elastichub.io~1route", "value": "switching"}]

@@ -313,6 +313,60 @@ async def test_stop_now_and_a_pod_not_running_skip_the_checkpoint(stoppable, mon
     assert calls == [("delete", True), ("delete", False)] and s.last_checkpoint is None
 
 
+def _running_pod(name: str, annotations: dict, labels: dict) -> dict:
+    return {"metadata": {"name": name, "namespace": "default", "uid": "u1", "labels": labels,
+                         "annotations": annotations},
+            "spec": {"nodeName": "cloud-1"},
+            "status": {"phase": "Running", "podIP": "10.0.0.5", "containerStatuses": [{"ready": True}]}}
+
+
+@pytest.mark.parametrize("case", ["started by KubeSpawner before the hub used ElasticSpawner",
+                                  "its user renamed by an admin while it ran"])
+async def test_a_pod_without_elastichub_annotations_is_still_checkpointed_before_the_stop(case, monkeypatch):
+    """The pod KubeSpawner deletes (the one of its pod name) is the pod asked
+    for a checkpoint, whatever ElasticHub's annotations say."""
+    from types import SimpleNamespace
+
+    from kubespawner import KubeSpawner
+
+    s = spawner()
+    if case.startswith("started"):
+        pod = _running_pod(s.pod_name, {}, {"component": "singleuser-server"})
+    else:
+        pod = _running_pod(s.pod_name, {podmeta.USER_ANNOTATION: "old-name", podmeta.SERVER_NAME_ANNOTATION: ""},
+                           {podmeta.MANAGED_LABEL: podmeta.TRUE})
+    reflector = SimpleNamespace(pods={f"{s.namespace}/{s.pod_name}": pod})
+    monkeypatch.setattr(ElasticSpawner, "pod_reflector", property(lambda self: reflector))
+    calls = []
+
+    async def nothing(*args, **kwargs):
+        return None
+
+    async def deleted(self, now=False):
+        calls.append("delete")
+
+    async def checkpoint():
+        calls.append("checkpoint")
+        return CheckpointOutcome("saved", kernels=1)
+
+    monkeypatch.setattr(s, "_start_watching_pods", nothing)
+    monkeypatch.setattr(KubeSpawner, "stop", deleted)
+    monkeypatch.setattr(ElasticSpawner, "server", property(lambda self: SimpleNamespace(url="http://x/user/a/")))
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop()
+    assert calls == ["checkpoint", "delete"] and s.last_node == "cloud-1"
+
+
+async def test_a_stop_without_a_pod_to_ask_says_so(stoppable, monkeypatch, caplog):
+    s, calls = stoppable
+    monkeypatch.setattr(s, "_current_pod", lambda: None)
+    s.log = __import__("logging").getLogger("elastichub-test-stop")
+    with caplog.at_level("WARNING", logger="elastichub-test-stop"):
+        await s.stop()
+    assert calls == [("delete", False)]
+    assert "without a checkpoint: no pod was found" in caplog.text
+
+
 async def test_a_server_may_wait_for_a_cloud_nodes_boot_unless_the_admin_says_otherwise():
     """JupyterHub's 60 s start_timeout would fail every user who came with
     on-prem full: their pod waits for a cloud node's boot."""
