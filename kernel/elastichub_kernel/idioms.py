@@ -57,6 +57,8 @@ import pickle
 import types
 import typing
 
+from . import idioms2
+
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
 load_notes: list | None = None
@@ -114,13 +116,14 @@ def reduce_for(kind: type):
         return _queue
     if _is_class_of(kind, "_queue", "SimpleQueue"):
         return _simple_queue
+    more = idioms2.reduce_for(kind)  # a notebook __new__, tempfile, weakref.finalize, PIL, dict iterators
     if _hashes_by_value(kind):
-        return _hashed_by_value
+        return _hashed_by_value if more is None else idioms2.either(_hashed_by_value, more)
     if _answers_any_attribute(kind):
         return _state_set_plainly
     if _ndarray_subclass_pickled_by_numpy(kind):
         return _array_with_attrs
-    return None
+    return more
 
 
 def _is_class_of(kind: type, module: str, name: str) -> bool:
@@ -300,7 +303,7 @@ def _hashed_by_value(obj, user_ns):
 
 
 def _new_with(cls, attrs):
-    obj = cls.__new__(cls)
+    obj = idioms2.new_past_notebook(cls)  # a notebook __new__ ran when the object was made
     obj.__dict__.update(attrs)
     return obj
 

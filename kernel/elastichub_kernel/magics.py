@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from IPython.core.magic import Magics, line_magic, magics_class
+
+from . import context
 
 
 @magics_class
@@ -13,6 +16,8 @@ class ElasticMagics(Magics):
     def __init__(self, shell, kernel):
         super().__init__(shell)
         self.kernel = kernel
+        # The global random generator's state at start: moved since, it is the session's own stream
+        self._random_at_start = context._generator_states().get("random")
 
     @line_magic
     def elastic_checkpoint(self, line=""):
@@ -43,6 +48,7 @@ class ElasticMagics(Magics):
         # References to small values only (compared after): holding a large
         # array of the session would double the memory the restore needs.
         small = {name: ns[name] for name in names if _small(ns[name])}
+        own_context = _own_context(self.kernel._context(), self._random_at_start)
         before = self.kernel.restored
         note = self.kernel.restore_checkpoint()
         print(note or "ElasticHub: no checkpoint to restore for this notebook.")
@@ -57,6 +63,12 @@ class ElasticMagics(Magics):
         if replaced:
             print("This session's own value of " + _listed(replaced) + " was REPLACED by the checkpoint's "
                   "(re-run the cells that set it to get it back).")
+        # The process context goes back to the checkpoint's too: said the same way (values never shown).
+        changed = [what for what, value in own_context.items() if _context_value(what) != value]
+        if changed:
+            print("This session's own process context was REPLACED by the checkpoint's: "
+                  + _listed([_CONTEXT_LABELS[what[0]].format(*what[1:]) for what in changed])
+                  + " (set again what you need of this session's).")
         if kept:
             print("Kept as this session had them: " + _listed(kept) + ".")
 
@@ -88,6 +100,43 @@ def _kept(old, new) -> bool:
         return type(new) is type(old) and bool(new == old)
     except Exception:  # an == that raises (arrays): not provably the same
         return False
+
+
+_CONTEXT_LABELS = {"env": "environment variable {}", "cwd": "working directory", "path": "sys.path",
+                   "recursion_limit": "recursion limit", "locale": "locale {}",
+                   "random": "the random module's stream", "numpy": "numpy's global random stream"}
+
+
+def _context_value(what: tuple):
+    kind = what[0]
+    if kind == "env":
+        return os.environ.get(what[1])
+    if kind == "cwd":
+        return context._cwd()
+    if kind == "path":
+        return tuple(p for p in sys.path if isinstance(p, str))
+    if kind == "recursion_limit":
+        return sys.getrecursionlimit()
+    if kind == "locale":
+        return context._locales().get(what[1])
+    return context._generator_states().get(kind)  # random, numpy
+
+
+def _own_context(start, random_at_start) -> dict:
+    """What this session changed in the process context since the kernel
+    started (the part a restore sets): {(kind, name...): its value}."""
+    own: dict = {}
+    for name in sorted(set(os.environ) | set(start.environ)):
+        if context._session_variable(name) and os.environ.get(name) != start.environ.get(name):
+            own[("env", name)] = os.environ.get(name)
+    starts = {("cwd",): start.cwd, ("path",): start.path, ("recursion_limit",): start.recursion_limit,
+              ("random",): random_at_start, ("numpy",): None}  # numpy: loaded by the session
+    starts.update({("locale", category): value for category, value in start.locale.items()})
+    for what, at_start in starts.items():
+        value = _context_value(what)
+        if value is not None and value != at_start:
+            own[what] = value
+    return own
 
 
 def _listed(names: list, most: int = 20) -> str:
