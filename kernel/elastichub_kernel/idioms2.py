@@ -17,8 +17,10 @@ into `idioms.reduce_for`, same shape: a reduce per type and its rebuild):
   that made it stops, files and all; one whose folder is gone fails by
   name, never comes back pointing nowhere;
 - ``weakref.finalize``: its callback lives in a class-level registry, not
-  in the object, and came back dead. Made again over its target (saved
-  with it) while that target is alive;
+  in the object, and came back dead without a word. A TemporaryDirectory's
+  own is made again over it; any other ran when the old kernel stopped
+  (a finalizer runs once), so it comes back spent, said in the restore
+  report;
 - a PIL image opened from a file (``Image.open``): Pillow pickles its pixels
   only, and the file's frames and attributes were missing
   (``gif.n_frames``, ``png.text`` raised). Opened again on the file, at its
@@ -35,6 +37,7 @@ import copyreg
 import gc
 import os
 import pickle
+import sys
 
 from . import idioms
 
@@ -139,7 +142,25 @@ def _finalize(fin, user_ns):
     target = info.weakref() if info is not None else None
     if target is None:
         return _dead_finalize, (type(fin),)
+    if not _is_temporary_directory_cleanup(info.func):
+        # A finalizer runs at most once, and the old kernel's exit ran this one (atexit): armed
+        # again, its callback (a side effect of the notebook's) would run a second time.
+        return _spent_finalize, (type(fin), getattr(info.func, "__qualname__", type(info.func).__name__))
     return _rebuild_finalize, (type(fin), target, info.func, info.args, info.kwargs or {}, info.atexit)
+
+
+def _is_temporary_directory_cleanup(func) -> bool:
+    """A TemporaryDirectory's own cleanup: its folder outlived the old kernel
+    (else the directory fails by name), so the cleanup has not run."""
+    tempfile = sys.modules.get("tempfile")  # never imported here: no TemporaryDirectory without it
+    cleanup = getattr(getattr(tempfile, "TemporaryDirectory", None), "_cleanup", None)
+    return cleanup is not None and getattr(func, "__func__", None) is cleanup.__func__
+
+
+def _spent_finalize(kind, callback):
+    idioms._note(f"a weakref.finalize of {callback}() is restored spent: its callback ran when the old kernel "
+                 "stopped, and a finalizer runs once")
+    return object.__new__(kind)
 
 
 def _rebuild_finalize(kind, target, func, args, kwargs, atexit):
