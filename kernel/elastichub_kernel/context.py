@@ -18,7 +18,8 @@ locale this node lacks is named, not set. The global random generators (``random
 ``numpy.random`` where the session loaded it) go on from where they were,
 and the warning filters the session added still hold; IPython's
 extensions and autoreload's mode too (shellstate.py), its logging
-set-up (logstate.py) and its libraries' display options (libstate.py).
+set-up (logstate.py), its libraries' display options (libstate.py) and
+process settings such as ``sys.set_int_max_str_digits`` (procstate.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import sys
 import time
 import warnings
 
-from . import libstate, logstate, shellstate
+from . import libstate, logstate, procstate, shellstate
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -68,6 +69,7 @@ class SessionContext:
     logging: dict = dataclasses.field(default=None, compare=False, repr=False)  # logstate.baseline()
     config: dict = dataclasses.field(default=None, compare=False, repr=False)  # shellstate.config_baseline()
     locale: dict = dataclasses.field(default_factory=dict)  # {category: locale name} at start
+    process: dict = dataclasses.field(default_factory=dict)  # procstate.baseline(): gc, int digits...
 
     @classmethod
     def now(cls, shell=None) -> SessionContext:
@@ -75,7 +77,8 @@ class SessionContext:
                    frozenset(sys.modules), tuple(warnings.filters), shell,
                    shellstate.loaded_extensions(shell) if shell is not None else frozenset(),
                    sys.getrecursionlimit(), logstate.baseline(),
-                   shellstate.config_baseline(shell) if shell is not None else None, _locales())
+                   shellstate.config_baseline(shell) if shell is not None else None, _locales(),
+                   procstate.baseline())
 
     def capture(self) -> dict:
         """The session's changes since start (JSON-able; empty when none).
@@ -87,6 +90,9 @@ class SessionContext:
             saved["cwd"] = cwd
         if sys.getrecursionlimit() != self.recursion_limit:  # sys.setrecursionlimit(10_000): deep recursion
             saved["recursion_limit"] = sys.getrecursionlimit()
+        process = procstate.capture(self.process)  # sys.set_int_max_str_digits(0), gc.disable()...
+        if process:
+            saved["process"] = process
         start = set(self.path)
         now = [p for p in sys.path if isinstance(p, str)]
         added, anchor, seen = [], None, set()
@@ -141,9 +147,9 @@ class SessionContext:
         try:
             checked(saved)
         except ValueError as exc:
-            return [], [f"the session's working directory, sys.path, environment, locale, recursion limit, random "
-                        f"generators, warning filters, IPython extensions, cell history, logging and library options "
-                        f"were not restored: the checkpoint's context is malformed ({exc})"]
+            return [], [f"the session's working directory, sys.path, environment, locale, recursion limit, process "
+                        f"settings, random generators, warning filters, IPython extensions, cell history, logging and "
+                        f"library options were not restored: the checkpoint's context is malformed ({exc})"]
         done, problems = [], []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         tz = os.environ.get("TZ")
@@ -169,6 +175,7 @@ class SessionContext:
                 sys.setrecursionlimit(limit)
             except (ValueError, RecursionError) as exc:
                 problems.append(f"the recursion limit {limit} cannot be set here ({exc})")
+        problems += procstate.restore(saved.get("process", {}), self.process)
 
         cwd = saved.get("cwd") or self.cwd
         if cwd and cwd != _cwd():
@@ -387,7 +394,7 @@ def checked(saved) -> None:
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                            "history"}
+                            "history", "process"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -425,6 +432,8 @@ def checked(saved) -> None:
     if saved.get("xmode", "Context") not in shellstate.XMODES:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
+    if "process" in saved:
+        procstate.checked(saved["process"])
     limit = saved.get("recursion_limit", 1)
     if not (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
         raise ValueError("recursion_limit")

@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
-from . import libstate, usermodules
+from . import deepstack, libstate, usermodules
 from .recorder import HistoryRecorder
 from . import references, storage
 from .references import VALUE_PREFIX, library_change_notes, library_changes, module_reference
@@ -146,10 +146,10 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             recomputed.append(name)
             continue
         migrate.append(name)
-    module_notes: list = []
-    carried = usermodules.carried_values(own, module_notes, recorder.module_attr_stores)
-    dumped = dump_namespace({**ns, **pure, **carried, **contents}, [*carried, *contents, *migrate, *pure],
-                            user_ns=ns, watch=frozenset(own), refs=refs)
+    module_notes: list = []  # pickled on a C stack that holds the recursion limit the notebook set (deepstack.py)
+    carried = deepstack.run(usermodules.carried_values, own, module_notes, recorder.module_attr_stores)
+    dumped = deepstack.run(dump_namespace, {**ns, **pure, **carried, **contents},
+                           [*carried, *contents, *migrate, *pure], user_ns=ns, watch=frozenset(own), refs=refs)
     for name, why in dumped.failed.items():
         if name.startswith(_PURE_PREFIX):  # plain inputs always pickle; never silent anyway
             recomputed.remove(name[len(_PURE_PREFIX):])
@@ -237,11 +237,11 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
     # Names this file generation: a live delta says which base it completes.
     base_id = secrets.token_hex(16)
     index = file_index(session, base_id, fields)
-    if fingerprints is not None:
-        from .live import buffer_fingerprint
-
-        fingerprints[:] = [buffer_fingerprint(b) for b in dumped.buffers]
-    path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare)
+    written = None if fingerprints is None else []  # of the bytes written (a thread may change a buffer meanwhile)
+    path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare,
+                                    fingerprints=written)
+    if written is not None:
+        fingerprints[:] = written[1:]  # blob 0 is the in-band stream
     return saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id)
 
 

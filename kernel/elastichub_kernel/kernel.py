@@ -25,12 +25,13 @@ import time
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
-from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, idioms, libstate,
-               usermodules)
+from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, deepstack, idioms,
+               libstate, usermodules)
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import sendable
 from .shutdownguard import ShutdownGuardMixin
+from .threadwatch import ThreadWatch
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
                       ensure_private_dir, move_session_dir, remove_stale_files, session_key)
 
@@ -92,9 +93,8 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
     )
     unchanged_max_age = Float(
         600.0, config=True,
-        help="A checkpoint request (or shutdown) with no cell run since this kernel's last "
-        "checkpoint reuses that checkpoint if it is younger than this many seconds "
-        "(threads started by the user may still change values; after that, write again).",
+        help="A checkpoint request (or shutdown) with no cell, and no thread of the notebook's, run since "
+        "this kernel's last checkpoint reuses that checkpoint if it is younger than this many seconds.",
     )
     keep_spare_file = Bool(
         True, config=True,
@@ -129,6 +129,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         # The state differs from the checkpoint file. A fresh namespace has
         # nothing to save: a kernel that runs no cell writes no file.
         self._dirty = False
+        self._threads = ThreadWatch()  # the notebook's threads change values without cells
         # Start skipped an existing checkpoint (after the user's restart).
         self._skipped_restore = False
         self._notes: list[str] = []
@@ -156,6 +157,8 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         loop = getattr(self, "io_loop", None)
         if threading.current_thread() is threading.main_thread() or loop is None:
             return fn()
+        if deepstack.waiting_thread() is threading.main_thread():  # %elastic_checkpoint's deep pickling
+            return deepstack.on_waiting_thread(fn)
         done, box = threading.Event(), {}
 
         def run():
@@ -194,6 +197,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         # Taken here, not in __init__: ipykernel's app sets up the process
         # (MPLBACKEND...) between the two, and that is no change of the user's.
         self.session_context = SessionContext.now(self.shell)
+        self._threads = ThreadWatch()  # the kernel's own threads are all up by now
         self._install_sigterm_handler()
         remove_stale_files(self.session_dir)
         if self.restore_on_start:
@@ -267,6 +271,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             # The namespace now equals the file unless something failed (the
             # file was then set aside, and a new checkpoint is needed).
             self._dirty = bool(report["failed_now"])
+            self._threads.mark_saved()
         if note and at_start:
             self._notes.append(note)
         return note
@@ -357,14 +362,15 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         if not self._state_lock.acquire(timeout=max(wait_s, 0)):
             return _error_reply(f"a cell is still running after {wait_s:g} s; checkpoint not written")
         try:
+            changed = self._state_changed()
             path = os.path.join(self.session_dir, CHECKPOINT_NAME)
-            if (not force and not self._dirty and self.last_checkpoint
+            if (not force and not changed and self.last_checkpoint
                     and time.time() - self.last_checkpoint["written_at"] <= self.unchanged_max_age
                     and _same_file(path, self.last_checkpoint)):
                 return dict(self.last_checkpoint, unchanged=True, seconds=0.0)
-            if not force and not self._dirty and self.restored and os.path.exists(path):
+            if not force and not changed and self.restored and os.path.exists(path):
                 return self._restored_file_reply(path)
-            if not force and not self._dirty and self.restored is None and self.last_checkpoint is None:
+            if not force and not changed and self.restored is None and self.last_checkpoint is None:
                 return self._nothing_to_save_reply()
             from .engine import checkpoint, user_variable_names
 
@@ -375,6 +381,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
                 # asked (%elastic_checkpoint): %elastic_restore must still bring it back.
                 return self._nothing_to_save_reply()
             ensure_private_dir(self.checkpoint_root, tighten=False)
+            threads = self._threads.sample()  # before the state is read: what they do meanwhile is not in it
             reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
                                self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints,
                                context=self._context())
@@ -393,6 +400,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                         written_at=time.time())
             self._dirty = False
+            self._threads.saved = threads
             self._skipped_restore = False  # this session's own checkpoint replaced the skipped one
             # ...and is the one the next start restores (an earlier nothing-to-save reply may have
             # set the restart marker again; a restart sets it after this write).
@@ -405,6 +413,12 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             return _error_reply(f"{type(exc).__name__}: {exc}")
         finally:
             self._state_lock.release()
+
+    def _state_changed(self) -> bool:
+        """Cells, or threads of the notebook's, ran since the namespace last equalled the file."""
+        if not self._dirty and self._threads.ran_since_saved():
+            self._dirty = True
+        return self._dirty
 
     def _context(self) -> SessionContext:
         if self.session_context is None:  # a kernel driven without start() (embedded)

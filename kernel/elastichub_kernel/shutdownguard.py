@@ -14,7 +14,8 @@ next start that restored an older one (or nothing) without a word.
   checkpoint before Jupyter's shutdown starts its clock (serverstop.py).
 - Before a shutdown checkpoint writes, a marker (``shutdown-unsaved``) is
   left in the session directory (or, where that cannot be written, next to
-  it in the root); a completed checkpoint removes it, a failed one records
+  it in the root, else, the whole volume read-only, in the temp directory,
+  ``elastichub-<uid>/``); a completed checkpoint removes it, a failed one records
   why. SIGTERM that stops a kernel holding unsaved work leaves one too. The
   next start reads it and tells the user which checkpoint they have and
   that the work after it was not saved.
@@ -25,9 +26,11 @@ Imports only the standard library.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
+import tempfile
 import threading
 import time
 
@@ -89,7 +92,7 @@ class ShutdownGuardMixin:
         server extension asks for just before it): checkpoint_now, with the
         marker that tells the next start when it did not complete."""
         # A kernel that moved (or is moving) live has its state elsewhere.
-        unsaved = self._dirty and not self._live_refuses_checkpoint()
+        unsaved = self._state_changed() and not self._live_refuses_checkpoint()
         if unsaved:
             self._mark_unsaved(_KILLED)
         result = self.checkpoint_now(wait_s=wait_s)
@@ -101,14 +104,18 @@ class ShutdownGuardMixin:
 
     def _marker_paths(self) -> list[str]:
         key = os.path.basename(self.session_dir)
+        # Last, off the checkpoint volume: where that volume turned read-only, a note left in the
+        # node's temp directory still reaches the notebook's next kernel on this server.
+        digest = hashlib.sha256(self.session_dir.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         return [os.path.join(self.session_dir, UNSAVED_MARKER),
-                os.path.join(self.checkpoint_root, f".{key}.{UNSAVED_MARKER}")]
+                os.path.join(self.checkpoint_root, f".{key}.{UNSAVED_MARKER}"),
+                os.path.join(tempfile.gettempdir(), f"elastichub-{os.geteuid()}", f"{key}-{digest}.{UNSAVED_MARKER}")]
 
     def _mark_unsaved(self, reason: str) -> None:
         data = json.dumps({"time": time.time(), "reason": str(reason)[:2000]}).encode()
         for number, path in enumerate(self._marker_paths()):
             try:
-                ensure_private_dir(os.path.dirname(path), tighten=number == 0)
+                ensure_private_dir(os.path.dirname(path), tighten=number != 1)  # never the root
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
                 try:
                     os.write(fd, data)  # a full disk may leave it empty: it still says "not saved"
@@ -116,7 +123,7 @@ class ShutdownGuardMixin:
                     os.close(fd)
                 return
             except OSError:
-                continue  # a read-only session directory: next to it, in the root
+                continue  # a read-only session directory: next to it, in the root, else in the temp directory
         self.log.error("ElasticHub: could not leave a note that this session's work was not saved")
 
     def _clear_unsaved(self) -> None:

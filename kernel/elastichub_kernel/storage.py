@@ -158,13 +158,17 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
     price of a second copy on disk. Without it, the replaced generation is
     deleted in the background (freeing GBs of blocks is slow too).
 
-    ``fingerprints`` (the live pre-copy, written while cells may change the
-    arrays): every chunk is first copied into a private bounce buffer, and
-    its checksum, the blob's xxh3_128 fingerprint (appended to the list, one
-    per blob) and the bytes written all come from that copy: a fingerprint
-    is exactly of the bytes in the file, even if the memory changed between
-    chunks or during the copy. ``between_chunks(blob, offset)``: called
-    after each chunk is written (a test hook).
+    Every chunk of a blob others can write (an array's memory: a thread of
+    the notebook's, or a cell during the live pre-copy, may change it while
+    it is written) is first copied into a private bounce buffer, and its
+    checksum and the bytes written both come from that copy: the file always
+    verifies. (Checksummed in place, then written after os.write released
+    the GIL, a chunk a thread wrote to meanwhile failed its checksum, and
+    the next start refused the whole file.) Such a blob is saved as its
+    bytes were when each chunk was copied. ``fingerprints``: the blob's
+    xxh3_128 fingerprint of the bytes written is appended, one per blob.
+    ``between_chunks(blob, offset)``: called after each chunk is written (a
+    test hook).
     """
     ensure_private_dir(directory)
     final = os.path.join(directory, name)
@@ -180,17 +184,18 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
         table = []
         if fingerprints is not None:
             import xxhash
-
-            bounce = memoryview(bytearray(_CHUNK))
-        for number, blob in enumerate(blobs):
-            view = memoryview(blob).cast("B")
+        views = [memoryview(blob).cast("B") for blob in blobs]
+        bounce = memoryview(bytearray(min(_CHUNK, max((len(v) for v in views if _shared(v)), default=0))))
+        for number, view in enumerate(views):
             crcs = []
             digest = xxhash.xxh3_128() if fingerprints is not None else None
+            copy = _shared(view)
             for start in range(0, len(view), _CHUNK):
                 chunk = view[start:start + _CHUNK]
-                if digest is not None:
+                if copy:
                     chunk = bounce[:len(chunk)]
                     chunk[:] = view[start:start + len(chunk)]  # from here on, only the copy is used
+                if digest is not None:
                     digest.update(chunk)
                 crcs.append(crc32(chunk))
                 write_all(fd, chunk)
@@ -234,6 +239,11 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
             pass
     _drop_old_generations(directory, name)
     return final, total
+
+
+def _shared(view: memoryview) -> bool:
+    """Memory that may change while it is saved: all but immutable ``bytes``."""
+    return not isinstance(view.obj, bytes)
 
 
 def _claim_spare(spare: str, tmp: str) -> int | None:

@@ -2,12 +2,14 @@
 put back, and what a malformed one does."""
 
 import ast
+import gc
 import io
 import json
 import logging
 import os
 import random
 import re
+import socket
 import sys
 
 import numpy as np
@@ -115,6 +117,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
     ({"random_state": {"torch": []}}, "random_state"),
     ({"recursion_limit": "deep"}, "recursion_limit"),
+    ({"process": {"gc_enabled": "no"}}, "process: gc_enabled"),
+    ({"process": {"os.system": "ls"}}, "process"),
     ({"warning_filters": [["shout", None, "builtins:Warning", None, 0]]}, "warning_filters"),
     ({"warning_filters": [["ignore", None, "Warning", None, 0]]}, "warning_filters"),
     ({"logging": []}, "logging"),
@@ -298,6 +302,28 @@ def test_a_raised_recursion_limit_is_set_again_before_the_variables(process):
         assert sys.getrecursionlimit() == start.recursion_limit
     finally:
         sys.setrecursionlimit(start.recursion_limit)
+
+
+def test_process_settings_are_set_again_before_the_variables(process):
+    # sys.set_int_max_str_digits(0): str() of a big int raised ValueError after a move.
+    start = SessionContext.now()
+    try:
+        sys.set_int_max_str_digits(0)
+        socket.setdefaulttimeout(5.0)
+        gc.disable()
+        sys.setswitchinterval(0.002)
+        saved = start.capture()
+        assert saved["process"] == {"int_max_str_digits": 0, "socket_timeout": 5.0, "gc_enabled": False,
+                                    "switch_interval": 0.002}
+        start.restore({})  # a context without them: the start's again
+        assert (sys.get_int_max_str_digits(), socket.getdefaulttimeout(), gc.isenabled()) == (
+            start.process["int_max_str_digits"], None, True)
+        assert start.restore(saved) == ([], [])
+        assert (sys.get_int_max_str_digits(), socket.getdefaulttimeout(), gc.isenabled(),
+                sys.getswitchinterval()) == (0, 5.0, False, 0.002)
+    finally:
+        start.restore({})
+    assert gc.isenabled() and socket.getdefaulttimeout() is None
 
 
 @pytest.fixture

@@ -138,6 +138,29 @@ def test_failed_write_leaves_last_good_checkpoint(tmp_path, monkeypatch):
     assert [bytes(b) for b in storage.read_checkpoint(path).blobs] == [b"good", b"G" * 100]
 
 
+def test_memory_changed_while_it_is_written_is_saved_as_copied_and_verifies(tmp_path, monkeypatch):
+    # A thread of the notebook's writing into an array during the write (os.write releases the
+    # GIL): checksummed in place and then written, a chunk failed its checksum and the next start
+    # refused the whole file. Made deterministic: the memory changes before each chunk's write.
+    monkeypatch.setattr(storage, "_CHUNK", 4096)
+    array = bytearray(3 * 4096)
+    real_write_all = storage.write_all
+    generation = {"n": 0}
+
+    def racing(fd, data):
+        if memoryview(data).nbytes == 4096:
+            generation["n"] += 1
+            array[:] = bytes([generation["n"]]) * len(array)
+        real_write_all(fd, data)
+
+    monkeypatch.setattr(storage, "write_all", racing)
+    path, _ = _write(tmp_path / "s", [b"stream", memoryview(array)])
+    monkeypatch.undo()
+    saved = bytes(storage.read_checkpoint(path).blobs[1])  # verifies
+    # Each chunk as it was when copied: the value before that chunk's write changed it.
+    assert [saved[k * 4096:(k + 1) * 4096] for k in range(3)] == [bytes([k]) * 4096 for k in range(3)]
+
+
 def test_set_aside_keeps_the_file(tmp_path):
     path, _ = _write(tmp_path / "s")
     data = open(path, "rb").read()

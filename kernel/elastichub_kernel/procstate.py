@@ -1,0 +1,84 @@
+"""Process-wide settings a notebook changes with a call, carried like the
+recursion limit (context.py): ``sys.set_int_max_str_digits`` (a number
+theory notebook lifts it: after a move, ``str(math.factorial(3000))``
+raised ValueError), ``socket.setdefaulttimeout``, ``gc.disable()`` and
+``gc.set_threshold``, ``sys.setswitchinterval``.
+
+Saved as the difference from the kernel's values at start; set again
+before the variables load. Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+
+
+def baseline() -> dict:
+    """The settings now (JSON-able)."""
+    values = {"gc_enabled": gc.isenabled(), "gc_threshold": list(gc.get_threshold()),
+              "switch_interval": sys.getswitchinterval()}
+    if hasattr(sys, "get_int_max_str_digits"):  # Python 3.11+, and 3.10.7+
+        values["int_max_str_digits"] = sys.get_int_max_str_digits()
+    socket = sys.modules.get("socket")  # not imported for this: a kernel has it
+    if socket is not None:
+        values["socket_timeout"] = socket.getdefaulttimeout()
+    return values
+
+
+def capture(start: dict) -> dict:
+    """The settings the session changed since ``start``."""
+    return {name: value for name, value in baseline().items() if start.get(name, value) != value}
+
+
+def restore(saved: dict, start: dict) -> list[str]:
+    """Make the settings the start's, changed as ``saved`` says; problems."""
+    now = baseline()
+    problems = []
+    for name, wanted in {**start, **saved}.items():
+        if name not in now or now[name] == wanted:
+            continue
+        try:
+            _SETTERS[name](wanted)
+        except (ValueError, TypeError, OverflowError, ImportError) as exc:
+            problems.append(f"the setting {_SHOWN[name]}({wanted!r}) cannot be made here ({exc})")
+    return problems
+
+
+def _set_gc(enabled):
+    gc.enable() if enabled else gc.disable()
+
+
+def _set_socket_timeout(value):
+    import socket
+
+    socket.setdefaulttimeout(value)
+
+
+_SETTERS = {
+    "gc_enabled": _set_gc,
+    "gc_threshold": lambda values: gc.set_threshold(*values),
+    "switch_interval": sys.setswitchinterval,
+    "int_max_str_digits": lambda n: sys.set_int_max_str_digits(n),
+    "socket_timeout": _set_socket_timeout,
+}
+_SHOWN = {"gc_enabled": "gc.enable/disable", "gc_threshold": "gc.set_threshold",
+          "switch_interval": "sys.setswitchinterval", "int_max_str_digits": "sys.set_int_max_str_digits",
+          "socket_timeout": "socket.setdefaulttimeout"}
+
+
+def checked(saved) -> None:
+    """ValueError naming the setting when ``saved`` is not what capture makes."""
+    if not isinstance(saved, dict) or set(saved) - set(_SETTERS):
+        raise ValueError("process")
+    number = (int, float)
+    for name, value in saved.items():
+        ok = {"gc_enabled": isinstance(value, bool),
+              "gc_threshold": isinstance(value, list) and 1 <= len(value) <= 3
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
+              "switch_interval": isinstance(value, number) and not isinstance(value, bool),
+              "int_max_str_digits": isinstance(value, int) and not isinstance(value, bool),
+              "socket_timeout": value is None or isinstance(value, number) and not isinstance(value, bool),
+              }[name]
+        if not ok:
+            raise ValueError(f"process: {name}")
