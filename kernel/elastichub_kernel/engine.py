@@ -22,7 +22,6 @@ import importlib
 import os
 import pickle
 import re
-import secrets
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -234,8 +233,9 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
     base of a live-migration delta)."""
     started = time.perf_counter()
     dumped, fields, recomputed, not_restorable = dump_state(ns, names, recorder, speed, context)
-    # Names this file generation: a live delta says which base it completes.
-    base_id = secrets.token_hex(16)
+    # Names this file generation: a live delta says which base it completes. (Not `secrets`: a
+    # secrets.py of the notebook's could stand in for it.)
+    base_id = os.urandom(16).hex()
     index = file_index(session, base_id, fields)
     written = None if fingerprints is None else []  # of the bytes written (a thread may change a buffer meanwhile)
     path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare,
@@ -268,7 +268,7 @@ def precopy_write(directory, prepared: dict, session: str, between_chunks=None) 
     in the delta. The reply carries them as ``fingerprints``."""
     started = time.perf_counter()
     dumped = prepared["dumped"]
-    base_id = secrets.token_hex(16)
+    base_id = os.urandom(16).hex()
     index = file_index(session, base_id, prepared["fields"], kind=LIVE_BASE_KIND)
     fingerprints: list = []
     path, nbytes = write_checkpoint(directory, [dumped.stream, *prepared["buffers"]], index, keep_spare=False,

@@ -24,18 +24,17 @@ views of a saved base array survive exactly as they do there.
 from __future__ import annotations
 
 import os
-import secrets
 import time
-
-import xxhash
 
 from .engine import (_PURE_PREFIX, build_namespace, checked_imports, checked_records, dump_state, file_index,
                      finish_references, import_modules, migrated_names, restore_after_load, restore_context)
 from .loader import Bindings
+from .ownimports import dependency
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
 
 DELTA_KIND = "live-delta"
+xxhash = dependency("xxhash")  # never an xxhash.py of the notebook's
 
 
 class LiveError(Exception):
@@ -63,7 +62,7 @@ def write_delta(directory, ns, names, recorder, speed, session, base_id, base_fi
         else:
             buffer_map.append(["delta", len(changed), nbytes, fp])
             changed.append(buf)
-    delta_id = secrets.token_hex(16)
+    delta_id = os.urandom(16).hex()  # not `secrets`: a secrets.py of the notebook's could stand in
     index = file_index(session, base_id, {"delta_id": delta_id, "execution_count": execution_count,
                                           "buffer_map": buffer_map, **fields}, kind=DELTA_KIND)
     path, nbytes = write_checkpoint(directory, [dumped.stream, *changed], index, keep_spare=False, name=DELTA_NAME)

@@ -22,13 +22,15 @@ import gc
 import importlib
 import io
 import pickle
-import pickletools
 import struct
 import sys
 import types
 
 from . import idioms, serializer
+from .ownimports import dependency
 from .serializer import describe_error
+
+pickletools = dependency("pickletools")  # loaded late: never a pickletools.py of the notebook's
 
 
 class _BufferCursor:

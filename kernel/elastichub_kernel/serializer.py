@@ -22,8 +22,8 @@
   view of a view) is saved as a view of it and restored sharing its memory;
   so is a memoryview over its exporter (views.py).
 
-Importing this module imports cloudpickle (cheap, no user library); the
-kernel imports it only when a checkpoint or a restore runs.
+Importing this module imports cloudpickle (cheap, no user library; through
+ownimports.py); the kernel imports it only when a checkpoint or a restore runs.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-import cloudpickle
-
 from . import idioms, views
+from .ownimports import dependency
+
+cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
 
 PROTOCOL = 5
 

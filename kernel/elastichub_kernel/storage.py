@@ -183,7 +183,9 @@ def write_checkpoint(directory: str, blobs: list, index: dict, keep_spare: bool 
         write_all(fd, _HEADER.pack(MAGIC, FORMAT_VERSION, 0))
         table = []
         if fingerprints is not None:
-            import xxhash
+            from .ownimports import dependency
+
+            xxhash = dependency("xxhash")  # never the notebook's xxhash.py
         views = [memoryview(blob).cast("B") for blob in blobs]
         bounce = memoryview(bytearray(min(_CHUNK, max((len(v) for v in views if _shared(v)), default=0))))
         for number, view in enumerate(views):
