@@ -21,13 +21,12 @@ import hashlib
 import importlib
 import os
 import pickle
-import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from . import __version__
-from . import deepstack, libstate, usermodules
+from . import deepstack, libstate, provenance, usermodules, usernames
 from .recorder import HistoryRecorder
 from . import references, storage
 from .references import VALUE_PREFIX, library_change_notes, library_changes, module_reference
@@ -39,37 +38,24 @@ from .usermodules import MODULE_PREFIX
 _PURE_PREFIX = "\x00pure:"
 # Values smaller than this are always migrated: recomputing saves nothing.
 MIN_RECOMPUTE_BYTES = 1 << 20
-# IPython's per-cell output/input caches, which are not in user_ns_hidden. Its
-# In, Out, _ih, _oh, _dh are, so they are skipped by identity only: a user's
-# own `Out = df` is a variable like any other and must be saved.
-_IPYTHON_CACHE = re.compile(r"^(_+|_i+|_i\d+|_\d+)$")
-_OUTPUT_N = re.compile(r"^_(\d+)$")
 
 
 def user_variable_names(ns: dict, hidden: dict) -> list:
-    """The user's variables: not dunders, not IPython's own (In, Out, _1...),
-    and names only: a key that is no string (`globals()[0] = ...`) is no
-    variable, and failed every checkpoint."""
+    """The user's variables: not IPython's own (In, Out, _1, __name__...:
+    see usernames.py), and names only: a key that is no string
+    (`globals()[0] = ...`) is no variable, and failed every checkpoint.
+    Its In, Out, _ih, _oh, _dh are skipped by identity only: a user's own
+    `Out = df` is a variable like any other and must be saved."""
     names = []
     for name, value in ns.items():
         if not isinstance(name, str):
             continue
-        if name.startswith("__") and name.endswith("__"):
-            continue
         if name in hidden and hidden[name] is value:
             continue
-        if _IPYTHON_CACHE.match(name) and not _users_own_output_name(ns, name, value):
+        if name.startswith("_") and usernames.managed(name, value, ns):
             continue
         names.append(name)
     return names
-
-
-def _users_own_output_name(ns: dict, name: str, value) -> bool:
-    """`_3 = ...` typed by the user: a name of IPython's output cache
-    holding something other than that cell's output (it was dropped)."""
-    n = _OUTPUT_N.match(name)
-    outputs = ns.get("_oh")
-    return bool(n) and isinstance(outputs, dict) and outputs.get(int(n.group(1)), _MISSING) is not value
 
 
 _MISSING = object()
@@ -214,8 +200,8 @@ def migrated_names(dumped) -> list:
 
 def file_index(session: str, base_id: str, fields: dict, **extra) -> dict:
     """The index of a state file (checkpoint, live base, live delta): who
-    wrote it, for which notebook, its generation id, then its own fields."""
-    return {**extra, "created": time.time(), "python": list(sys.version_info[:3]),
+    wrote it (provenance.py), for which notebook, its generation id, then its own fields."""
+    return {**extra, "created": time.time(), "python": list(sys.version_info[:3]), **provenance.fields(),
             "kernel_version": __version__, "session": session, "base_id": base_id, **fields}
 
 
@@ -237,12 +223,18 @@ def checkpoint(directory, ns, names, recorder: HistoryRecorder, speed, session: 
     # secrets.py of the notebook's could stand in for it.)
     base_id = os.urandom(16).hex()
     index = file_index(session, base_id, fields)
+    # Another kernel's checkpoint of this notebook, written since this one started, is kept and named.
+    replaced, warning = provenance.before_write(os.path.join(directory, CHECKPOINT_NAME))
+    if replaced:
+        index["replaced"] = replaced
     written = None if fingerprints is None else []  # of the bytes written (a thread may change a buffer meanwhile)
     path, nbytes = write_checkpoint(directory, [dumped.stream, *dumped.buffers], index, keep_spare,
                                     fingerprints=written)
     if written is not None:
         fingerprints[:] = written[1:]  # blob 0 is the in-band stream
-    return saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id)
+    provenance.known(base_id)
+    reply = saved_reply(dumped, recomputed, not_restorable, path, nbytes, started, base_id)
+    return dict(reply, warning=warning) if warning else reply
 
 
 LIVE_BASE_KIND = storage.LIVE_BASE_KIND
@@ -317,6 +309,7 @@ def restore(path: str, ns: dict, keep: dict | None = None, context=None) -> dict
         raise
     restore_after_load(context, first, context_report)
     finish_references(built, ns)
+    provenance.known(index.get("base_id"))  # this kernel's state now: replacing it loses nothing
     notes = [*context_report.pop("notes", []), *built.pop("notes")]
     return dict(
         path=path,
@@ -530,7 +523,7 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
                 not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs,
                 references={name: list(key) for key, names in referenced.items() for name in names},
                 referenced=referenced, contents=contents, library_changes=changes,
-                notes=_module_notes(index) + library_change_notes(changes),
+                notes=_module_notes(index) + provenance.restore_notes(index) + library_change_notes(changes),
                 decimal_context=[n for n in index.get("decimal_context", []) if isinstance(n, str) and n in migrated])
 
 

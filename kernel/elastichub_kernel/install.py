@@ -30,6 +30,11 @@ SERVER_CONFIG_FILE = Path("jupyter_server_config.d") / "elastichub_kernel.json"
 # jupyter_client's own rule for kernelspec names (checked here to give a
 # clear message instead of its ValueError).
 _VALID_NAME = re.compile(r"^[a-z0-9._\-]+$", re.IGNORECASE)
+# Every Elastic kernel hashes strings alike: with Python's per-process hash
+# randomization, a restored kernel's hash("apple") differed from the one
+# that saved the state, and a notebook's own hash table (hash(k) % n) lost
+# its keys. 0 turns randomization off.
+KERNEL_ENV = {"PYTHONHASHSEED": "0"}
 
 
 class InstallError(Exception):
@@ -43,6 +48,7 @@ def kernel_json(display_name: str = DISPLAY_NAME, executable: str | None = None)
         "display_name": display_name,
         "language": "python",
         "interrupt_mode": "signal",
+        "env": dict(KERNEL_ENV),
         # `elastichub.checkpoint` marks kernels that answer the checkpoint
         # control request; the server extension relies on it as well as argv.
         "metadata": {"debugger": True, "elastichub": {"checkpoint": True}},

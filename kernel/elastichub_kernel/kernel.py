@@ -5,7 +5,9 @@
   ``elastichub_checkpoint_request`` (relayed by the server extension's
   ``POST /api/elastichub/checkpoint``) and with ``%elastic_checkpoint``;
 - restores the session's checkpoint on start, except after the user's own
-  "Restart kernel" (clean namespace; ``%elastic_restore`` brings it back);
+  "Restart kernel" and in a kernel without a notebook path (nbconvert, a
+  console: its folder's checkpoint may be another notebook's); a clean
+  namespace then, and ``%elastic_restore`` brings it back;
 - tells the user, in the output of the first cell they run after a start,
   what was restored and what was not (and why);
 - live migration (livekernel.py, live.py): ``elastichub_live_request``.
@@ -29,7 +31,7 @@ from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST
                libstate, usermodules)
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
-from .messages import sendable
+from .messages import NO_SESSION_NOTE, sendable
 from .shutdownguard import ShutdownGuardMixin
 from .threadwatch import ThreadWatch
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
@@ -57,7 +59,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
     session_name = Unicode(
         config=True,
         help="Notebook path keying this kernel's checkpoints. Default: "
-        "$JPY_SESSION_NAME; without it, the working directory.",
+        "$JPY_SESSION_NAME; without it, the working directory (and no automatic restore).",
     )
 
     @default("session_name")
@@ -227,6 +229,13 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         if not any(os.path.lexists(os.path.join(self.session_dir, name))
                    for name in (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME)):
             return  # the common case: nothing more to load, no module to import
+        if not self.session_name and not self._live_pending:
+            # No notebook path (nbconvert, papermill, nbgrader, a console): the folder's checkpoint may be
+            # another notebook's, and a grader must never start with its variables.
+            self._skipped_restore = True
+            self._notes.append(NO_SESSION_NOTE.format(saved=_saved_when(os.path.join(self.session_dir,
+                                                                                     CHECKPOINT_NAME))))
+            return
         self.restore_checkpoint(at_start=True)
 
     def restore_checkpoint(self, at_start: bool = False):
@@ -385,6 +394,8 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             reply = checkpoint(self.session_dir, ns, names, self.recorder, self.disk_speed,
                                self.session_name, keep_spare=self.keep_spare_file, fingerprints=fingerprints,
                                context=self._context())
+            if reply.get("warning"):  # another kernel of this notebook saved here too (provenance.py)
+                self._notes.append(reply["warning"])
             if self._live_phase == "running":
                 # A live delta completes an older generation: superseded now.
                 # (Frozen: the delta is the one a destination is applying.)
@@ -441,7 +452,8 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
                  "not_restorable": [], "path": "", "error": None, "unchanged": True}
         if self._skipped_restore:
             path = os.path.join(self.session_dir, CHECKPOINT_NAME)
-            _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
+            if self.session_name:  # without one, no start restores it anyway
+                _touch_marker(os.path.join(self.session_dir, RESTART_MARKER), self.log)
             reply["note"] = (f"this session has no variables to save: the checkpoint{_saved_when(path)} is kept "
                              "(%elastic_restore brings it back)")
         return reply
@@ -490,11 +502,16 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
                     f"{self.session_name!r} for now"}
         try:
             old_dir = self.session_dir
+            # Started without a notebook path, it left its folder's checkpoint alone (another notebook's,
+            # maybe): that is not this notebook's to take along.
+            foreign = not self.session_name and self._skipped_restore
             try:
-                replaced = move_session_dir(old_dir, new_dir)
+                replaced = None if foreign else move_session_dir(old_dir, new_dir)
             except OSError as exc:
                 return {"status": "error", "ok": False,
                         "error": f"cannot move {old_dir} to {new_dir}: {exc.strerror or exc}"}
+            if foreign:
+                self._skipped_restore = False
             self.session_name, self.session_dir = name, new_dir
             os.environ["JPY_SESSION_NAME"] = name
             if self.last_checkpoint and self.last_checkpoint.get("path", "").startswith(old_dir + os.sep):
@@ -502,7 +519,7 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         finally:
             self._state_lock.release()
         self.log.info("ElasticHub: the notebook is now %s: checkpoints in %s", name, new_dir)
-        return {"status": "ok", "ok": True, "moved": True, "checkpoint_dir": new_dir, "replaced": replaced}
+        return {"status": "ok", "ok": True, "moved": not foreign, "checkpoint_dir": new_dir, "replaced": replaced}
 
     async def elastichub_status_request(self, stream, ident, parent):
         self.session.send(stream, "elastichub_status_reply", sendable(self.status()), parent, ident=ident)

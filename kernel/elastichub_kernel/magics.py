@@ -29,6 +29,9 @@ class ElasticMagics(Magics):
         if reply.get("note"):  # nothing written (after the user's restart, nothing of the user's yet)
             print(f"ElasticHub: no checkpoint written: {reply['note']}.")
             return
+        if reply.get("warning") in self.kernel._notes:  # said here, not again in the next cell
+            self.kernel._notes.remove(reply["warning"])
+            print(reply["warning"])
         print(f"ElasticHub: checkpoint written to {reply['path']} ({reply['bytes']} bytes, "
               f"{reply['seconds']:.2f} s): {len(reply['migrated'])} saved, {len(reply['recomputed'])} to recompute.")
         for item in reply["not_restorable"]:

@@ -50,6 +50,11 @@ NOT_CARRIED = ("(Not carried by a restore: what cells changed inside libraries, 
                "docs/kernel.md.)")
 
 
+NO_SESSION_NOTE = ("ElasticHub: this kernel was started without a notebook path (JPY_SESSION_NAME is not set: "
+                   "nbconvert, papermill, a console), so it did NOT restore the checkpoint of its folder{saved}, "
+                   "which may be another notebook's. Run %elastic_restore to bring it back.")
+
+
 def format_rejection(rejected: dict) -> str:
     kept = rejected.get("kept_as")
     where = f"It was set aside (kept) as {kept}." if kept else "It could not be moved and was left in place."

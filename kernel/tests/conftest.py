@@ -1,7 +1,8 @@
 """Shared fixtures: real Elastic kernels started through jupyter_client.
 
 - ``elastic_kernelspec_dir``: a kernels/ dir holding the ``elastic-python``
-  kernelspec (argv = this interpreter + ``-m elastichub_kernel.launcher``).
+  kernelspec (argv = this interpreter + ``-m elastichub_kernel.launcher``;
+  env = the installed kernelspec's, PYTHONHASHSEED pinned).
 - ``start_elastic_kernel(checkpoint_dir, session_name=..., env=..., args=...)``
   -> ``(KernelManager, BlockingKernelClient)``, started and ready; every
   kernel is shut down (now=True) at teardown, so no orphan survives a test.
@@ -22,6 +23,8 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from elastichub_kernel.install import KERNEL_ENV
+
 KERNEL_NAME = "elastic-python"
 
 
@@ -35,6 +38,7 @@ def elastic_kernelspec_dir(tmp_path_factory):
         "display_name": "Elastic Python",
         "language": "python",
         "metadata": {"debugger": False},
+        "env": dict(KERNEL_ENV),  # as the installed kernelspec's
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return kernels
