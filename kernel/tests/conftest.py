@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from types import SimpleNamespace
+
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
@@ -92,6 +94,14 @@ class _Kernels:
                 self.kill(km, kc)
             except Exception:
                 pass
+
+
+@pytest.fixture(scope="session")
+def kernel_tools():
+    """The kernelspec's name and the kernel starter, for a test that starts
+    kernels from a kernelspec directory of its own (a module cannot import
+    them: `conftest` names another directory's module in the whole suite)."""
+    return SimpleNamespace(name=KERNEL_NAME, Kernels=_Kernels)
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-from conftest import KERNEL_NAME, _Kernels
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -38,11 +37,11 @@ SAME = "[5, 6, 6, 4, 5] True"
 
 
 @pytest.fixture
-def kernels():
+def kernels(kernel_tools):
     started = []
 
     def start(kernels_dir, tmp_path, env=None):
-        k = _Kernels(kernels_dir)
+        k = kernel_tools.Kernels(kernels_dir)
         started.append(k)
         (tmp_path / "work").mkdir(exist_ok=True)
         return k.start(tmp_path / "ckpt", session_name="work/hashing.ipynb", env=env, cwd=tmp_path / "work")
@@ -52,14 +51,14 @@ def kernels():
         k.cleanup()
 
 
-def test_the_installed_kernelspec_pins_the_hash_seed(tmp_path, kernels, run_cell, stop_elastic_kernel):
+def test_the_installed_kernelspec_pins_the_hash_seed(tmp_path, kernels, kernel_tools, run_cell, stop_elastic_kernel):
     prefix = tmp_path / "prefix"
     done = subprocess.run([sys.executable, "-m", "elastichub_kernel", "install", "--prefix", str(prefix)],
                           env={**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config")},
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     kernels_dir = prefix / "share" / "jupyter" / "kernels"
-    spec = json.loads((kernels_dir / KERNEL_NAME / "kernel.json").read_text())
+    spec = json.loads((kernels_dir / kernel_tools.name / "kernel.json").read_text())
     assert spec["env"]["PYTHONHASHSEED"] == "0"
 
     # Whatever seed the environment had: the kernelspec's wins.
@@ -73,11 +72,12 @@ def test_the_installed_kernelspec_pins_the_hash_seed(tmp_path, kernels, run_cell
     assert "restored" in out["stderr"] and "hashes strings differently" not in out["stderr"], out
 
 
-def test_a_restore_into_a_kernel_that_hashes_otherwise_says_so(tmp_path, kernels, run_cell, stop_elastic_kernel):
+def test_a_restore_into_a_kernel_that_hashes_otherwise_says_so(tmp_path, kernels, kernel_tools, run_cell,
+                                                              stop_elastic_kernel):
     """A kernelspec that does not pin the seed (made by hand, an older install)."""
     kernels_dir = tmp_path / "kernels"
-    (kernels_dir / KERNEL_NAME).mkdir(parents=True)
-    (kernels_dir / KERNEL_NAME / "kernel.json").write_text(json.dumps({
+    (kernels_dir / kernel_tools.name).mkdir(parents=True)
+    (kernels_dir / kernel_tools.name / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "elastichub_kernel.launcher", "-f", "{connection_file}"],
         "display_name": "Elastic Python", "language": "python"}))
     km, kc = kernels(kernels_dir, tmp_path, env={"PYTHONHASHSEED": "1"})
