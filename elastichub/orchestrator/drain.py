@@ -355,21 +355,22 @@ class Drain:
         entry = self.record["servers"][key]
         user, name = entry["user"], entry["name"]
         deadline = time.monotonic() + self.t.start
-        current = await self.hub.server(user, name)
-        if current is None:
-            try:
-                await self.hub.start(user, name, entry.get("options") or {})
-            except HubError as e:
-                if e.code == 404:  # its user is gone (deleted by an admin): nobody to start it for
-                    await self._not_restarted(key, f"its user is gone ({e})")
-                raise
+        posted = False
         while True:
             current = await self.hub.server(user, name)
             if current is not None and current.ready:
                 break
-            if current is None:
+            if current is None and posted:
                 await self._not_restarted(key, "the hub dropped its start: it failed, or its user stopped it; "
                                                "left stopped, its checkpoint restores at its next start")
+            if current is None:  # stopped (a stop still under way when a resumed drain got here is waited for)
+                try:
+                    await self.hub.start(user, name, entry.get("options") or {})
+                except HubError as e:
+                    if e.code == 404:  # its user is gone (deleted by an admin): nobody to start it for
+                        await self._not_restarted(key, f"its user is gone ({e})")
+                    raise
+                posted = True
             if time.monotonic() > deadline:
                 raise HubError(f"{key} did not start again within {self.t.start:g} s")
             await asyncio.sleep(self.t.poll / 4)

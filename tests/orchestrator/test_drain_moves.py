@@ -324,3 +324,24 @@ async def test_a_terminal_command_started_during_the_checkpoint_is_waited_for_be
     await drain._move(carol_pod())
     assert events == ["checkpoint", "checkpoint", "stop", "start"], events
     assert reports[-1].outcome == "moved"
+
+
+async def test_a_resumed_drain_that_finds_the_server_still_stopping_starts_it_once_it_stopped():
+    """Killed just after the hub was asked to stop carol: the next run found
+    the stop still under way, and took the server's going for a dropped start."""
+    class Hub:
+        posts, reads = 0, 0
+
+        async def server(self, user, name):
+            self.reads += 1
+            if self.posts:
+                return hub_server(ready=True)
+            return hub_server(pending="stop") if self.reads <= 2 else None
+
+        async def start(self, user, name, options):
+            self.posts += 1
+
+    hub, reports = Hub(), []
+    drain, kube, record = _resumed_restart(hub, reports)
+    assert await drain.resume(record) == "stopped"
+    assert hub.posts == 1 and [(r.server, r.outcome) for r in reports] == [("carol", "moved")]
