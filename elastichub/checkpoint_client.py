@@ -52,6 +52,7 @@ class CheckpointOutcome:
     reason: str = ""  # why, for unsupported / failed
     at: float = 0.0  # when (Unix time)
     unsaved: int = 0  # kernels that answered and could not checkpoint (failed)
+    warnings: tuple[str, ...] = ()  # what kernels that saved asked to be told (e.g. two kernels, one notebook)
 
     @property
     def ok(self) -> bool:
@@ -63,12 +64,14 @@ class CheckpointOutcome:
         if self.status == SAVED:
             return (f"saved: {self.kernels} kernel(s), {self.bytes} bytes in {self.seconds:.2f} s"
                     + (f", {self.unchanged} unchanged" if self.unchanged else "")
-                    + (f", not restorable: {', '.join(self.not_restorable)}" if self.not_restorable else ""))
+                    + (f", not restorable: {', '.join(self.not_restorable)}" if self.not_restorable else "")
+                    + "".join(f"; {w}" for w in self.warnings))
         saved = f" ({self.kernels} other kernel(s) saved, {self.bytes} bytes)" if self.kernels else ""
         return self.status + (f": {self.reason}" if self.reason else "") + saved
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "not_restorable": list(self.not_restorable)}
+        return {**dataclasses.asdict(self), "not_restorable": list(self.not_restorable),
+                "warnings": list(self.warnings)}
 
     @classmethod
     def from_dict(cls, data: Any) -> "CheckpointOutcome | None":
@@ -82,7 +85,8 @@ class CheckpointOutcome:
                        unchanged=int(data.get("unchanged", 0)),
                        not_restorable=tuple(str(n) for n in data.get("not_restorable", ())),
                        reason=str(data.get("reason", "")), at=float(data.get("at", 0.0)),
-                       unsaved=int(data.get("unsaved", 0)))
+                       unsaved=int(data.get("unsaved", 0)),
+                       warnings=tuple(str(w) for w in data.get("warnings") or () if isinstance(w, str)))
         except (TypeError, ValueError):
             return None
 
@@ -111,8 +115,9 @@ def classify_answer(code: int, body: bytes | str, seconds: float = 0.0, at: floa
     except (TypeError, ValueError):
         return CheckpointOutcome(FAILED, seconds=seconds, at=at, reason="a kernel result's 'bytes' is not a number")
     lost = tuple(str(v.get("name")) for r in holding for v in (r.get("not_restorable") or ()) if isinstance(v, dict))
+    warnings = tuple(str(r["warning"]) for r in holding if r.get("warning"))
     counted = dict(kernels=len(holding), bytes=nbytes, seconds=seconds, at=at, not_restorable=lost,
-                   unchanged=sum(1 for r in holding if r.get("unchanged")))
+                   unchanged=sum(1 for r in holding if r.get("unchanged")), warnings=warnings)
     if failures:
         return CheckpointOutcome(FAILED, unsaved=len(failures), **counted, reason="; ".join(
             f"kernel {r.get('kernel_id')!s}: {r.get('error') or 'no ok in its result'}" for r in failures))

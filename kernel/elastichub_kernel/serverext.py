@@ -171,6 +171,8 @@ def normalize_checkpoint_reply(kernel_id: str, kernel_name: str | None, content:
         and all(isinstance(v, dict) and isinstance(v.get("name"), str) for v in not_restorable)
     ):
         problems.append("'not_restorable' is not a list of {name, reason}")
+    if not isinstance(content.get("warning", ""), str):
+        problems.append("'warning' is not a string")
     if problems:
         return _failure(kernel_id, kernel_name, "malformed checkpoint reply from the kernel: " + "; ".join(problems))
     ok = content["ok"] and content.get("status", "ok") == "ok"
@@ -190,6 +192,8 @@ def normalize_checkpoint_reply(kernel_id: str, kernel_name: str | None, content:
         # which was confirmed instead of rewritten.
         "unchanged": bool(content.get("unchanged", False)),
     }
+    if content.get("warning"):  # e.g. another kernel of this notebook saved to the same place
+        result["warning"] = content["warning"]
     if not ok:
         result["error"] = str(content.get("error") or "the kernel reported a failed checkpoint")
     return result

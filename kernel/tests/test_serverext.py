@@ -191,6 +191,14 @@ def test_a_malformed_kernel_reply_is_a_failed_checkpoint_naming_each_field():
         assert field in result["error"]
 
 
+def test_the_kernels_warning_is_passed_on_and_a_malformed_one_named():
+    reply = {"status": "ok", "ok": True, "bytes": 10, "seconds": 0.1, "migrated": ["x"], "recomputed": [],
+             "not_restorable": [], "path": "/p", "warning": "another kernel of this notebook saved here too"}
+    assert normalize_checkpoint_reply("k1", "elastic-python", reply)["warning"] == reply["warning"]
+    result = normalize_checkpoint_reply("k1", "elastic-python", {**reply, "warning": ["not", "text"]})
+    assert result["ok"] is False and "'warning' is not a string" in result["error"]
+
+
 def test_a_failed_kernel_checkpoint_keeps_the_kernels_reason():
     reply = {"status": "error", "ok": False, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
              "not_restorable": [], "path": "", "error": "a cell is still running after 30 s"}

@@ -83,6 +83,15 @@ def test_a_stock_kernel_beside_elastic_ones_fails_the_outcome_but_the_saved_ones
     assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
 
 
+def test_a_kernels_warning_reaches_the_outcome_and_its_log_line():
+    # Two kernels of one notebook saving to the same place: the kernel says so, and so must the hub's log.
+    said = "another kernel of this notebook (pid 42) also saves here: its checkpoint is kept beside this one"
+    out = classify_answer(200, _answer([{**_result(), "warning": said}, _result()]))
+    assert out.status == SAVED and out.warnings == (said,)
+    assert out.summary().endswith("; " + said)
+    assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
+
+
 def test_outcomes_round_trip_and_foreign_records_are_ignored():
     out = classify_answer(200, _answer([_result(lost=("s",))]), seconds=2.0, at=1e9)
     assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
