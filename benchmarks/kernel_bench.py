@@ -43,6 +43,8 @@ from pathlib import Path
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
+from elastichub_kernel.install import KERNEL_ENV
+
 REFERENCE = "elastic-kernel==0.2.3"
 GIB = 1 << 30
 _CHUNK = 32 << 20
@@ -90,8 +92,10 @@ class Bench:
         for kind in kinds:
             d = spec_root / kind.key
             d.mkdir(parents=True)
+            # Every kind under the installed kernelspec's environment (a pinned hash
+            # seed), so they run as a hub runs them.
             spec = {"argv": [*kind.argv, "-f", "{connection_file}"], "display_name": kind.label,
-                    "language": "python"}
+                    "language": "python", "env": dict(KERNEL_ENV)}
             (d / "kernel.json").write_text(json.dumps(spec))
         self.ksm = KernelSpecManager(kernel_dirs=[str(spec_root)])
         self.log = open(work / "kernels.log", "ab")

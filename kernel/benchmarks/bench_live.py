@@ -25,6 +25,8 @@ import time
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
+from elastichub_kernel.install import kernel_json
+
 
 def start(kernels_dir, root, env_extra=None):
     env = {**os.environ, "ELASTICHUB_CHECKPOINT_DIR": root, "JPY_SESSION_NAME": "bench/live.ipynb",
@@ -119,8 +121,7 @@ def main():
     kernels = os.path.join(base, "kernels")
     os.makedirs(os.path.join(kernels, "elastic-python"), exist_ok=True)
     with open(os.path.join(kernels, "elastic-python", "kernel.json"), "w") as f:
-        json.dump({"argv": [sys.executable, "-m", "elastichub_kernel.launcher", "-f", "{connection_file}"],
-                   "display_name": "Elastic Python", "language": "python"}, f)
+        json.dump(kernel_json(executable=sys.executable), f)  # the installed kernelspec, as a hub runs it
     n = int(args.gib * 2**30 / 8 / 8)
     run(kernels, os.path.join(base, "big"),
         f"import numpy as np\nrng = np.random.default_rng(1)\narrays = [rng.random({n}) for _ in range(8)]\n"
