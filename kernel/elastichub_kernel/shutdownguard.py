@@ -62,7 +62,10 @@ class ShutdownGuardMixin:
                 self._sigterm_held = True
                 self.log.warning("ElasticHub: SIGTERM while a checkpoint is written: stopping once it is done")
             return
-        if self._dirty and not self._live_refuses_checkpoint():
+        # Threads count as at a checkpoint: a loop that appended to `results` since the last one
+        # leaves unsaved work as a cell does.
+        unsaved = self._dirty or self._threads.ran_since_saved(in_signal_handler=True)
+        if unsaved and not self._live_refuses_checkpoint():
             self._mark_unsaved("the kernel was stopped (SIGTERM) before it wrote its checkpoint")
         _stop_by_sigterm()
 

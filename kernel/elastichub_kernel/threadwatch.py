@@ -26,18 +26,21 @@ class ThreadWatch:
         self._kernels = set(threading.enumerate())
         self.saved: dict | None = None  # {thread: CPU ns or None} when the namespace last equalled the file
 
-    def notebook_threads(self) -> list:
-        return [t for t in threading.enumerate()
+    def notebook_threads(self, threads=None) -> list:
+        return [t for t in (threading.enumerate() if threads is None else threads)
                 if t not in self._kernels and not t.name.startswith("elastichub-")]
 
-    def sample(self) -> dict:
-        return {t: _cpu_ns(t) for t in self.notebook_threads()}
+    def sample(self, threads=None) -> dict:
+        return {t: _cpu_ns(t) for t in self.notebook_threads(threads)}
 
     def mark_saved(self) -> None:
         self.saved = self.sample()
 
-    def ran_since_saved(self) -> bool:
-        now = self.sample()
+    def ran_since_saved(self, in_signal_handler: bool = False) -> bool:
+        # A signal handler runs on the main thread between two bytecodes, maybe while that thread
+        # holds threading's (non-reentrant) lock, which enumerate() takes: there, the running
+        # threads are read from the table that lock guards, copied in one step under the GIL.
+        now = self.sample(list(getattr(threading, "_active", {}).copy().values()) if in_signal_handler else None)
         saved = self.saved or {}
         return (any(t not in saved or ns is None or ns != saved[t] for t, ns in now.items())
                 or any(t not in now for t in saved))

@@ -42,6 +42,14 @@ def _ok(run_cell, kc, code):
     return out
 
 
+def _sigterm(km) -> None:
+    os.kill(km.provisioner.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while km.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not km.is_alive()
+
+
 def _graceful_stop(km, kc) -> float:
     started = time.monotonic()
     kc.stop_channels()
@@ -106,15 +114,34 @@ def test_a_failed_shutdown_checkpoint_is_said_with_its_reason(tmp_path, start_el
 def test_sigterm_to_an_idle_kernel_with_unsaved_work_is_said(tmp_path, start_elastic_kernel, run_cell):
     km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
     _ok(run_cell, kc, "marker = 'unsaved'")
-    os.kill(km.provisioner.pid, signal.SIGTERM)  # not during a write: it stops at once, as before
-    deadline = time.monotonic() + 10
-    while km.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not km.is_alive()
+    _sigterm(km)  # not during a write: it stops at once, as before
 
     km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
     out = _ok(run_cell, kc, "print('marker' in globals())")
     assert out["stdout"].strip() == "False" and "stopped (SIGTERM)" in out["stderr"], out
+
+
+def test_sigterm_after_a_thread_worked_past_the_checkpoint_is_said(tmp_path, start_elastic_kernel, run_cell,
+                                                                  control_request):
+    """No cell ran since the checkpoint, but the notebook's thread did: its
+    work is not in the checkpoint, and the next start must say so."""
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    done = tmp_path / "thread-done"
+    _ok(run_cell, kc, "import threading, time\nresults = []\n"
+                      "def work():\n    time.sleep(1.5)\n    results.extend(range(100_000))\n"
+                      f"    open({str(done)!r}, 'w').close()\n"
+                      "threading.Thread(target=work).start()")
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and not done.exists(), reply  # saved while the thread still slept
+    deadline = time.monotonic() + 30
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done.exists()
+    _sigterm(km)
+
+    km, kc = start_elastic_kernel(tmp_path, session_name=SESSION)
+    out = _ok(run_cell, kc, "print(len(results))")
+    assert out["stdout"].strip() == "0" and "stopped (SIGTERM)" in out["stderr"], out
 
 
 def test_the_note_goes_next_to_the_root_when_the_session_directory_refuses_it(tmp_path):
