@@ -16,6 +16,7 @@ import weakref
 from typing import ClassVar
 from urllib.parse import urlparse
 
+from kubernetes_asyncio.client import ApiClient, V1Affinity, V1NodeAffinity
 from kubespawner import KubeSpawner
 from sqlalchemy.orm import object_session
 from tornado import web
@@ -38,6 +39,18 @@ def bad_configuration(problem: str) -> web.HTTPError:
     error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
     error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
     return error
+
+
+def _with_model_preferences(affinity: V1Affinity | None, terms: list[dict]) -> V1Affinity:
+    """`affinity` (a client model, or None) with `terms` (plain JSON) appended
+    to its preferred node affinity, as models too."""
+    affinity = affinity or V1Affinity()
+    node = affinity.node_affinity = affinity.node_affinity or V1NodeAffinity()
+    decode = ApiClient.__new__(ApiClient)._ApiClient__deserialize  # JSON -> models, nested ones too
+    node.preferred_during_scheduling_ignored_during_execution = list(
+        node.preferred_during_scheduling_ignored_during_execution or []) + [
+        decode(term, "V1PreferredSchedulingTerm") for term in terms]
+    return affinity
 
 
 class ElasticSpawner(KubeSpawner):
@@ -216,12 +229,18 @@ class ElasticSpawner(KubeSpawner):
                             **podspec.pod_annotations(self.user.name, self.name or "", __version__)}
         # Appended to the admin's own preferences (make_pod built them from
         # node_affinity_preferred, extra_pod_config and the profile): theirs
-        # still count. Plain JSON: extra_pod_config's affinity is a dict.
+        # still count.
         spec = pod.spec
         own = podspec.plain(spec.affinity)
         self._warn_outweighing(own)
-        spec.affinity = podspec.with_preferences(own, podspec.tier_preferences(
-            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)]))
+        terms = podspec.tier_preferences(
+            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)])
+        if isinstance(spec.affinity, dict):  # extra_pod_config's affinity: the admin's dict, kept a dict
+            spec.affinity = podspec.with_preferences(own, terms)
+        else:
+            # Client models, as KubeSpawner makes them: a modify_pod_hook written for KubeSpawner
+            # (pod.spec.affinity.node_affinity...) runs on this pod next.
+            spec.affinity = _with_model_preferences(spec.affinity, terms)
         return pod
 
     _warned_outweighing: ClassVar[set[str]] = set()

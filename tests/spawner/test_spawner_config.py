@@ -75,6 +75,35 @@ async def test_an_affinity_in_extra_pod_config_is_kept_and_extended():
     assert pod.spec.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == required
 
 
+def _zone_hook(spawner, pod):
+    """A modify_pod_hook written for KubeSpawner, whose pod is client models."""
+    from kubernetes_asyncio.client import (V1Affinity, V1NodeAffinity, V1NodeSelectorRequirement, V1NodeSelectorTerm,
+                                           V1PreferredSchedulingTerm)
+
+    pod.spec.affinity = pod.spec.affinity or V1Affinity()
+    node = pod.spec.affinity.node_affinity = pod.spec.affinity.node_affinity or V1NodeAffinity()
+    node.preferred_during_scheduling_ignored_during_execution.append(V1PreferredSchedulingTerm(
+        weight=3, preference=V1NodeSelectorTerm(match_expressions=[
+            V1NodeSelectorRequirement(key="zone", operator="In", values=["a"])])))
+    return pod
+
+
+@pytest.mark.parametrize("settings", [{}, {"node_affinity_required": [
+    {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["amd64"]}]}]}])
+async def test_a_modify_pod_hook_written_for_kubespawner_finds_the_affinity_as_kubespawner_makes_it(settings):
+    """The hook runs on the pod get_pod_manifest returns: an affinity turned
+    into a dict failed every start (AttributeError: 'dict' object has no
+    attribute 'node_affinity')."""
+    s = spawner(modify_pod_hook=_zone_hook, **settings)
+    pod = s.modify_pod_hook(s, await s.get_pod_manifest())
+    assert _preferred(pod) == [(10, "elastichub.io/tier", ["on-prem"]), (1, "elastichub.io/tier", ["cloud"]),
+                               (3, "zone", ["a"])]
+    ours = pod.spec.affinity.node_affinity.preferred_during_scheduling_ignored_during_execution[1]
+    assert ours.preference.match_expressions[0].values == ["cloud"]  # models all the way down, as a hook reads them
+    required = pod.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    assert (required is not None) == bool(settings)
+
+
 async def test_an_admins_term_heavier_than_the_tiers_gap_is_warned_once(caplog):
     heavy = {"weight": 50, "preference": {"matchExpressions": [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}]}}
