@@ -52,6 +52,19 @@ def pod_labels(migratable: bool) -> dict[str, str]:
     }
 
 
+def own_key_problem(setting: str, keys: Iterable[str]) -> str | None:
+    """Why an admin's `extra_labels` / `extra_annotations` (`setting`) may
+    not go on a pod: a key under ElasticHub's prefix would be overwritten by
+    the spawner (or, for the orchestrator's own annotations, fake a move)."""
+    ours = sorted(k for k in keys if isinstance(k, str) and k.startswith(podmeta.PREFIX))
+    if not ours:
+        return None
+    hint = ("; to pin servers set migratable = False (in a profile's kubespawner_override)"
+            if podmeta.MIGRATABLE_LABEL in ours else "")
+    return (f"{setting}: {', '.join(map(repr, ours))} {'is' if len(ours) == 1 else 'are'} ElasticHub's own "
+            f"(it writes every {podmeta.PREFIX} key on its pods itself){hint}")
+
+
 def pod_annotations(user: str, server_name: str, version: str) -> dict[str, str]:
     """Annotations naming the hub server a pod belongs to. Raw names: label
     values cannot hold every JupyterHub user name, annotations can."""

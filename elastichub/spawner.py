@@ -222,6 +222,11 @@ class ElasticSpawner(KubeSpawner):
         if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
             raise bad_configuration(f"ElasticSpawner.onprem_weight ({self.onprem_weight}) must be higher than "
                                     f"cloud_weight ({self.cloud_weight}), or servers fill the cloud first")
+        for setting in ("extra_labels", "extra_annotations"):
+            # Ours would silently win: an extra label elastichub.io/migratable "false" left servers movable.
+            problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
+            if problem:
+                raise bad_configuration(problem)
         pod = await super().get_pod_manifest()
         meta = pod.metadata
         meta.labels = {**(meta.labels or {}), **podspec.pod_labels(self.migratable)}

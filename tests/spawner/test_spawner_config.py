@@ -148,6 +148,32 @@ async def test_a_profiles_bad_override_is_one_error_naming_it(override, words):
     assert s.onprem_weight == 10 and not s._config_problems
 
 
+@pytest.mark.parametrize("setting, value, words", [
+    ("extra_labels", {"elastichub.io/migratable": "false"},
+     "extra_labels: 'elastichub.io/migratable' is ElasticHub's own (it writes every elastichub.io/ key on its pods "
+     "itself); to pin servers set migratable = False"),
+    ("extra_annotations", {"elastichub.io/user": "someone", "elastichub.io/move-of": "x"},
+     "extra_annotations: 'elastichub.io/move-of', 'elastichub.io/user' are ElasticHub's own"),
+])
+@pytest.mark.parametrize("where", ["hub", "profile"])
+async def test_an_extra_label_or_annotation_of_elastichubs_own_is_refused_not_overwritten(setting, value, words, where):
+    """The spawner's own values used to win silently: an exam profile's
+    extra label elastichub.io/migratable "false" left its servers movable."""
+    if where == "hub":
+        s = spawner(**{setting: value})
+    else:
+        s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "kubespawner_override": {setting: value}}])
+        s.user_options = {"profile": "exam"}
+        await s.load_user_options()
+    with pytest.raises(web.HTTPError) as err:
+        await s.get_pod_manifest()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+    fine = spawner(**{setting: {"course": "db101"}})  # anything else goes on the pod as KubeSpawner puts it
+    pod = await fine.get_pod_manifest()
+    assert (pod.metadata.labels if setting == "extra_labels" else pod.metadata.annotations)["course"] == "db101"
+
+
 @pytest.mark.parametrize("weights", [{"onprem_weight": 1, "cloud_weight": 50}, {"onprem_weight": 5, "cloud_weight": 5}])
 async def test_cloud_weighed_at_or_above_on_prem_is_refused(weights):
     with pytest.raises(web.HTTPError) as err:
