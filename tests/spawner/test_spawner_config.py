@@ -220,6 +220,33 @@ def test_a_value_of_the_wrong_type_is_one_error_naming_the_trait(trait, value, w
     assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
 
 
+@pytest.mark.parametrize("value, bytes_", [("1G", 2**30), ("512M", 512 * 2**20), ("2Gi", 2 * 2**30),
+                                            ("512Mi", 512 * 2**20), ("1.5G", 3 * 2**29), (2**30, 2**30),
+                                            (1.5e9, 1_500_000_000), ("1073741824", 2**30)])
+async def test_memory_in_jupyterhubs_units_or_kubernetes_binary_ones(value, bytes_):
+    """JupyterHub's K, M, G, T are powers of 1024, so Kubernetes' Ki, Mi, Gi,
+    Ti mean the same: "2Gi" was refused, and only in a start's error."""
+    c = Config()
+    c.KubeSpawner.mem_limit = value  # as zero-to-jupyterhub writes singleuser.memory.limit
+    pod = await ElasticSpawner(config=c, _mock=True).get_pod_manifest()
+    assert pod.spec.containers[0].resources.limits["memory"] == bytes_
+    s = spawner(profile_list=[{"display_name": "Big", "slug": "big", "kubespawner_override": {"mem_guarantee": value}}])
+    s.user_options = {"profile": "big"}
+    await s.load_user_options()
+    assert (await s.get_pod_manifest()).spec.containers[0].resources.requests["memory"] == bytes_
+
+
+@pytest.mark.parametrize("value", ["2GB", "lots", "-1G", [1], float("inf"), -5])
+def test_a_memory_size_it_cannot_read_is_one_error_naming_the_trait(value):
+    """JupyterHub's message named no setting ("2GB is not a valid memory
+    specification"), and a list escaped as a bare TypeError."""
+    with pytest.raises(web.HTTPError) as err:
+        spawner(mem_limit=value)
+    message = err.value.log_message % err.value.args
+    assert message.startswith(f"Bad ElasticHub configuration: The 'mem_limit' trait of an ElasticSpawner instance: "
+                              f"{value!r} is not a memory size") and "\n" not in message, message
+
+
 async def test_state_round_trips_and_survives_clear_state():
     s = spawner()
     s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
