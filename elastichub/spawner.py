@@ -252,6 +252,11 @@ class ElasticSpawner(KubeSpawner):
         if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
             raise bad_configuration(f"ElasticSpawner.onprem_weight ({self.onprem_weight}) must be higher than "
                                     f"cloud_weight ({self.cloud_weight}), or servers fill the cloud first")
+        for kind, guarantee, limit in (("mem", self.mem_guarantee, self.mem_limit),
+                                       ("cpu", self.cpu_guarantee, self.cpu_limit)):
+            if guarantee and limit and guarantee > limit:  # the API server's 422 came with the whole pod
+                raise bad_configuration(f"{kind}_guarantee ({guarantee}) is above {kind}_limit ({limit}): Kubernetes "
+                                        "refuses such a pod (a profile that raises one must raise the other)")
         for setting in ("extra_labels", "extra_annotations"):
             # Ours would silently win: an extra label elastichub.io/migratable "false" left servers movable.
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})

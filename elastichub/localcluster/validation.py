@@ -17,6 +17,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import models
 
+from ..quantity import QuantityError, parse_quantity
 from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
 from .store import KINDS, ApiError
 
@@ -208,6 +209,22 @@ def _validate_quantities(values: dict | None, field: str, causes: _Causes) -> No
                            "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
 
 
+def _validate_requests_within_limits(resources: dict, field: str, causes: _Causes) -> None:
+    """A request above its limit is refused, as the real server does (a
+    profile raising mem_guarantee alone passed here, and failed on a cluster)."""
+    limits = resources.get("limits") or {}
+    for res, qty in (resources.get("requests") or {}).items():
+        if limits.get(res) is None:
+            continue
+        try:
+            above = parse_quantity(qty) > parse_quantity(limits[res])
+        except QuantityError:
+            continue  # reported by _validate_quantities
+        if above:
+            causes.invalid(f"{field}.requests[{res}]", qty, f"must be less than or equal to {res} limit of "
+                           f"{limits[res]}")
+
+
 def _validate_pod_spec(spec: dict | None, causes: _Causes) -> None:
     if not spec:
         causes.required("spec")
@@ -236,6 +253,7 @@ def _validate_pod_spec(spec: dict | None, causes: _Causes) -> None:
                                    "must be between 1 and 65535, inclusive")
             for section in ("requests", "limits"):
                 _validate_quantities((c.get("resources") or {}).get(section), f"{field}.resources.{section}", causes)
+            _validate_requests_within_limits(c.get("resources") or {}, f"{field}.resources", causes)
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.invalid("spec.restartPolicy", policy, 'supported values: "Always", "OnFailure", "Never"')

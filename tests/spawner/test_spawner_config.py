@@ -247,6 +247,24 @@ def test_a_memory_size_it_cannot_read_is_one_error_naming_the_trait(value):
                               f"{value!r} is not a memory size") and "\n" not in message, message
 
 
+@pytest.mark.parametrize("override, words", [
+    ({"mem_guarantee": "4G"}, "mem_guarantee (4294967296) is above mem_limit (2147483648): Kubernetes refuses"),
+    ({"cpu_guarantee": 4.0}, "cpu_guarantee (4.0) is above cpu_limit (2.0): Kubernetes refuses"),
+])
+async def test_a_guarantee_above_its_limit_is_one_error_naming_both(override, words):
+    """A profile raising a guarantee above the hub's limit: the API server's
+    422 came back with the whole pod in the log (the local cluster took it)."""
+    s = spawner(mem_limit="2G", cpu_limit=2.0,
+                profile_list=[{"display_name": "Big", "slug": "big", "kubespawner_override": override}])
+    s.user_options = {"profile": "big"}
+    await s.load_user_options()
+    with pytest.raises(web.HTTPError) as err:
+        await s.get_pod_manifest()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    await spawner(mem_limit="2G", mem_guarantee="2G", cpu_limit=2.0, cpu_guarantee=2.0).get_pod_manifest()  # equal: fine
+
+
 async def test_state_round_trips_and_survives_clear_state():
     s = spawner()
     s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
