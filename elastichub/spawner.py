@@ -263,25 +263,54 @@ class ElasticSpawner(KubeSpawner):
             if problem:
                 raise bad_configuration(problem)
         pod = await super().get_pod_manifest()
-        meta = pod.metadata
-        meta.labels = {**(meta.labels or {}), **podspec.pod_labels(self.migratable)}
-        meta.annotations = {**(meta.annotations or {}),
-                            **podspec.pod_annotations(self.user.name, self.name or "", __version__)}
+        self._warn_outweighing(podspec.plain(pod.spec.affinity))
+        self._put_elastic_parts(pod)
+        return pod
+
+    def _put_elastic_parts(self, pod, missing_only: bool = False) -> list[str]:
+        """ElasticHub's labels, annotations and tier preferences, put on `pod`;
+        with `missing_only` (after modify_pod_hook), only those it lacks: the
+        names of those put back."""
+        meta, spec, put = pod.metadata, pod.spec, []
+        for field, ours in (("labels", podspec.pod_labels(self.migratable)),
+                            ("annotations", podspec.pod_annotations(self.user.name, self.name or "", __version__))):
+            have = getattr(meta, field) or {}
+            add = {k: v for k, v in ours.items() if not (missing_only and k in have)}
+            put += [f"{field[:-1]} {k}" for k in add] if missing_only else []
+            setattr(meta, field, {**have, **add})
         # Appended to the admin's own preferences (make_pod built them from
-        # node_affinity_preferred, extra_pod_config and the profile): theirs
-        # still count.
-        spec = pod.spec
+        # node_affinity_preferred, extra_pod_config and the profile): theirs still count.
         own = podspec.plain(spec.affinity)
-        self._warn_outweighing(own)
-        terms = podspec.tier_preferences(
-            self.tier_label, [(self.onprem_tier, self.onprem_weight), (self.cloud_tier, self.cloud_weight)])
+        have = ((own or {}).get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        terms = [t for t in podspec.tier_preferences(self.tier_label, [(self.onprem_tier, self.onprem_weight),
+                                                                       (self.cloud_tier, self.cloud_weight)])
+                 if not (missing_only and t in have)]
+        if terms and missing_only:
+            put.append(f"the preferred node affinity on {self.tier_label}")
+        if not terms:
+            return put
         if isinstance(spec.affinity, dict):  # extra_pod_config's affinity: the admin's dict, kept a dict
             spec.affinity = podspec.with_preferences(own, terms)
         else:
             # Client models, as KubeSpawner makes them: a modify_pod_hook written for KubeSpawner
             # (pod.spec.affinity.node_affinity...) runs on this pod next.
             spec.affinity = _with_model_preferences(spec.affinity, terms)
-        return pod
+        return put
+
+    _warned_hook: ClassVar[set[tuple]] = set()
+
+    async def _make_create_pod_request(self, pod, request_timeout):
+        # The pod as modify_pod_hook left it. A hook that sets an affinity of its own
+        # (pod.spec.affinity = V1Affinity(...): KubeSpawner's pods have none) dropped
+        # on-prem first silently; one that drops the labels hid the server from the orchestrator.
+        put = self._put_elastic_parts(pod, missing_only=True)
+        if put and tuple(put) not in ElasticSpawner._warned_hook:
+            ElasticSpawner._warned_hook.add(tuple(put))
+            self.log.warning("ElasticHub: modify_pod_hook removed %s from the pod of %s: put back (the orchestrator "
+                             "finds and counts servers by them, and they place servers on-prem first); a hook should "
+                             "add to the pod's labels, annotations and affinity, not replace them",
+                             ", ".join(put), self._log_name)
+        return await super()._make_create_pod_request(pod, request_timeout)
 
     _warned_outweighing: ClassVar[set[str]] = set()
 

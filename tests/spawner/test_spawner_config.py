@@ -104,6 +104,43 @@ async def test_a_modify_pod_hook_written_for_kubespawner_finds_the_affinity_as_k
     assert (required is not None) == bool(settings)
 
 
+def _own_affinity_hook(spawner, pod):
+    """A hook that sets the affinity it wants, as one may on KubeSpawner (whose pods have none), and drops a label."""
+    from kubernetes_asyncio.client import V1Affinity, V1NodeAffinity, V1NodeSelector
+
+    pod.spec.affinity = V1Affinity(node_affinity=V1NodeAffinity(
+        required_during_scheduling_ignored_during_execution=V1NodeSelector(node_selector_terms=[
+            {"matchExpressions": [{"key": "arch", "operator": "In", "values": ["amd64"]}]}])))
+    del pod.metadata.labels[podmeta.MANAGED_LABEL]
+    return pod
+
+
+async def test_what_a_modify_pod_hook_took_off_the_pod_is_put_back_and_said(monkeypatch, caplog):
+    """The hook runs after get_pod_manifest: its own affinity silently
+    dropped on-prem first, a dropped label hid the server from the orchestrator."""
+    s = spawner(modify_pod_hook=_own_affinity_hook)
+    created = []
+
+    async def create(namespace, pod):
+        created.append(pod)
+
+    monkeypatch.setattr(s.api, "create_namespaced_pod", create)
+    pod = s.modify_pod_hook(s, await s.get_pod_manifest())
+    for _ in range(2):  # KubeSpawner retries the request with the same pod
+        assert await s._make_create_pod_request(pod, 5)
+    sent = created[-1]
+    assert _preferred(sent) == [(10, "elastichub.io/tier", ["on-prem"]), (1, "elastichub.io/tier", ["cloud"])]
+    assert sent.spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution  # the hook's stays
+    assert sent.metadata.labels[podmeta.MANAGED_LABEL] == "true"
+    warned = [r.getMessage() for r in caplog.records if "modify_pod_hook removed" in r.getMessage()]
+    assert len(warned) == 1 and ("label elastichub.io/managed, the preferred node affinity on elastichub.io/tier"
+                                 in warned[0]), warned
+    caplog.clear()
+    untouched = await spawner().get_pod_manifest()  # a pod no hook changed: nothing to put back, nothing said
+    assert await s._make_create_pod_request(untouched, 5)
+    assert len(_preferred(created[-1])) == 2 and "modify_pod_hook" not in caplog.text
+
+
 async def test_an_admins_term_heavier_than_the_tiers_gap_is_warned_once(caplog):
     heavy = {"weight": 50, "preference": {"matchExpressions": [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}]}}
