@@ -10,16 +10,12 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import math
-import re
 import textwrap
 import time
 import weakref
 from typing import ClassVar
 from urllib.parse import urlparse
 
-from kubernetes_asyncio.client import ApiClient, V1Affinity, V1NodeAffinity
-from jupyterhub.traitlets import ByteSpecification
 from kubespawner import KubeSpawner
 from sqlalchemy.orm import object_session
 from tornado import web
@@ -27,6 +23,7 @@ from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
+from .spawnertypes import MemorySize, memory_help, with_model_preferences
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -42,42 +39,6 @@ def bad_configuration(problem: str) -> web.HTTPError:
     error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
     error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
     return error
-
-
-class MemorySize(ByteSpecification):
-    """JupyterHub's memory setting (bytes; K, M, G, T: powers of 1024), which
-    also takes Kubernetes' Ki, Mi, Gi, Ti (the same powers): JupyterHub's own
-    refused "2Gi" in a message that named no setting, and a list with a bare TypeError."""
-
-    UNIT_SUFFIXES = {**ByteSpecification.UNIT_SUFFIXES, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-    _TEXT = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?$")
-
-    def validate(self, obj, value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-            return int(value)
-        match = self._TEXT.match(value.strip()) if isinstance(value, str) else None
-        if match is None:
-            raise TraitError(f"The '{self.name}' trait of an {type(obj).__name__} instance: {value!r} is not a "
-                             "memory size (bytes, or a number with K, M, G, T or Ki, Mi, Gi, Ti: powers of 1024 either way, "
-                             "e.g. '512M', '2Gi')")
-        return int(float(match[1]) * self.UNIT_SUFFIXES.get(match[2], 1))
-
-
-def _memory_help(name: str) -> str:
-    return KubeSpawner.class_traits()[name].help + """
-        ElasticSpawner also takes Kubernetes' suffixes Ki, Mi, Gi, Ti (as K, M, G, T: powers of 1024)."""
-
-
-def _with_model_preferences(affinity: V1Affinity | None, terms: list[dict]) -> V1Affinity:
-    """`affinity` (a client model, or None) with `terms` (plain JSON) appended
-    to its preferred node affinity, as models too."""
-    affinity = affinity or V1Affinity()
-    node = affinity.node_affinity = affinity.node_affinity or V1NodeAffinity()
-    decode = ApiClient.__new__(ApiClient)._ApiClient__deserialize  # JSON -> models, nested ones too
-    node.preferred_during_scheduling_ignored_during_execution = list(
-        node.preferred_during_scheduling_ignored_during_execution or []) + [
-        decode(term, "V1PreferredSchedulingTerm") for term in terms]
-    return affinity
 
 
 class ElasticSpawner(KubeSpawner):
@@ -147,8 +108,8 @@ class ElasticSpawner(KubeSpawner):
         (zero-to-jupyterhub's singleuser.startTimeout) applies too.""",
     )
 
-    mem_limit = MemorySize(None, allow_none=True, config=True, help=_memory_help("mem_limit"))
-    mem_guarantee = MemorySize(None, allow_none=True, config=True, help=_memory_help("mem_guarantee"))
+    mem_limit = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_limit"))
+    mem_guarantee = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_guarantee"))
 
     # Every server's spawner in this hub, by (user, server name): one task per
     # hub answers the orchestrator's route requests for all of them.
@@ -294,7 +255,7 @@ class ElasticSpawner(KubeSpawner):
         else:
             # Client models, as KubeSpawner makes them: a modify_pod_hook written for KubeSpawner
             # (pod.spec.affinity.node_affinity...) runs on this pod next.
-            spec.affinity = _with_model_preferences(spec.affinity, terms)
+            spec.affinity = with_model_preferences(spec.affinity, terms)
         return put
 
     _warned_hook: ClassVar[set[tuple]] = set()

@@ -299,7 +299,7 @@ async def test_a_guarantee_above_its_limit_is_one_error_naming_both(override, wo
         await s.get_pod_manifest()
     message = err.value.log_message % err.value.args
     assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
-    await spawner(mem_limit="2G", mem_guarantee="2G", cpu_limit=2.0, cpu_guarantee=2.0).get_pod_manifest()  # equal: fine
+    await spawner(mem_limit="2G", mem_guarantee="2G", cpu_limit=2.0, cpu_guarantee=2.0).get_pod_manifest()  # equal
 
 
 async def test_state_round_trips_and_survives_clear_state():

@@ -1,0 +1,50 @@
+"""ElasticSpawner's pieces that are KubeSpawner's types rather than plain
+data (those are podspec's): its memory setting, and affinity as the client
+models KubeSpawner builds a pod of.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from jupyterhub.traitlets import ByteSpecification
+from kubernetes_asyncio.client import ApiClient, V1Affinity, V1NodeAffinity
+from kubespawner import KubeSpawner
+from traitlets import TraitError
+
+
+class MemorySize(ByteSpecification):
+    """JupyterHub's memory setting (bytes; K, M, G, T: powers of 1024), which
+    also takes Kubernetes' Ki, Mi, Gi, Ti (the same powers): JupyterHub's own
+    refused "2Gi" in a message that named no setting, and a list with a bare TypeError."""
+
+    UNIT_SUFFIXES = {**ByteSpecification.UNIT_SUFFIXES, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    _TEXT = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+
+    def validate(self, obj, value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            return int(value)
+        match = self._TEXT.match(value.strip()) if isinstance(value, str) else None
+        if match is None:
+            raise TraitError(f"The '{self.name}' trait of an {type(obj).__name__} instance: {value!r} is not a "
+                             "memory size (bytes, or a number with K, M, G, T or Ki, Mi, Gi, Ti: powers of 1024 "
+                             "either way, e.g. '512M', '2Gi')")
+        return int(float(match[1]) * self.UNIT_SUFFIXES.get(match[2], 1))
+
+
+def memory_help(name: str) -> str:
+    return KubeSpawner.class_traits()[name].help + """
+        ElasticSpawner also takes Kubernetes' suffixes Ki, Mi, Gi, Ti (as K, M, G, T: powers of 1024)."""
+
+
+def with_model_preferences(affinity: V1Affinity | None, terms: list[dict]) -> V1Affinity:
+    """`affinity` (a client model, or None) with `terms` (plain JSON) appended
+    to its preferred node affinity, as models too."""
+    affinity = affinity or V1Affinity()
+    node = affinity.node_affinity = affinity.node_affinity or V1NodeAffinity()
+    decode = ApiClient.__new__(ApiClient)._ApiClient__deserialize  # JSON -> models, nested ones too
+    node.preferred_during_scheduling_ignored_during_execution = list(
+        node.preferred_during_scheduling_ignored_during_execution or []) + [
+        decode(term, "V1PreferredSchedulingTerm") for term in terms]
+    return affinity
