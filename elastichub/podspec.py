@@ -65,6 +65,25 @@ def own_key_problem(setting: str, keys: Iterable[str]) -> str | None:
             f"(it writes every {podmeta.PREFIX} key on its pods itself){hint}")
 
 
+# KubeSpawner's settings of Kubernetes objects, each a list of them or a dict
+# naming them (its values are the objects, in the order of their names).
+OBJECT_LIST_SETTINGS = ("tolerations", "node_affinity_required", "node_affinity_preferred", "pod_affinity_required",
+                        "pod_affinity_preferred", "pod_anti_affinity_required", "pod_anti_affinity_preferred",
+                        "volumes", "volume_mounts", "init_containers", "extra_containers")
+
+
+def object_list_problem(setting: str, value: Any) -> str | None:
+    """Why a setting of OBJECT_LIST_SETTINGS cannot be read (None when it
+    can): each item must be a dict (or a client model). KubeSpawner's own
+    error named neither the setting nor the item."""
+    items = value.items() if isinstance(value, dict) else enumerate(value or [])
+    for key, item in items:
+        if not isinstance(item, dict) and not hasattr(item, "openapi_types"):
+            return (f"{setting}[{key!r}]: {item!r} is not a dict: {setting} is a list of Kubernetes objects written "
+                    "as dicts, or a dict of them by name (a single one goes in a list: [{...}])")
+    return None
+
+
 def pod_annotations(user: str, server_name: str, version: str) -> dict[str, str]:
     """Annotations naming the hub server a pod belongs to. Raw names: label
     values cannot hold every JupyterHub user name, annotations can."""

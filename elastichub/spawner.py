@@ -218,6 +218,10 @@ class ElasticSpawner(KubeSpawner):
             if guarantee and limit and guarantee > limit:  # the API server's 422 came with the whole pod
                 raise bad_configuration(f"{kind}_guarantee ({guarantee}) is above {kind}_limit ({limit}): Kubernetes "
                                         "refuses such a pod (a profile that raises one must raise the other)")
+        for setting in podspec.OBJECT_LIST_SETTINGS:
+            problem = podspec.object_list_problem(setting, getattr(self, setting))
+            if problem:
+                raise bad_configuration(problem)
         for setting in ("extra_labels", "extra_annotations"):
             # Ours would silently win: an extra label elastichub.io/migratable "false" left servers movable.
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})

@@ -302,6 +302,27 @@ async def test_a_guarantee_above_its_limit_is_one_error_naming_both(override, wo
     await spawner(mem_limit="2G", mem_guarantee="2G", cpu_limit=2.0, cpu_guarantee=2.0).get_pod_manifest()  # equal
 
 
+@pytest.mark.parametrize("setting, value, words", [
+    ("tolerations", {"key": "gpu", "operator": "Exists"}, "tolerations['key']: 'gpu' is not a dict: tolerations is a "
+                                                          "list of Kubernetes objects written as dicts"),
+    ("node_affinity_required", [{"matchExpressions": []}, "arch=amd64"], "node_affinity_required[1]: 'arch=amd64'"),
+    ("volumes", {"home": ["nfs"]}, "volumes['home']: ['nfs'] is not a dict"),
+])
+async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_naming_it(setting, value, words):
+    """One toleration not wrapped in a list: KubeSpawner's AttributeError
+    ("Expected object of type 'dict' (or 'V1Toleration') but got 'str'")
+    named no setting, and came with a traceback."""
+    s = spawner(profile_list=[{"display_name": "GPU", "slug": "gpu", "kubespawner_override": {setting: value}}])
+    s.user_options = {"profile": "gpu"}
+    await s.load_user_options()
+    with pytest.raises(web.HTTPError) as err:
+        await s.get_pod_manifest()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    fine = {"tolerations": {"gpu": {"key": "gpu", "operator": "Exists"}}}  # KubeSpawner's dict form, by name
+    assert (await spawner(**fine).get_pod_manifest()).spec.tolerations[0].key == "gpu"
+
+
 async def test_state_round_trips_and_survives_clear_state():
     s = spawner()
     s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
