@@ -229,6 +229,7 @@ class ElasticSpawner(KubeSpawner):
                 raise bad_configuration(problem)
         pod = await super().get_pod_manifest()
         self._warn_outweighing(podspec.plain(pod.spec.affinity))
+        self._warn_single_node_volume()
         self._put_elastic_parts(pod)
         return pod
 
@@ -276,6 +277,25 @@ class ElasticSpawner(KubeSpawner):
                              "add to the pod's labels, annotations and affinity, not replace them",
                              ", ".join(put), self._log_name)
         return await super()._make_create_pod_request(pod, request_timeout)
+
+    _warned_volumes: ClassVar[set[tuple]] = set()
+
+    def _warn_single_node_volume(self) -> None:
+        """A per-user PVC only one node mounts at a time (KubeSpawner's default,
+        and zero-to-jupyterhub's) cannot follow a live move, which runs the old
+        and the new pod at once: each such move is undone after a wait. Said
+        once per hub and access modes, not refused: a restart move takes it along."""
+        modes = tuple(self.storage_access_modes or ())
+        if not self.storage_pvc_ensure or not self.migratable or "ReadWriteMany" in modes:
+            return
+        if modes not in ElasticSpawner._warned_volumes:
+            ElasticSpawner._warned_volumes.add(modes)
+            self.log.warning(
+                "ElasticHub: each server's PVC (storage_pvc_ensure) is %s: a live move starts the new pod while the "
+                "old one runs, and no second node can mount it; set c.ElasticOrchestrator.move_method = 'restart', "
+                "or a ReadWriteMany storage_class and storage_access_modes. A volume bound to one zone (most cloud "
+                "disks) mounts only on that zone's nodes: a server moved elsewhere waits Pending",
+                "/".join(modes) or "of no access mode")
 
     _warned_outweighing: ClassVar[set[str]] = set()
 

@@ -323,6 +323,22 @@ async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_namin
     assert (await spawner(**fine).get_pod_manifest()).spec.tolerations[0].key == "gpu"
 
 
+async def test_a_per_user_volume_one_node_mounts_is_said_once(monkeypatch, caplog):
+    """KubeSpawner's default PVC (ReadWriteOnce) cannot follow a live move:
+    nothing said it, and each move waited, then was undone."""
+    monkeypatch.setattr(ElasticSpawner, "_warned_volumes", set())
+    for _ in range(2):
+        await spawner(storage_pvc_ensure=True).get_pod_manifest()
+    warned = [r.getMessage() for r in caplog.records if "storage_pvc_ensure" in r.getMessage()]
+    assert len(warned) == 1 and "is ReadWriteOnce: a live move" in warned[0] and "move_method = 'restart'" in warned[0]
+    caplog.clear()
+    await spawner(storage_pvc_ensure=True, storage_access_modes=["ReadWriteMany"]).get_pod_manifest()
+    await spawner(storage_pvc_ensure=True, storage_access_modes=["ReadWriteOncePod"],
+                  migratable=False).get_pod_manifest()  # pinned: never moved
+    await spawner().get_pod_manifest()
+    assert "storage_pvc_ensure" not in caplog.text
+
+
 async def test_state_round_trips_and_survives_clear_state():
     s = spawner()
     s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
