@@ -37,7 +37,7 @@ from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods, error_line
 from .metrics import Metrics
 from .notices import REASON, boot_estimate, notices
-from .observe import ObserveConfig, Observation, observe
+from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
 from .timetable import TimetableFile
 
 log = logging.getLogger(__name__)
@@ -146,6 +146,10 @@ class Controller:
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
                       self.boot_started)
         self.last = obs
+        if getattr(self.strategy, "name", "") == "paper":  # the other strategies start a cloud node for them
+            unserved = cloud_only_unserved_problem(obs.snapshot.pending)
+            if unserved:
+                obs.problems.append(unserved)
         self._report_problems(obs.problems)
         if self.history is not None:
             self._record_history(obs, now)

@@ -272,6 +272,20 @@ def no_ram_problem(servers: list[str]) -> str:
             "that scales the cloud cannot count them; set c.KubeSpawner.mem_guarantee")
 
 
+def cloud_only_unserved_problem(pending: Iterable[Server]) -> str | None:
+    """One line for the waiting servers only cloud nodes can take (a node
+    selector no on-prem node matches), for a strategy that starts cloud
+    nodes on RAM occupancy alone (`paper`): with on-prem room they wait,
+    until their start times out, and nothing else said why."""
+    names = [s.name for s in pending if s.cloud_only]
+    if not names:
+        return None
+    return (f"servers only cloud nodes can take wait: {len(names)} ({_first_names(names)}): the 'paper' strategy "
+            "starts a cloud node on RAM occupancy alone, not for them, so they wait while on-prem has room; use "
+            "c.ElasticOrchestrator.policy = 'elastic', or let their node selector or required node affinity match "
+            "on-prem nodes")
+
+
 def other_tiers_problem(pods: list[PodRecord], config: ObserveConfig) -> str:
     """One line for the servers whose pods prefer nodes by tiers other than
     the ones the orchestrator reads: ElasticSpawner and the orchestrator

@@ -310,6 +310,34 @@ def test_a_server_only_a_cloud_node_can_take_is_marked_so_and_never_moved():
     assert not any(s.cloud_only for s in alone.pending)
 
 
+@pytest.mark.parametrize("policy, said", [("paper", True), ("elastic", False)])
+async def test_a_server_only_cloud_nodes_take_waiting_under_paper_is_a_problem(policy, said):
+    """An admin's node selector only cloud nodes match: `paper` scales on RAM
+    occupancy alone, so with on-prem room such a server waited until its
+    start timed out, and nothing but the scheduler's event said why."""
+    from types import SimpleNamespace
+
+    from elastichub.orchestrator.cloud import STOPPED, VM
+    from elastichub.orchestrator.controller import Controller, Settings
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    class Pool:
+        async def list(self):
+            return [VM("i-1", "cloud-1", STOPPED, "cloud-1")]
+
+    nodes = SimpleNamespace(records={"onprem-1": node("onprem-1"), "cloud-1": node("cloud-1", tier="cloud")})
+    pods = SimpleNamespace(records={"carol": waiting("carol", nodeSelector={podmeta.TIER_LABEL: "cloud"}),
+                                    "plain": waiting("plain")})
+    ctl = Controller(make_strategy(policy, PolicyConfig(tcool=1e9)), nodes, pods, None, None, Pool(),
+                     Settings(dry_run=True), clock=lambda: NOW)
+    await ctl.cycle()
+    problems = [p for p in ctl.last.problems if p.startswith("servers only cloud nodes can take wait")]
+    assert problems == ([
+        "servers only cloud nodes can take wait: 1 (carol): the 'paper' strategy starts a cloud node on RAM occupancy "
+        "alone, not for them, so they wait while on-prem has room; use c.ElasticOrchestrator.policy = 'elastic', or "
+        "let their node selector or required node affinity match on-prem nodes"] if said else [])
+
+
 def preferring(name, node_name, key, values):
     """A server pod with the spawner's preferred node affinity for tiers `values` of label `key`."""
     from elastichub.podspec import tier_preferences
