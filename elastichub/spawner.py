@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import textwrap
 import time
 import weakref
@@ -18,13 +17,13 @@ from urllib.parse import urlparse
 
 from kubespawner import KubeSpawner
 from sqlalchemy.orm import object_session
-from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
-from .spawnertypes import MemorySize, memory_help, with_model_preferences
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
+from .spawnerchecks import AdminChecks, bad_configuration
+from .spawnertypes import MemorySize, memory_help, with_model_preferences
 
 # Bump when the shape of the "elastichub" entry of the state changes;
 # load_state ignores what it does not understand rather than failing a hub.
@@ -32,16 +31,7 @@ STATE_VERSION = 1
 STATE_KEY = "elastichub"
 
 
-def bad_configuration(problem: str) -> web.HTTPError:
-    """The error a bad setting ends a start with: one line naming it, logged
-    without a traceback and answered to the user as it is (raised inside a
-    spawn, a plain HTTPError reaches the API as "Internal Server Error")."""
-    error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
-    error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
-    return error
-
-
-class ElasticSpawner(KubeSpawner):
+class ElasticSpawner(AdminChecks, KubeSpawner):
     """KubeSpawner for ElasticHub's hybrid clusters (see docs/spawner.md)."""
 
     tier_label = Unicode(
@@ -208,25 +198,11 @@ class ElasticSpawner(KubeSpawner):
                 setattr(self, name, previous[name])
             self._config_problems = before
             raise bad_configuration("profile_list: kubespawner_override: " + "; ".join(added.values()))
+        if "start_timeout" in spawner_override and self.start_timeout > previous["start_timeout"]:
+            self._warn_late_start_timeout(previous["start_timeout"])
 
     async def get_pod_manifest(self):
-        if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
-            raise bad_configuration(f"ElasticSpawner.onprem_weight ({self.onprem_weight}) must be higher than "
-                                    f"cloud_weight ({self.cloud_weight}), or servers fill the cloud first")
-        for kind, guarantee, limit in (("mem", self.mem_guarantee, self.mem_limit),
-                                       ("cpu", self.cpu_guarantee, self.cpu_limit)):
-            if guarantee and limit and guarantee > limit:  # the API server's 422 came with the whole pod
-                raise bad_configuration(f"{kind}_guarantee ({guarantee}) is above {kind}_limit ({limit}): Kubernetes "
-                                        "refuses such a pod (a profile that raises one must raise the other)")
-        for setting in podspec.OBJECT_LIST_SETTINGS:
-            problem = podspec.object_list_problem(setting, getattr(self, setting))
-            if problem:
-                raise bad_configuration(problem)
-        for setting in ("extra_labels", "extra_annotations"):
-            # Ours would silently win: an extra label elastichub.io/migratable "false" left servers movable.
-            problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
-            if problem:
-                raise bad_configuration(problem)
+        self._refuse_bad_pod_settings()
         pod = await super().get_pod_manifest()
         self._warn_outweighing(podspec.plain(pod.spec.affinity))
         self._warn_single_node_volume()
@@ -277,41 +253,6 @@ class ElasticSpawner(KubeSpawner):
                              "add to the pod's labels, annotations and affinity, not replace them",
                              ", ".join(put), self._log_name)
         return await super()._make_create_pod_request(pod, request_timeout)
-
-    _warned_volumes: ClassVar[set[tuple]] = set()
-
-    def _warn_single_node_volume(self) -> None:
-        """A per-user PVC only one node mounts at a time (KubeSpawner's default,
-        and zero-to-jupyterhub's) cannot follow a live move, which runs the old
-        and the new pod at once: each such move is undone after a wait. Said
-        once per hub and access modes, not refused: a restart move takes it along."""
-        modes = tuple(self.storage_access_modes or ())
-        if not self.storage_pvc_ensure or not self.migratable or "ReadWriteMany" in modes:
-            return
-        if modes not in ElasticSpawner._warned_volumes:
-            ElasticSpawner._warned_volumes.add(modes)
-            self.log.warning(
-                "ElasticHub: each server's PVC (storage_pvc_ensure) is %s: a live move starts the new pod while the "
-                "old one runs, and no second node can mount it; set c.ElasticOrchestrator.move_method = 'restart', "
-                "or a ReadWriteMany storage_class and storage_access_modes. A volume bound to one zone (most cloud "
-                "disks) mounts only on that zone's nodes: a server moved elsewhere waits Pending",
-                "/".join(modes) or "of no access mode")
-
-    _warned_outweighing: ClassVar[set[str]] = set()
-
-    def _warn_outweighing(self, affinity: dict | None) -> None:
-        """An admin's preferred term as heavy as the on-prem preference sends
-        servers to any cloud node it matches while on-prem has room: legal,
-        possibly meant, so a warning (once per term) rather than a refusal."""
-        for term in podspec.outweighing_preferences(affinity, self.onprem_weight - self.cloud_weight):
-            text = json.dumps(term, sort_keys=True)
-            if text not in ElasticSpawner._warned_outweighing:
-                ElasticSpawner._warned_outweighing.add(text)
-                self.log.warning(
-                    "ElasticHub: a preferred node-affinity term of weight %d outweighs ElasticSpawner.onprem_weight "
-                    "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; raise "
-                    "onprem_weight (up to 100) above it unless that is meant: %s", term["weight"],
-                    self.onprem_weight, self.cloud_weight, text)
 
     def _current_pod(self) -> dict | None:
         """This server's live pod: the one of its pod name, as KubeSpawner

@@ -551,3 +551,19 @@ async def test_a_server_may_wait_for_a_cloud_nodes_boot_unless_the_admin_says_ot
     c = Config()
     c.KubeSpawner.start_timeout = 300  # zero-to-jupyterhub's singleuser.startTimeout
     assert ElasticSpawner(config=c, _mock=True).start_timeout == 300
+
+
+async def test_a_profile_that_lengthens_start_timeout_is_told_the_hub_does_not_wait_longer(monkeypatch, caplog):
+    """JupyterHub reads start_timeout before KubeSpawner applies the profile
+    (inside start): a cloud-burst profile's longer timeout changed nothing, silently."""
+    monkeypatch.setattr(ElasticSpawner, "_warned_start_timeouts", set())
+    profiles = [{"display_name": "Burst", "slug": "burst", "kubespawner_override": {"start_timeout": 1200}},
+                {"display_name": "Quick", "slug": "quick", "kubespawner_override": {"start_timeout": 120}}]
+    for slug in ("burst", "burst", "quick"):
+        s = spawner(profile_list=profiles)
+        s.user_options = {"profile": slug}
+        await s.load_user_options()
+    warned = [r.getMessage() for r in caplog.records if "start_timeout" in r.getMessage()]
+    assert warned == ["ElasticHub: a profile's start_timeout (1200) does not lengthen the hub's wait for a server: "
+                      "JupyterHub waits 600 s, read before the profile applies; set c.KubeSpawner.start_timeout to "
+                      "the longest any profile needs"], warned

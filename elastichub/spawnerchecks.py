@@ -1,0 +1,93 @@
+"""ElasticSpawner's checks of an admin's KubeSpawner settings: what would
+fail a start obscurely is refused in one line naming the setting; what is
+legal but likely unmeant is warned once per hub.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from tornado import web
+
+from . import podspec
+
+
+def bad_configuration(problem: str) -> web.HTTPError:
+    """The error a bad setting ends a start with: one line naming it, logged
+    without a traceback and answered to the user as it is (raised inside a
+    spawn, a plain HTTPError reaches the API as "Internal Server Error")."""
+    error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
+    error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
+    return error
+
+
+class AdminChecks:
+    """Mixed into ElasticSpawner (a KubeSpawner): reads its traits and log."""
+
+    def _refuse_bad_pod_settings(self) -> None:
+        if self.onprem_weight <= self.cloud_weight:  # two traits, possibly set apart (a profile): checked together
+            raise bad_configuration(f"ElasticSpawner.onprem_weight ({self.onprem_weight}) must be higher than "
+                                    f"cloud_weight ({self.cloud_weight}), or servers fill the cloud first")
+        for kind, guarantee, limit in (("mem", self.mem_guarantee, self.mem_limit),
+                                       ("cpu", self.cpu_guarantee, self.cpu_limit)):
+            if guarantee and limit and guarantee > limit:  # the API server's 422 came with the whole pod
+                raise bad_configuration(f"{kind}_guarantee ({guarantee}) is above {kind}_limit ({limit}): Kubernetes "
+                                        "refuses such a pod (a profile that raises one must raise the other)")
+        for setting in podspec.OBJECT_LIST_SETTINGS:
+            problem = podspec.object_list_problem(setting, getattr(self, setting))
+            if problem:
+                raise bad_configuration(problem)
+        for setting in ("extra_labels", "extra_annotations"):
+            # Ours would silently win: an extra label elastichub.io/migratable "false" left servers movable.
+            problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
+            if problem:
+                raise bad_configuration(problem)
+
+    _warned_outweighing: ClassVar[set[str]] = set()
+
+    def _warn_outweighing(self, affinity: dict | None) -> None:
+        """An admin's preferred term as heavy as the on-prem preference sends
+        servers to any cloud node it matches while on-prem has room: legal,
+        possibly meant, so a warning (once per term) rather than a refusal."""
+        for term in podspec.outweighing_preferences(affinity, self.onprem_weight - self.cloud_weight):
+            text = json.dumps(term, sort_keys=True)
+            if text not in type(self)._warned_outweighing:
+                type(self)._warned_outweighing.add(text)
+                self.log.warning(
+                    "ElasticHub: a preferred node-affinity term of weight %d outweighs ElasticSpawner.onprem_weight "
+                    "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; raise "
+                    "onprem_weight (up to 100) above it unless that is meant: %s", term["weight"],
+                    self.onprem_weight, self.cloud_weight, text)
+
+    _warned_volumes: ClassVar[set[tuple]] = set()
+
+    def _warn_single_node_volume(self) -> None:
+        """A per-user PVC only one node mounts at a time (KubeSpawner's default,
+        and zero-to-jupyterhub's) cannot follow a live move, which runs the old
+        and the new pod at once: each such move is undone after a wait. Said
+        once per hub and access modes, not refused: a restart move takes it along."""
+        modes = tuple(self.storage_access_modes or ())
+        if not self.storage_pvc_ensure or not self.migratable or "ReadWriteMany" in modes:
+            return
+        if modes not in type(self)._warned_volumes:
+            type(self)._warned_volumes.add(modes)
+            self.log.warning(
+                "ElasticHub: each server's PVC (storage_pvc_ensure) is %s: a live move starts the new pod while the "
+                "old one runs, and no second node can mount it; set c.ElasticOrchestrator.move_method = 'restart', "
+                "or a ReadWriteMany storage_class and storage_access_modes. A volume bound to one zone (most cloud "
+                "disks) mounts only on that zone's nodes: a server moved elsewhere waits Pending",
+                "/".join(modes) or "of no access mode")
+
+    _warned_start_timeouts: ClassVar[set[tuple]] = set()
+
+    def _warn_late_start_timeout(self, waited: int) -> None:
+        """JupyterHub reads start_timeout when it calls start(), and KubeSpawner
+        applies the profile inside start: a longer one (a cloud-burst profile
+        waiting for a cloud node's boot) silently changed nothing."""
+        if (waited, self.start_timeout) in type(self)._warned_start_timeouts:
+            return
+        type(self)._warned_start_timeouts.add((waited, self.start_timeout))
+        self.log.warning("ElasticHub: a profile's start_timeout (%d) does not lengthen the hub's wait for a server: "
+                         "JupyterHub waits %d s, read before the profile applies; set c.KubeSpawner.start_timeout to "
+                         "the longest any profile needs", self.start_timeout, waited)
