@@ -24,7 +24,7 @@ from .discovery import API_GROUPS, API_VERSIONS, SERVER_VERSION, STATUS_KINDS, a
 from .patch import PatchError, apply_patch
 from .store import KINDS, ApiError, Store, WatchEvent, encode_json, now_rfc3339, parse_resource_version
 from .tables import table_version, to_table
-from .validation import check_pod_update, decode, decode_options, default_pod, validate
+from .validation import bound_claim, check_pod_update, decode, decode_options, default_pod, validate
 
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
@@ -426,6 +426,8 @@ class ResourceHandler(BaseHandler):
         if self.kind == "pods":
             default_pod(obj)
             meta["generation"] = 1
+        elif self.kind == "persistentvolumeclaims":
+            bound_claim(obj)
         if self._dry_run():
             meta.setdefault("name", (meta.get("generateName") or "") + "dryrun")
             meta["creationTimestamp"] = now_rfc3339()

@@ -15,8 +15,10 @@ SERVER_VERSION = {"major": "1", "minor": "28", "gitVersion": "v1.28.0-elastichub
                   "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.20", "compiler": "gc",
                   "platform": "linux/amd64"}
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
-_SHORT_NAMES = {"pods": ["po"], "nodes": ["no"], "namespaces": ["ns"], "events": ["ev"]}
-STATUS_KINDS = ("pods", "nodes", "namespaces")  # kinds with a status subresource; status changes only there
+_SHORT_NAMES = {"pods": ["po"], "nodes": ["no"], "namespaces": ["ns"], "events": ["ev"],
+                "persistentvolumeclaims": ["pvc"]}
+# Kinds with a status subresource; status changes only there.
+STATUS_KINDS = ("pods", "nodes", "namespaces", "persistentvolumeclaims")
 
 
 def _resource(name: str, kind: str, namespaced: bool, verbs: list[str], short: list[str] | None = None) -> dict:

@@ -260,6 +260,17 @@ def most_allocated_score(node: dict, usage: Usage, requests: tuple[int, int]) ->
     return sum(fractions) / len(fractions)
 
 
+def missing_claim(pod: dict, claims: set[tuple[str | None, str]]) -> str | None:
+    """The first PersistentVolumeClaim the pod mounts that does not exist (it
+    waits for it, as on Kubernetes), or None."""
+    namespace = pod["metadata"].get("namespace")
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        name = ((volume or {}).get("persistentVolumeClaim") or {}).get("claimName")
+        if name and (namespace, name) not in claims:
+            return name
+    return None
+
+
 def choose_node(pod: dict, nodes: list[dict], usage: dict[str, Usage]) -> tuple[str | None, str]:
     """(name of the best node, "") or (None, a FailedScheduling message)."""
     try:
@@ -324,7 +335,7 @@ class Scheduler:
 
     async def start(self) -> None:
         self._stopping = False
-        for kind in ("pods", "nodes"):
+        for kind in ("pods", "nodes", "persistentvolumeclaims"):
             self._tasks.append(asyncio.create_task(self._watch(kind), name=f"scheduler-watch-{kind}"))
         self._tasks.append(asyncio.create_task(self._loop(), name="scheduler"))
         self._wake.set()
@@ -369,8 +380,12 @@ class Scheduler:
             return
         nodes = list(self.store.iter_objects("nodes"))
         usage = node_usage(pods)
+        claims = {(c["metadata"].get("namespace"), c["metadata"]["name"])
+                  for c in self.store.iter_objects("persistentvolumeclaims")}
         for pod in pending:
-            node_name, message = choose_node(pod, nodes, usage)
+            missing = missing_claim(pod, claims)
+            node_name, message = (None, f'0/{len(nodes)} nodes are available: persistentvolumeclaim "{missing}" '
+                                  "not found.") if missing else choose_node(pod, nodes, usage)
             if node_name is None:
                 self._unschedulable(pod, message)
                 continue

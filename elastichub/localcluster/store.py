@@ -28,6 +28,7 @@ KINDS = {  # plural -> (Kind, namespaced)
     "nodes": ("Node", False),
     "pods": ("Pod", True),
     "events": ("Event", True),
+    "persistentvolumeclaims": ("PersistentVolumeClaim", True),  # KubeSpawner's storage_pvc_ensure
 }
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _GENERATE_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # what apimachinery's name generator uses
@@ -176,7 +177,7 @@ class Subscription:
 
 
 class Store:
-    """In-memory objects of kinds "namespaces", "nodes", "pods", "events".
+    """In-memory objects of the kinds in KINDS.
 
     `log_provider`, when set (the kubelet does), is called as
     `log_provider(namespace, pod_name, container)` and returns the container's

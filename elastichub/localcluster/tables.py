@@ -102,6 +102,15 @@ def _event_row(ev: dict) -> list:
             f"{(obj.get('kind') or '').lower()}/{obj.get('name') or ''}", ev.get("message") or ""]
 
 
+def _claim_row(claim: dict) -> list:
+    spec, status = claim.get("spec") or {}, claim.get("status") or {}
+    short = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+    return [claim["metadata"]["name"], status.get("phase") or "Pending", spec.get("volumeName") or "",
+            (status.get("capacity") or {}).get("storage") or "",
+            ",".join(short.get(m, m) for m in status.get("accessModes") or []), spec.get("storageClassName") or "",
+            human_age(claim["metadata"].get("creationTimestamp")), spec.get("volumeMode") or ""]
+
+
 COLUMNS: dict[str, tuple[list[dict], Callable[[dict], list]]] = {
     "pods": ([_col("Name", fmt="name"), _col("Ready"), _col("Status"), _col("Restarts", "integer"), _col("Age"),
               _col("IP", priority=1), _col("Node", priority=1), _col("Nominated Node", priority=1),
@@ -111,6 +120,9 @@ COLUMNS: dict[str, tuple[list[dict], Callable[[dict], list]]] = {
                _col("Kernel-Version", priority=1), _col("Container-Runtime", priority=1)], _node_row),
     "namespaces": ([_col("Name", fmt="name"), _col("Status"), _col("Age")], _namespace_row),
     "events": ([_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")], _event_row),
+    "persistentvolumeclaims": ([_col("Name", fmt="name"), _col("Status"), _col("Volume"), _col("Capacity"),
+                                _col("Access Modes"), _col("StorageClass"), _col("Age"),
+                                _col("VolumeMode", priority=1)], _claim_row),
 }
 
 

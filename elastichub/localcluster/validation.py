@@ -21,7 +21,8 @@ from ..quantity import QuantityError, parse_quantity
 from .selectors import DNS_SUBDOMAIN, label_key_error, label_value_error
 from .store import KINDS, ApiError
 
-MODEL_OF_KIND = {"pods": "V1Pod", "nodes": "V1Node", "namespaces": "V1Namespace", "events": "CoreV1Event"}
+MODEL_OF_KIND = {"pods": "V1Pod", "nodes": "V1Node", "namespaces": "V1Namespace", "events": "CoreV1Event",
+                 "persistentvolumeclaims": "V1PersistentVolumeClaim"}
 # Maps whose string values are quantities: the real server accepts numbers there.
 _QUANTITY_MAPS = {"requests", "limits", "capacity", "allocatable", "overhead", "hard", "used"}
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
@@ -198,6 +199,14 @@ def validate(kind: str, obj: dict) -> None:
     elif kind == "events":
         if not obj.get("involvedObject"):
             causes.required("involvedObject")
+    elif kind == "persistentvolumeclaims":
+        spec = obj.get("spec") or {}
+        if not spec.get("accessModes"):
+            causes.required("spec.accessModes")
+        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        if storage is None:
+            causes.required("spec.resources[storage]")
+        _validate_quantities({"storage": storage} if storage is not None else {}, "spec.resources.requests", causes)
     if causes.items:
         raise invalid_error(kind, name or meta.get("generateName") or "", causes.items)
 
@@ -280,6 +289,18 @@ def default_pod(pod: dict) -> dict:
             port.setdefault("protocol", "TCP")
     pod["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
     return pod
+
+
+def bound_claim(claim: dict) -> dict:
+    """A new claim, bound at once, as by a dynamic provisioner with Immediate
+    binding: no volume is emulated (a pod's processes use this machine's
+    files), only the claim a pod waits for."""
+    spec = claim.get("spec") or {}
+    claim["status"] = {"phase": "Bound", "accessModes": list(spec.get("accessModes") or []),
+                       "capacity": {"storage": ((spec.get("resources") or {}).get("requests") or {}).get("storage")}}
+    spec.setdefault("volumeName", f"pvc-{(claim.get('metadata') or {}).get('name', '')}")
+    spec.setdefault("volumeMode", "Filesystem")
+    return claim
 
 
 def _qos_class(spec: dict) -> str:

@@ -208,3 +208,32 @@ async def test_a_bad_setting_found_at_hub_start_refuses_starts_and_leaves_runnin
     await hub.stop_server("erin")  # stops as usual, its checkpoint first
     assert last_checkpoint(await hub.spawner_state("erin"))["status"] == "nothing-to-save"
     assert "Traceback" not in hub.log_text(10**6), hub.log_text()
+
+
+async def test_a_server_moved_to_another_node_mounts_the_same_per_user_claim(cluster_factory, hub_factory, tmp_path):
+    """KubeSpawner's storage_pvc_ensure: the local cluster had no claims (404:
+    no server of such a hub started). Moved, a server must get its claim back,
+    not a new, empty one."""
+    cluster = await cluster_factory(default_config().replace(boot_delay=0.2))
+    hub = await hub_factory(cluster, elastic_config(tmp_path, """
+c.KubeSpawner.storage_pvc_ensure = True
+c.KubeSpawner.storage_capacity = "10Gi"
+c.KubeSpawner.volumes = [{"name": "home", "persistentVolumeClaim": {"claimName": "{pvc_name}"}}]
+c.KubeSpawner.volume_mounts = [{"name": "home", "mountPath": "/home/jovyan"}]
+"""), spawner_class="elastic")  # as zero-to-jupyterhub's dynamic storage writes it
+
+    def claims_of(pod: dict) -> list[str]:
+        return [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"].get("volumes") or []
+                if v.get("persistentVolumeClaim")]
+
+    await hub.start_server("bob")
+    first = pod_of(cluster, "bob")
+    old_node, claim = first["spec"]["nodeName"], claims_of(first)
+    assert claim == ["claim-bob"], first["spec"].get("volumes")
+    cordon(cluster, old_node)
+    await hub.stop_server("bob")
+    await hub.start_server("bob")
+    moved = pod_of(cluster, "bob")
+    assert moved["spec"]["nodeName"] != old_node and claims_of(moved) == claim
+    stored, _ = cluster.store.list("persistentvolumeclaims", "default")
+    assert [c["metadata"]["name"] for c in stored] == claim and stored[0]["status"]["phase"] == "Bound"

@@ -73,6 +73,9 @@ async def test_invalid_objects_are_422_with_causes(api_server):
     above_limit["spec"]["containers"][0]["resources"] = {"requests": {"memory": 4 * 2**30}, "limits": {"memory": "2Gi"}}
     assert_status(await call(api_server, "POST", PODS, body=above_limit), 422, "Invalid",
                   "resources.requests[memory]: Invalid value: 4294967296: must be less than or equal to memory limit")
+    no_storage = {"metadata": {"name": "claim-x"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
+    assert_status(await call(api_server, "POST", "/api/v1/namespaces/default/persistentvolumeclaims", body=no_storage),
+                  422, "Invalid", "spec.resources[storage]: Required value")
     no_name = {"metadata": {}, "spec": make_pod("x")["spec"]}
     assert_status(await call(api_server, "POST", PODS, body=no_name), 422, "Invalid", "name or generateName")
     assert_status(await call(api_server, "POST", "/api/v1/namespaces", body={"metadata": {"name": "a.b"}}),

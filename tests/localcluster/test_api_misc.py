@@ -49,6 +49,25 @@ async def test_table_output(api_server):
     assert plain["kind"] == "NodeList" and plain["items"][0]["metadata"]["name"] == "n1"
 
 
+async def test_a_claim_is_created_bound_and_listed_as_kubectl_shows_it(api_server):
+    """KubeSpawner's storage_pvc_ensure creates a claim per user: it was a
+    404, and no such hub could start a server."""
+    claims = "/api/v1/namespaces/default/persistentvolumeclaims"
+    claim = {"metadata": {"name": "claim-bob"}, "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "std",
+                                                         "resources": {"requests": {"storage": "10Gi"}}}}
+    code, created, _ = await call(api_server, "POST", claims, body=claim)
+    assert code == 201 and created["status"] == {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                                 "capacity": {"storage": "10Gi"}}
+    assert (await call(api_server, "POST", claims, body=claim))[0] == 409  # KubeSpawner's "exists: use it"
+    code, table, _ = await call(api_server, "GET", claims, accept=TABLE)
+    assert code == 200 and table["rows"][0]["cells"][:6] == ["claim-bob", "Bound", "pvc-claim-bob", "10Gi", "RWO",
+                                                              "std"]
+    code, body, _ = await call(api_server, "GET", "/api/v1")
+    assert {"name": "persistentvolumeclaims", "shortNames": ["pvc"]}.items() <= next(
+        r for r in body["resources"] if r["name"] == "persistentvolumeclaims").items()
+    assert (await call(api_server, "DELETE", claims + "/claim-bob"))[0] == 200
+
+
 async def test_binding_dry_run_and_put(api_server):
     store = api_server.store
     store.create("nodes", make_node("n1"))

@@ -123,3 +123,16 @@ async def test_other_schedulers_pods_and_deleting_pods_are_left_alone(scheduled)
     store.create("pods", pod("theirs", schedulerName="someone-else"))
     await wait_for(lambda: node_of(store, "mine"), what="binding")
     assert node_of(store, "theirs") is None
+
+
+async def test_a_pod_waits_for_the_claim_it_mounts(scheduled):
+    """KubeSpawner's storage_pvc_ensure: the pod mounts the user's claim; without it, it waits, as on Kubernetes."""
+    store = scheduled
+    store.create("nodes", make_node("onprem-1", "on-prem"))
+    store.create("pods", pod("p", volumes=[{"name": "home", "persistentVolumeClaim": {"claimName": "claim-bob"}}]))
+    await wait_for(lambda: "FailedScheduling" in event_reasons(store, "p"), what="FailedScheduling")
+    cond = next(c for c in store.get("pods", "p", "default")["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert cond["message"] == '0/1 nodes are available: persistentvolumeclaim "claim-bob" not found.'
+    store.create("persistentvolumeclaims", {"metadata": {"name": "claim-bob", "namespace": "default"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    assert await wait_for(lambda: node_of(store, "p"), what="bound once the claim exists") == "onprem-1"
