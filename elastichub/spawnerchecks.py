@@ -11,6 +11,7 @@ from typing import ClassVar
 from tornado import web
 
 from . import podspec
+from .quantity import QuantityError, parse_quantity
 
 
 def bad_configuration(problem: str) -> web.HTTPError:
@@ -43,6 +44,19 @@ class AdminChecks:
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
             if problem:
                 raise bad_configuration(problem)
+
+    def get_pvc_manifest(self):
+        # KubeSpawner creates the claim before it builds the pod: checked here, or the API
+        # server's 422 ("spec.resources[storage]: Required value") ends the start in a traceback.
+        capacity = self.storage_capacity
+        if capacity is None or str(capacity).strip() == "":
+            raise bad_configuration("storage_pvc_ensure is on but storage_capacity is not set: Kubernetes refuses "
+                                    "a claim without a size (e.g. c.KubeSpawner.storage_capacity = '10Gi')")
+        try:
+            parse_quantity(capacity)
+        except QuantityError as e:
+            raise bad_configuration(f"storage_capacity: {e}") from None
+        return super().get_pvc_manifest()
 
     _warned_outweighing: ClassVar[set[str]] = set()
 

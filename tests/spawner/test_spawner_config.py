@@ -567,3 +567,19 @@ async def test_a_profile_that_lengthens_start_timeout_is_told_the_hub_does_not_w
     assert warned == ["ElasticHub: a profile's start_timeout (1200) does not lengthen the hub's wait for a server: "
                       "JupyterHub waits 600 s, read before the profile applies; set c.KubeSpawner.start_timeout to "
                       "the longest any profile needs"], warned
+
+
+@pytest.mark.parametrize("capacity, words", [
+    (None, "storage_pvc_ensure is on but storage_capacity is not set: Kubernetes refuses a claim without a size"),
+    ("10GB", "storage_capacity: '10GB' is not a quantity"),
+])
+async def test_a_per_user_claim_without_a_readable_size_is_one_error_naming_the_setting(capacity, words):
+    """KubeSpawner creates the claim first: the API server's 422 ended every
+    start in a traceback (storage_capacity has no default outside z2jh)."""
+    s = spawner(storage_pvc_ensure=True, **({"storage_capacity": capacity} if capacity else {}))
+    with pytest.raises(web.HTTPError) as err:
+        s.get_pvc_manifest()
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    claim = spawner(storage_pvc_ensure=True, storage_capacity="10Gi").get_pvc_manifest()
+    assert claim.spec.resources.requests["storage"] == "10Gi"
