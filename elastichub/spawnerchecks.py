@@ -68,11 +68,15 @@ class AdminChecks:
             text = json.dumps(term, sort_keys=True)
             if text not in type(self)._warned_outweighing:
                 type(self)._warned_outweighing.add(text)
+                needed = term["weight"] + self.cloud_weight + 1
+                # zero-to-jupyterhub's node-purpose term weighs 100: no onprem_weight can outweigh it.
+                fix = (f"raise onprem_weight to {needed} or more" if needed <= 100 else
+                       f"lower its weight below {self.onprem_weight - self.cloud_weight} (onprem_weight stops at 100)")
                 self.log.warning(
                     "ElasticHub: a preferred node-affinity term of weight %d outweighs ElasticSpawner.onprem_weight "
-                    "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; raise "
-                    "onprem_weight (up to 100) above it unless that is meant: %s", term["weight"],
-                    self.onprem_weight, self.cloud_weight, text)
+                    "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; %s, "
+                    "unless that is meant or every node matches it alike: %s", term["weight"],
+                    self.onprem_weight, self.cloud_weight, fix, text)
 
     _warned_volumes: ClassVar[set[tuple]] = set()
 

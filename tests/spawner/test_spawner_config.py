@@ -148,9 +148,21 @@ async def test_an_admins_term_heavier_than_the_tiers_gap_is_warned_once(caplog):
         await spawner(node_affinity_preferred=[heavy]).get_pod_manifest()
     warned = [r.getMessage() for r in caplog.records if "outweighs" in r.getMessage()]
     assert len(warned) == 1 and "weight 50 outweighs ElasticSpawner.onprem_weight (10)" in warned[0], warned
+    assert "raise onprem_weight to 52 or more" in warned[0]
     caplog.clear()
     await spawner(node_affinity_preferred=[heavy], onprem_weight=60).get_pod_manifest()
     assert not [r for r in caplog.records if "outweighs" in r.getMessage()]
+
+
+async def test_a_term_no_onprem_weight_can_outweigh_is_told_the_fix_that_exists(caplog):
+    """zero-to-jupyterhub's matchNodePurpose "prefer" is a term of weight 100:
+    the warning said to raise onprem_weight (up to 100) above it, which no value can."""
+    z2jh = {"weight": 100, "preference": {"matchExpressions": [
+        {"key": "hub.jupyter.org/node-purpose", "operator": "In", "values": ["user"]}]}}
+    await spawner(node_affinity_preferred=[z2jh]).get_pod_manifest()
+    warned = [r.getMessage() for r in caplog.records if "outweighs" in r.getMessage()]
+    assert len(warned) == 1 and "lower its weight below 9 (onprem_weight stops at 100)" in warned[0], warned
+    assert "raise onprem_weight" not in warned[0] and "every node matches it alike" in warned[0]
 
 
 async def test_a_profile_can_pin_its_servers():
