@@ -7,6 +7,7 @@ pods with the same rules the spawner wrote them with.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Iterable
 
@@ -66,21 +67,50 @@ def own_key_problem(setting: str, keys: Iterable[str]) -> str | None:
 
 
 # KubeSpawner's settings of Kubernetes objects, each a list of them or a dict
-# naming them (its values are the objects, in the order of their names).
-OBJECT_LIST_SETTINGS = ("tolerations", "node_affinity_required", "node_affinity_preferred", "pod_affinity_required",
-                        "pod_affinity_preferred", "pod_anti_affinity_required", "pod_anti_affinity_preferred",
-                        "volumes", "volume_mounts", "init_containers", "extra_containers")
+# naming them (its values are the objects, in the order of their names): the
+# API kind of each, as KubeSpawner's client models name it.
+OBJECT_LIST_SETTINGS = {
+    "tolerations": "V1Toleration", "node_affinity_required": "V1NodeSelectorTerm",
+    "node_affinity_preferred": "V1PreferredSchedulingTerm", "pod_affinity_required": "V1PodAffinityTerm",
+    "pod_affinity_preferred": "V1WeightedPodAffinityTerm", "pod_anti_affinity_required": "V1PodAffinityTerm",
+    "pod_anti_affinity_preferred": "V1WeightedPodAffinityTerm", "volumes": "V1Volume",
+    "volume_mounts": "V1VolumeMount", "init_containers": "V1Container", "extra_containers": "V1Container",
+}
+# KubeSpawner's settings merged into one object: its fields, at the top.
+OBJECT_SETTINGS = {"extra_pod_config": "V1PodSpec", "extra_container_config": "V1Container"}
 
 
-def object_list_problem(setting: str, value: Any) -> str | None:
+def object_list_problem(setting: str, value: Any, fields: dict[str, str] | None = None,
+                        kind: str = "") -> str | None:
     """Why a setting of OBJECT_LIST_SETTINGS cannot be read (None when it
-    can): each item must be a dict (or a client model). KubeSpawner's own
-    error named neither the setting nor the item."""
+    can): each item must be a dict (or a client model) whose keys are
+    `fields` (a model's attribute_map: snake_case -> camelCase; either is
+    taken). KubeSpawner's own errors named neither the setting nor the item."""
     items = value.items() if isinstance(value, dict) else enumerate(value or [])
     for key, item in items:
         if not isinstance(item, dict) and not hasattr(item, "openapi_types"):
             return (f"{setting}[{key!r}]: {item!r} is not a dict: {setting} is a list of Kubernetes objects written "
                     "as dicts, or a dict of them by name (a single one goes in a list: [{...}])")
+        if isinstance(item, dict) and fields:
+            problem = unknown_field_problem(f"{setting}[{key!r}]", item, fields, kind)
+            if problem:
+                return problem
+    return None
+
+
+def unknown_field_problem(where: str, obj: dict, fields: dict[str, str], kind: str) -> str | None:
+    """Why `obj`, a Kubernetes `kind` as a dict, has a key that is no field of
+    it (`fields`, its model's attribute_map), or None."""
+    for name in obj:
+        if name not in fields and name not in fields.values():
+            close = difflib.get_close_matches(str(name), list(fields.values()), n=1)
+            if close:
+                hint = f" (did you mean {close[0]!r}?)"
+            elif len(fields) <= 8:  # a small kind: its fields say what was meant
+                hint = f" (its fields: {', '.join(sorted(fields.values()))})"
+            else:
+                hint = ""
+            return f"{where}: {name!r} is no field of a Kubernetes {kind}{hint}"
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from kubernetes_asyncio.client import models as client_models
 from tornado import web
 
 from . import podspec
@@ -23,6 +24,10 @@ def bad_configuration(problem: str) -> web.HTTPError:
     return error
 
 
+def _fields(model: str) -> dict[str, str]:
+    return getattr(client_models, model).attribute_map
+
+
 class AdminChecks:
     """Mixed into ElasticSpawner (a KubeSpawner): reads its traits and log."""
 
@@ -35,8 +40,12 @@ class AdminChecks:
             if guarantee and limit and guarantee > limit:  # the API server's 422 came with the whole pod
                 raise bad_configuration(f"{kind}_guarantee ({guarantee}) is above {kind}_limit ({limit}): Kubernetes "
                                         "refuses such a pod (a profile that raises one must raise the other)")
-        for setting in podspec.OBJECT_LIST_SETTINGS:
-            problem = podspec.object_list_problem(setting, getattr(self, setting))
+        for setting, model in podspec.OBJECT_LIST_SETTINGS.items():
+            problem = podspec.object_list_problem(setting, getattr(self, setting), _fields(model), model[2:])
+            if problem:
+                raise bad_configuration(problem)
+        for setting, model in podspec.OBJECT_SETTINGS.items():  # a misspelt key: KubeSpawner's ValueError
+            problem = podspec.unknown_field_problem(setting, getattr(self, setting) or {}, _fields(model), model[2:])
             if problem:
                 raise bad_configuration(problem)
         for setting in ("extra_labels", "extra_annotations"):

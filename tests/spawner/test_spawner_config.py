@@ -319,6 +319,15 @@ async def test_a_guarantee_above_its_limit_is_one_error_naming_both(override, wo
                                                           "list of Kubernetes objects written as dicts"),
     ("node_affinity_required", [{"matchExpressions": []}, "arch=amd64"], "node_affinity_required[1]: 'arch=amd64'"),
     ("volumes", {"home": ["nfs"]}, "volumes['home']: ['nfs'] is not a dict"),
+    # KubeSpawner's ValueError named a client model, not the setting: "'V1Toleration' did not have an attribute
+    # matching 'keys'"
+    ("tolerations", [{"keys": "gpu", "operator": "Exists"}],
+     "tolerations[0]: 'keys' is no field of a Kubernetes Toleration (did you mean 'key'?)"),
+    ("node_affinity_required", [{"nodeSelectorTerms": [{"matchExpressions": []}]}],
+     "node_affinity_required[0]: 'nodeSelectorTerms' is no field of a Kubernetes NodeSelectorTerm (its fields: "
+     "matchExpressions, matchFields)"),
+    ("extra_pod_config", {"tolerationz": []}, "extra_pod_config: 'tolerationz' is no field of a Kubernetes PodSpec "
+                                              "(did you mean 'tolerations'?)"),
 ])
 async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_naming_it(setting, value, words):
     """One toleration not wrapped in a list: KubeSpawner's AttributeError
@@ -331,7 +340,9 @@ async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_namin
         await s.get_pod_manifest()
     message = err.value.log_message % err.value.args
     assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
-    fine = {"tolerations": {"gpu": {"key": "gpu", "operator": "Exists"}}}  # KubeSpawner's dict form, by name
+    fine = {"tolerations": {"gpu": {"key": "gpu", "operator": "Exists"}},  # KubeSpawner's dict form, by name
+            "volumes": [{"name": "home", "persistent_volume_claim": {"claimName": "x"}}],  # snake_case too
+            "extra_pod_config": {"priorityClassName": "users"}}
     assert (await spawner(**fine).get_pod_manifest()).spec.tolerations[0].key == "gpu"
 
 
