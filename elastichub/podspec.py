@@ -114,6 +114,25 @@ def unknown_field_problem(where: str, obj: dict, fields: dict[str, str], kind: s
     return None
 
 
+# The taint the scheduler reads a cordoned node by (spec.unschedulable): a pod
+# tolerating it is placed on cordoned nodes, the ones the orchestrator drains.
+CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "value": ""}
+
+
+def cordon_toleration(tolerations: Any) -> dict | None:
+    """The first of `tolerations` (KubeSpawner's list, or dict by name) that
+    tolerates a cordon, as Kubernetes matches a toleration to a taint."""
+    items = tolerations.values() if isinstance(tolerations, dict) else tolerations or []
+    for t in (plain(t) for t in items):
+        if not isinstance(t, dict) or t.get("effect") not in (None, "", CORDON_TAINT["effect"]):
+            continue
+        if t.get("key") not in (None, "", CORDON_TAINT["key"]):
+            continue
+        if t.get("operator") == "Exists" or (t.get("key") and str(t.get("value") or "") == CORDON_TAINT["value"]):
+            return t
+    return None
+
+
 def pod_annotations(user: str, server_name: str, version: str) -> dict[str, str]:
     """Annotations naming the hub server a pod belongs to. Raw names: label
     values cannot hold every JupyterHub user name, annotations can."""

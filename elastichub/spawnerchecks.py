@@ -44,6 +44,12 @@ class AdminChecks:
             problem = podspec.object_list_problem(setting, getattr(self, setting), _fields(model), model[2:])
             if problem:
                 raise bad_configuration(problem)
+        cordon = podspec.cordon_toleration(self.tolerations)
+        if cordon is not None:
+            raise bad_configuration(
+                f"tolerations: {cordon!r} tolerates {podspec.CORDON_TAINT['key']}, a cordoned node's taint: servers "
+                "would be placed on the nodes ElasticHub cordons to drain them, and a moved server could come back "
+                "to the node it is moved off; give it the key of the taint it is meant for")
         for setting, model in podspec.OBJECT_SETTINGS.items():  # a misspelt key: KubeSpawner's ValueError
             problem = podspec.unknown_field_problem(setting, getattr(self, setting) or {}, _fields(model), model[2:])
             if problem:

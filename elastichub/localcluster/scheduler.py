@@ -185,6 +185,9 @@ def matches_required_affinity(pod: dict, node: dict) -> bool:
     return any(match_term(t, node) for t in required.get("nodeSelectorTerms") or [])
 
 
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
 def tolerates(toleration: dict, taint: dict) -> bool:
     if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
         return False
@@ -212,8 +215,9 @@ def filter_node(pod: dict, node: dict, usage: Usage, requests: tuple[int, int],
     """Why the pod cannot go to this node (a short reason, as in FailedScheduling), or None."""
     if not node_is_ready(node):
         return "node(s) were not ready"
-    if (node.get("spec") or {}).get("unschedulable"):
-        return "node(s) were unschedulable"
+    if (node.get("spec") or {}).get("unschedulable") and not any(
+            tolerates(t, UNSCHEDULABLE_TAINT) for t in (pod.get("spec") or {}).get("tolerations") or []):
+        return "node(s) were unschedulable"  # a pod that tolerates the cordon's taint goes there (NodeUnschedulable)
     taint = untolerated_taint(pod, node)
     if taint is not None:
         value = f"={taint['value']}" if taint.get("value") else ""

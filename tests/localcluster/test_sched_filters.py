@@ -214,3 +214,16 @@ def test_chosen_node_fits_and_is_the_best_fitting(used, want):
     assert chosen in {n["metadata"]["name"] for n in feasible}
     best = max(score(n) for n in feasible)
     assert score(next(n for n in nodes if n["metadata"]["name"] == chosen)) == best
+
+
+@pytest.mark.parametrize("toleration, placed", [
+    ({"operator": "Exists"}, True),  # tolerates every taint
+    ({"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}, True),
+    ({"key": "gpu", "operator": "Exists"}, False),
+    ({"operator": "Exists", "effect": "NoExecute"}, False),
+])
+def test_a_pod_tolerating_the_cordons_taint_is_placed_on_a_cordoned_node_as_on_kubernetes(toleration, placed):
+    """Kubernetes' NodeUnschedulable filter lets such a pod on: here a cordon
+    stopped every pod, and hid what such a toleration does to a drain."""
+    assert (filter_node(pod(tolerations=[toleration]), node("n", cordoned=True), Usage(), (100, 2**30)) is None) \
+        == placed

@@ -606,3 +606,21 @@ async def test_a_per_user_claim_without_a_readable_size_is_one_error_naming_the_
     assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
     claim = spawner(storage_pvc_ensure=True, storage_capacity="10Gi").get_pvc_manifest()
     assert claim.spec.resources.requests["storage"] == "10Gi"
+
+
+@pytest.mark.parametrize("tolerations", [
+    [{"operator": "Exists"}],
+    {"all": {"operator": "Exists", "effect": "NoSchedule"}},
+    [{"key": "gpu", "operator": "Exists"}, {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}],
+])
+async def test_a_toleration_of_the_cordon_is_refused_in_one_line(tolerations):
+    """A toleration of every taint lets the scheduler place a server on a
+    cordoned node: the orchestrator cordons a node to drain it, and a server
+    it moved off by a restart could land back on it, silently."""
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(tolerations=tolerations).get_pod_manifest()
+    message = err.value.log_message % err.value.args
+    assert ("tolerates node.kubernetes.io/unschedulable, a cordoned node's taint: servers would be placed on the "
+            "nodes ElasticHub cordons to drain them") in message, message
+    keyed = [{"key": "gpu", "operator": "Exists"}, {"key": "dedicated", "value": "user", "effect": "NoSchedule"}]
+    assert len((await spawner(tolerations=keyed).get_pod_manifest()).spec.tolerations) == 2  # z2jh's kind: fine
