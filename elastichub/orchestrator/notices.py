@@ -48,8 +48,8 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
                  else f"cloud nodes {', '.join(booting)} are starting")
         message = (f"ElasticHub: the on-premises nodes are full, so {which} for the servers waiting; "
                    f"this server starts as soon as there is room{eta}.")
-        # a profile only cloud nodes take: on-prem may have room, it is no help
-        cloud_message = (f"ElasticHub: this server runs on cloud nodes only (its profile), and {which}; it "
+        # a profile or a hub-wide node selector only cloud nodes match: on-prem may have room, it is no help
+        cloud_message = (f"ElasticHub: this server runs on cloud nodes only (its settings), and {which}; it "
                          f"starts as soon as there is room{eta}.")
     elif not any(n.status is NodeStatus.STOPPED for n in clouds):
         situation = "full"

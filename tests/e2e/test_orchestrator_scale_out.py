@@ -70,7 +70,7 @@ async def test_a_profile_only_cloud_nodes_take_gets_one_though_on_prem_is_empty_
         assert events[-1].get("ready") is True, events
         assert node_of(cluster.store, "jupyter-ann") == "cloud-1"
         told = [e.get("message", "") for e in events if "cloud nodes only" in e.get("message", "")]
-        assert told and "this server runs on cloud nodes only (its profile)" in told[0], events
+        assert told and "this server runs on cloud nodes only (its settings)" in told[0], events
         # on-prem has all the room: the node would be drained at once; ann's server keeps it
         await asyncio.sleep(6)  # a dozen cycles, three cooldowns
         assert not cluster.store.get("nodes", "cloud-1")["spec"].get("unschedulable")

@@ -76,7 +76,7 @@ def test_a_server_only_cloud_nodes_take_is_told_why_a_node_starts_for_it():
     snap = replace(snap, pending=(Server("ann", Resources(1, GiB), cloud_only=True), Server("bob", Resources(1, GiB))))
     send, _ = notices(snap, waiting("ann", "bob"), {"cloud-1": NOW - 60}, 290, NOW, {})
     assert dict((p.user, m) for p, m in send) == {
-        "ann": "ElasticHub: this server runs on cloud nodes only (its profile), and cloud node cloud-1 is starting; "
+        "ann": "ElasticHub: this server runs on cloud nodes only (its settings), and cloud node cloud-1 is starting; "
                "it starts as soon as there is room (about 4 min).",
         "bob": "ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the servers "
                "waiting; this server starts as soon as there is room (about 4 min)."}
