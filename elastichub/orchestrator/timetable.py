@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any, Iterable, Mapping
 
-from ..csvtext import csv_dicts
+from ..csvtext import csv_dicts, decode
 from ..policy import Resources
 from ..policy.calendar import ScheduledClass, parse_class_row
 
@@ -159,10 +159,11 @@ class TimetableFile:
     def load(self) -> tuple[TimetableEntry, ...]:
         """The entries; OSError or ValueError (naming file, row and column)."""
         self._stamp = self._stamp_of(os.stat(self.path))
-        with open(self.path, newline="", encoding="utf-8-sig") as f:
-            text = f.read()
+        with open(self.path, "rb") as f:
+            raw = f.read()
         try:
-            return parse_timetable(csv_dicts(text), source=f"calendar file {self.path}")
+            return parse_timetable(csv_dicts(decode(raw, f"calendar file {self.path}")),
+                                   source=f"calendar file {self.path}")
         except csv.Error as e:
             raise ValueError(f"calendar file {self.path}: not CSV ({e})") from None
 

@@ -23,7 +23,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from ..csvtext import csv_dicts
+from ..csvtext import csv_dicts, decode
 from ..policy import GiB, Resources, ScheduledClass, parse_schedule
 from ..policy.calendar import parse_class_row
 from .workload import (
@@ -86,10 +86,10 @@ def load_calendar(path: str | Path, nodes: list[Resources] | None = None) -> tup
     `trace.load_trace` does for a trace."""
     path = Path(path)
     try:
-        rows = list(csv_dicts(path.read_text(encoding="utf-8-sig")))
+        rows = list(csv_dicts(decode(path.read_bytes(), f"calendar file {path}")))
     except FileNotFoundError:
         raise ValueError(f"calendar file {path}: not found") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except (OSError, csv.Error) as e:
         raise ValueError(f"calendar file {path}: cannot read ({e})") from None
     if not rows:
         raise ValueError(f"calendar file {path}: no classes (expected a header start,users,cpu,ram_gib and rows)")

@@ -22,13 +22,12 @@ many locales). Every error names the file, the line and the column.
 
 from __future__ import annotations
 
-import codecs
 import math
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..csvtext import GROUPED, csv_rows, delimiter
+from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
 from .hublog import CENSORED, ENDINGS
 from .workload import DAY_S, HOUR_S, Request, Workload
@@ -181,13 +180,10 @@ def _text(path: Path) -> str:
         raise TraceError(f"trace file {path}: not found") from None
     except OSError as e:
         raise TraceError(f"trace file {path}: cannot read it ({e.strerror})") from None
-    encoding = "utf-16" if raw[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE) else "utf-8-sig"
     try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise TraceError(f"{path} line {line}: not {'UTF-16' if encoding == 'utf-16' else 'UTF-8'} text "
-                         f"(byte {raw[e.start]:#04x}): save the file as CSV UTF-8") from None
+        return decode(raw, path)
+    except ValueError as e:
+        raise TraceError(str(e)) from None
 
 
 def _check_span(path: Path, rows: list[tuple], stamped: bool) -> None:

@@ -171,6 +171,19 @@ def test_the_file_is_read_again_only_when_it_changes_and_a_bad_edit_is_named_onc
         timetable.changed()
 
 
+def test_a_timetable_reads_as_spreadsheets_save_it(tmp_path):
+    """As the simulator's calendar and trace: header case and spaces, blank
+    rows below the table, UTF-16; a legacy code page is named by its line."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"Day, Time, Users, CPU, RAM_GiB\r\nTue,10:00,100,1,2\r\n,,,,\r\n\r\n")
+    assert [(e.weekday, e.users) for e in TimetableFile(str(path)).load()] == [(1, 100)]
+    path.write_text("day\ttime\tusers\tcpu\tram_gib\nTue\t10:00\t100\t1\t2\n", encoding="utf-16")
+    assert [(e.weekday, e.users) for e in TimetableFile(str(path)).load()] == [(1, 100)]
+    path.write_bytes("day,time,users,cpu,ram_gib,name\nTue,10:00,100,1,2,Einf\u00fchrung\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"t.csv line 2: not UTF-8 text \(byte 0xfc\)"):
+        TimetableFile(str(path)).load()
+
+
 @pytest.mark.timeout(60)
 async def test_live_an_edited_timetable_changes_the_next_decision_and_a_bad_edit_changes_nothing(
         cluster_factory, wire, tmp_path):

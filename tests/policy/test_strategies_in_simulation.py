@@ -113,6 +113,27 @@ def test_load_calendar_errors_name_file_row_and_column(tmp_path):
         load_calendar(huge, PARAMS.node_shapes)
 
 
+def test_a_calendar_reads_as_spreadsheets_save_it_as_a_trace_does(tmp_path):
+    """Header case and spaces, blank rows a spreadsheet leaves below the
+    table, UTF-16 "Unicode text": read like a trace; a file in a legacy
+    code page is named by its line, not by the codec's message."""
+    (c,) = load_calendar(_saved(tmp_path / "good.csv", "start,users,cpu,ram_gib,name\n1 10:00,140,1,2,stats\n"))
+    exported = _saved(tmp_path / "excel.csv", "Start, Users, CPU, RAM_GiB, Name\r\n1 10:00,140,1,2,stats\r\n,,,,\r\n")
+    assert load_calendar(exported) == (c,)
+    unicode_text = tmp_path / "unicode.csv"
+    unicode_text.write_text("start\tusers\tcpu\tram_gib\tname\n1 10:00\t140\t1\t2\tstats\n", encoding="utf-16")
+    assert load_calendar(unicode_text) == (c,)
+    legacy = tmp_path / "latin1.csv"
+    legacy.write_bytes("start,users,cpu,ram_gib,name\n1 10:00,140,1,2,Einf\u00fchrung\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.csv line 2: not UTF-8 text \(byte 0xfc\): save the file as CSV UTF-8"):
+        load_calendar(legacy)
+
+
+def _saved(path, text: str):
+    path.write_text(text, newline="")
+    return path
+
+
 def test_pareto_front():
     pts = [(10, 300), (12, 100), (15, 0), (16, 50), (11, 400), (12, 90)]
     assert pareto_front(pts) == [0, 5, 2]
