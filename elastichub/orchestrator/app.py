@@ -32,7 +32,7 @@ from traitlets.config import Application, TraitError
 
 from .. import __version__, podmeta
 from ..podspec import label_key_problem, tier_value_problem
-from ..policy import PolicyConfig, Resources, make_strategy, option_names, theta_out_mistake
+from ..policy import PolicyConfig, Resources, make_strategy, option_names, theta_in_mistake, theta_out_mistake
 from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
@@ -249,11 +249,9 @@ class ElasticOrchestrator(Application):
         """The strategy, with the timetable of calendar_file if one is set
         (`now`: the clock it starts at, for the first day's classes)."""
         timetable = self.load_timetable()
-        gap = self.policy_options.get("theta_in")
-        if isinstance(gap, (int, float)) and gap > self.theta_out:
-            raise StartupError(f"ElasticOrchestrator.policy_options: theta_in {gap:g} is the gap below theta_out "
-                               f"kept after a scale-in: above theta_out {self.theta_out:g} no node would ever be "
-                               "scaled in (default 5)")
+        mistake = theta_in_mistake(self.policy_options.get("theta_in"), self.theta_out)
+        if mistake:
+            raise StartupError(f"ElasticOrchestrator.policy_options: {mistake}")
         if self.policy == "calendar" and timetable is None:
             raise StartupError("ElasticOrchestrator.policy 'calendar' needs ElasticOrchestrator.calendar_file, "
                                "the weekly class timetable (or use policy 'elastic')")

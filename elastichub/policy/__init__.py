@@ -16,6 +16,7 @@ from .controller import (
     ScaleIn,
     ScaleOut,
     Strategy,
+    theta_in_mistake,
     theta_out_mistake,
 )
 from .model import GiB, ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
@@ -62,5 +63,6 @@ __all__ = [
     "plan_migration",
     "scale_in_candidate",
     "scale_out_needed",
+    "theta_in_mistake",
     "theta_out_mistake",
 ]

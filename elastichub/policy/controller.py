@@ -99,6 +99,16 @@ def theta_out_mistake(value: float) -> str | None:
     return None
 
 
+def theta_in_mistake(theta_in: object, theta_out: float) -> str | None:
+    """Why a strategy's theta_in (the gap below theta_out kept after a
+    scale-in) is surely not meant with this theta_out, or None: above it,
+    no node would ever be scaled in. The strategy itself takes it."""
+    if not isinstance(theta_in, (int, float)) or isinstance(theta_in, bool) or not theta_in > theta_out:
+        return None
+    return (f"theta_in {theta_in:g} is the gap below theta_out kept after a scale-in: above theta_out "
+            f"{theta_out:g} no node would ever be scaled in (default 5)")
+
+
 class Strategy(Protocol):
     """A scaling policy: pure, deterministic, clock passed in."""
 

@@ -118,7 +118,7 @@ def _list(option: str, text: str) -> list[str]:
 
 
 def _parse(args: argparse.Namespace):
-    from ..policy import STRATEGIES, theta_out_mistake
+    from ..policy import STRATEGIES, theta_in_mistake, theta_out_mistake
     from .params import ClusterParams
     from .runner import MODES
     from .workload import LifetimeModel, workload_names
@@ -170,7 +170,12 @@ def _parse(args: argparse.Namespace):
     workload = args.workload or "paper"
     if not args.trace and workload not in workload_names():
         raise UsageError(f"--workload: unknown workload {workload!r}: choose from {', '.join(workload_names())}")
-    return params, lifetime_model, policies, modes, thetas, seed, days, workload, _options(args.option, policies)
+    options = _options(args.option, policies)
+    if args.theta_out is not None or not args.tune:  # --tune's own grid leaves out what these refuse
+        for theta in thetas:  # the orchestrator refuses it: a run of it would tune nothing it can run
+            if theta_in_mistake(options.get("theta_in"), theta):
+                raise UsageError(f"--option: {theta_in_mistake(options.get('theta_in'), theta)}")
+    return params, lifetime_model, policies, modes, thetas, seed, days, workload, options
 
 
 def _options(texts: list[str], policies: list[str]) -> dict:

@@ -111,10 +111,15 @@ def _lifetime_note(workload, spec, params) -> str | None:
 
 def run_tune(args, workload, params, seed: int, thetas: list[float], options: dict, policy: str, mode: str,
              slo_p95: float, slo_max: float | None) -> int:
+    from ..policy import theta_in_mistake
     from .report import format_table, is_terminal
     from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune
 
-    specs = grid(policy, mode, THETA_OUT_GRID if args.theta_out is None else thetas, options)
+    if args.theta_out is None:  # the orchestrator refuses a theta_in above theta_out: never offer one
+        thetas = [t for t in THETA_OUT_GRID if not theta_in_mistake(options.get("theta_in"), t)]
+        if not thetas:
+            raise UsageError(f"--option: {theta_in_mistake(options.get('theta_in'), THETA_OUT_GRID[-1])}")
+    specs = grid(policy, mode, thetas, options)
     processes = os.cpu_count() or 1
     started = time.perf_counter()
     out = Path(args.out or "tune")

@@ -243,3 +243,29 @@ def test_an_ended_value_is_read_in_any_case_and_a_typo_is_an_error(tmp_path):
     with pytest.raises(TraceError, match=r"c2.csv line 2, column ended: 'bogus' is not one of stop, hub-shutdown"):
         load_trace(write_csv(tmp_path / "c2.csv", "arrival_s,duration_s,cpu,ram_gib,ended\n0,50,1,2,bogus\n"),
                    SMALL.node_shapes)
+
+
+def test_a_theta_in_the_orchestrator_refuses_is_refused_and_never_tuned_into_its_config(tmp_path, capsys):
+    """theta_in above theta_out: the orchestrator stops at start on it, so a
+    run of it says nothing an admin can use, and --tune used to print it as
+    the config to paste."""
+    from elastichub.orchestrator.app import ElasticOrchestrator
+
+    quiet = write_csv(tmp_path / "quiet.csv", QUIET)
+    with pytest.raises(SystemExit):
+        main(["simulate", "--trace", str(quiet), "--theta-out", "80", "--option", "theta_in=85"])
+    assert "--option: theta_in 85 is the gap below theta_out kept after a scale-in: above theta_out 80" in \
+        capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["simulate", "--trace", str(quiet), "--tune", "--slo-p95-wait", "60", "--option", "theta_in=97"])
+    assert "--option: theta_in 97 is the gap below theta_out" in capsys.readouterr().err
+    code = main(["simulate", "--trace", str(quiet), "--tune", "--slo-p95-wait", "60", "--option", "theta_in=85",
+                 "--out", str(tmp_path / "tuned"), "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {r["theta_out"] for r in doc["runs"]} == {85.0, 90.0, 95.0}
+    app = ElasticOrchestrator()
+    for line in doc["config"]:  # what the admin pastes: the orchestrator builds its strategy from it
+        name, value = line.removeprefix("c.ElasticOrchestrator.").split(" = ", 1)
+        setattr(app, name, ast.literal_eval(value))
+    assert app.build_strategy().theta_in == 85.0
