@@ -16,6 +16,7 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
+import difflib
 import errno
 import logging
 import os
@@ -493,6 +494,7 @@ class ElasticOrchestrator(Application):
         super().initialize(argv)
         if not self.generate_config:
             self._read_config_file()
+        self._check_names()
         # The modules log under "elastichub": through the Application's handler, at its level.
         package_log = logging.getLogger("elastichub")
         package_log.handlers = list(self.log.handlers)
@@ -515,6 +517,22 @@ class ElasticOrchestrator(Application):
                 f"config file {path} failed ({type(e).__name__}: {e}): nothing of it is used. As a hub-managed "
                 "service the orchestrator starts with a clean environment: give what the file reads from "
                 "os.environ in the service's 'environment', or the orchestrator a config file of its own") from None
+
+    def _check_names(self) -> None:
+        """A misspelt setting (`c.ElasticOrchestrator.dryrun = True`) or
+        class name is an error: traitlets only warns, and the orchestrator
+        would run on the default, a dry run left real without a word."""
+        settings = self.class_trait_names(config=True)
+        for key in self.config.get(self.__class__.__name__, {}):
+            if key not in settings:
+                hint = difflib.get_close_matches(key, settings, n=1)
+                raise StartupError(f"ElasticOrchestrator.{key}: no such setting"
+                                   + (f" (did you mean {hint[0]}?)" if hint else "; --help-all lists them"))
+        for section in self.config:
+            if section != self.__class__.__name__ and difflib.get_close_matches(
+                    section, [self.__class__.__name__], n=1, cutoff=0.8):
+                raise StartupError(f"{section}.{', '.join(self.config[section]) or '...'}: no class {section} "
+                                   f"(did you mean {self.__class__.__name__}?)")
 
     @default("log_level")
     def _log_level(self):

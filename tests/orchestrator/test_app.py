@@ -78,6 +78,11 @@ def one_error_line(result) -> str:
     # the hub's config file read by the service, which gets a clean environment: not silently the defaults
     (["--config=hub.py"], "config file hub.py failed (KeyError: 'GITHUB_CLIENT_SECRET'): nothing of it is used"),
     (["--config=typed.py"], "The 'theta_out' trait of an ElasticOrchestrator instance expected a float"),
+    # a misspelt setting or class: traitlets only warned, and the orchestrator ran on the default (no dry run)
+    (["--ElasticOrchestrator.dryrun=True"], "ElasticOrchestrator.dryrun: no such setting (did you mean dry_run?)"),
+    (["--config=misspelt.py"], "ElasticOrchestrator.thetaout: no such setting (did you mean theta_out?)"),
+    (["--config=misnamed.py"], "ElasticOrchestartor.dry_run: no class ElasticOrchestartor (did you mean "
+                               "ElasticOrchestrator?)"),
 ])
 def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib\nTue,10:00,100,1,2\n")
@@ -86,6 +91,8 @@ def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "hub.py").write_text("import os\nc.ElasticOrchestrator.dry_run = True\n"
                                      "c.GitHubOAuthenticator.client_secret = os.environ['GITHUB_CLIENT_SECRET']\n")
     (tmp_path / "typed.py").write_text("c.ElasticOrchestrator.theta_out = 'high'\n")
+    (tmp_path / "misspelt.py").write_text("c.ElasticOrchestrator.log_level = 'DEBUG'\nc.ElasticOrchestrator.thetaout = 85\n")
+    (tmp_path / "misnamed.py").write_text("c.ElasticOrchestartor.dry_run = True\n")
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
 
 
