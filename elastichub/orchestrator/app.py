@@ -306,6 +306,13 @@ class ElasticOrchestrator(Application):
             default = Resources(parse_cpu(self.cloud_node_cpu) / 1000, float(parse_memory(self.cloud_node_memory)))
         except QuantityError as e:
             raise StartupError(f"ElasticOrchestrator.cloud_node_cpu / cloud_node_memory: {e}") from None
+        for name, value in (("cloud_node_cpu", default.cpu), ("cloud_node_memory", default.ram)):
+            if not value > 0:  # a node that adds nothing: every VM of the pool would be booted for one burst
+                raise StartupError(f"ElasticOrchestrator.{name}: {getattr(self, name)!r} is nothing; a pool VM's "
+                                   "allocatable must be above 0 (e.g. cloud_node_cpu '4', cloud_node_memory '16Gi')")
+        if default.ram < 64 * 2**20:  # a quantity without unit is bytes: "16" for 16 GiB
+            raise StartupError(f"ElasticOrchestrator.cloud_node_memory: {self.cloud_node_memory!r} is "
+                               f"{default.ram:g} bytes, less than any node has: give a unit, e.g. '16Gi'")
         return Settings(
             tmon=self.tmon, boot_timeout=self.boot_timeout, boot_backoff=self.boot_backoff,
             boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),

@@ -50,6 +50,11 @@ def one_error_line(result) -> str:
     (["--theta-out=800"], "theta_out is a percentage of RAM occupancy, at most 100; at 800 no cloud node would"),
     (["--ElasticOrchestrator.cloud_node_mapping=label"], "cloud_node_mapping"),
     (["--ElasticOrchestrator.cloud_node_memory=big"], "cloud_node_memory"),
+    (["--ElasticOrchestrator.cloud_node_memory=0"], "ElasticOrchestrator.cloud_node_memory: '0' is nothing; a pool "
+                                                    "VM's allocatable must be above 0"),
+    (["--ElasticOrchestrator.cloud_node_cpu=0m"], "ElasticOrchestrator.cloud_node_cpu: '0m' is nothing"),
+    (["--ElasticOrchestrator.cloud_node_memory=16"], "ElasticOrchestrator.cloud_node_memory: '16' is 16 bytes, less "
+                                                     "than any node has: give a unit, e.g. '16Gi'"),
     (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),
     (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
     (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
