@@ -376,6 +376,8 @@ class ElasticOrchestrator(Application):
             except OSError as e:
                 raise StartupError(f"ElasticOrchestrator.history_file: cannot write {self.history_file} "
                                    f"({e.strerror or e})") from None
+            except ValueError as e:
+                raise StartupError(f"ElasticOrchestrator.history_file: {e}") from None
         cloud = self.build_cloud()
         api, core = await self._kube()
         closers = [api.close]

@@ -141,9 +141,17 @@ class HistoryFile:
         self.written = 0
 
     def check(self) -> None:
-        """OSError unless the file can be appended to (called at start-up)."""
+        """OSError unless the file can be appended to; ValueError if it holds
+        other columns (called at start-up): rows appended under another
+        header (a trace of `elastichub trace`, say) would not replay."""
         with open(self.path, "a", encoding="utf-8"):
             pass
+        with open(self.path, "rb") as f:
+            first = f.readline().decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+        header = [name.strip().lower() for name in first.split(",")]
+        if first and tuple(header) != COLUMNS:
+            raise ValueError(f"{self.path} holds the columns {first[:200]!r}, not a history's "
+                             f"{','.join(COLUMNS)}: rows appended there would not replay; give a new file")
 
     def append(self, rows: list[dict]) -> None:
         """Write `rows` and any left from a failed write; OSError if it fails again."""

@@ -73,6 +73,8 @@ def one_error_line(result) -> str:
     (["--policy=paper", "--ElasticOrchestrator.calendar_file=t.csv"], "policy 'paper' takes no timetable"),
     (["--ElasticOrchestrator.history_file=no/such/dir/h.csv"],
      "history_file: cannot write no/such/dir/h.csv (No such file or directory)"),
+    (["--ElasticOrchestrator.history_file=t.csv"], "ElasticOrchestrator.history_file: t.csv holds the columns "
+                                                    "'day,time,users,cpu,ram_gib', not a history's"),
     (["--ElasticOrchestrator.tier_label=my tier"], "tier_label: 'my tier' is not a Kubernetes label key"),
     (["--ElasticOrchestrator.onprem_tier=cloud"], "onprem_tier: 'cloud' is the other tier's value too"),
     (["--ElasticOrchestrator.cloud_tier=Cloud Nodes"], "cloud_tier: 'Cloud Nodes' is not a Kubernetes label value"),

@@ -116,6 +116,24 @@ def test_the_file_is_a_trace_the_simulator_replays(tmp_path):
         assert [int(r["waited_s"]) for r in csv.DictReader(f)] == [10, 300]
 
 
+def test_a_file_of_other_columns_is_refused_at_start_and_the_history_of_a_restart_appends(tmp_path):
+    """A trace of `elastichub trace` given as history_file: rows appended
+    under its header put waited_s under `ended`, and the file no longer
+    replays. The orchestrator's own file, restarted, appends."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival,duration_s,cpu,ram_gib,user,server,spawn_s,ended\n"
+                     "2027-01-15T08:00:00+00:00,60,1,2,a,,3.2,stop\n")
+    with pytest.raises(ValueError, match=r"trace.csv holds the columns 'arrival,duration_s,cpu,ram_gib,user,server,"
+                                         r"spawn_s,ended', not a history's arrival,duration_s,cpu,ram_gib,user,"
+                                         r"server,waited_s: rows appended there would not replay; give a new file"):
+        HistoryFile(str(trace)).check()
+    own = tmp_path / "history.csv"
+    HistoryFile(str(own)).check()  # new: fine, and so is an empty one
+    HistoryFile(str(own)).append([{"arrival": "2027-01-15T08:00:00+00:00", "duration_s": 60, "cpu": "1",
+                                   "ram_gib": "2", "user": "a", "server": "", "waited_s": 0}])
+    HistoryFile(str(own)).check()
+
+
 def test_a_failed_write_keeps_its_rows_for_the_next(tmp_path):
     path = tmp_path / "history.csv"
     path.mkdir()  # as unwritable as a full disk
