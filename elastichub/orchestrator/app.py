@@ -250,6 +250,9 @@ class ElasticOrchestrator(Application):
         """The strategy, with the timetable of calendar_file if one is set
         (`now`: the clock it starts at, for the first day's classes)."""
         timetable = self.load_timetable()
+        if "schedule" in self.policy_options:  # an empty one was dropped, others refused in internal terms
+            raise StartupError("ElasticOrchestrator.policy_options: 'schedule' is not set here: the timetable is "
+                               "ElasticOrchestrator.calendar_file, a CSV of day,time,users,cpu,ram_gib")
         mistake = theta_in_mistake(self.policy_options.get("theta_in"), self.theta_out)
         if mistake:
             raise StartupError(f"ElasticOrchestrator.policy_options: {mistake}")

@@ -64,6 +64,8 @@ def one_error_line(result) -> str:
      "policy 'elastic' has no option 'no_such_option': its options are boot_s, delay_after_add_s"),
     (["--policy=paper", "--ElasticOrchestrator.policy_options={'boot_s': 290}"],
      "policy 'paper' has no option 'boot_s': it takes none"),
+    (["--ElasticOrchestrator.policy_options={'schedule': []}"], "policy_options: 'schedule' is not set here: the "
+                                                                "timetable is ElasticOrchestrator.calendar_file"),
     (["--policy=calendar"], "policy 'calendar' needs ElasticOrchestrator.calendar_file"),
     (["--ElasticOrchestrator.calendar_file=absent.csv"], "calendar_file: cannot read absent.csv"),
     (["--ElasticOrchestrator.calendar_file=t.csv", "--ElasticOrchestrator.calendar_timezone=Mars/Olympus"],
