@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import io
+import itertools
 import json
 import math
 import re
@@ -147,20 +149,34 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
         yield name, number, at, m["message"]
 
 
+def _in_order(logs, zone: zoneinfo.ZoneInfo):
+    """The entries of every log, oldest file first (by its first line), one
+    line at a time: a hub's log of a term is gigabytes, read twice (its first
+    line, then the whole) rather than held. LogError for files that overlap."""
+    firsts = []
+    for name, lines in logs:
+        first = next(_entries(name, lines, zone), None)
+        if first is not None:
+            firsts.append((first[2].astimezone(timezone.utc), len(firsts), name, lines))
+    before = None  # (name, first local time, last local time) of the file read before
+    for _, _, name, lines in sorted(firsts):
+        first = last = None
+        for entry in _entries(name, lines, zone):
+            if first is None:
+                first = entry[2]
+                if before and first.astimezone(timezone.utc) < before[2].astimezone(timezone.utc) - _JITTER:
+                    raise LogError(f"{name} (from {first:%Y-%m-%d %H:%M}) overlaps {before[0]} (to "
+                                   f"{before[2]:%Y-%m-%d %H:%M}): give each log once")
+            last = entry[2]
+            yield entry
+        before = (name, first, last)
+
+
 def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
     """Pair each server's start with its end. `logs`: (name, lines) of each
-    file, in any order: rotated files are read oldest first (by their first
-    line), and files that overlap are refused (LogError)."""
-    streams = []
-    for name, lines in logs:
-        entries = list(_entries(name, lines, zone))
-        if entries:
-            streams.append(entries)
-    streams.sort(key=lambda entries: entries[0][2].astimezone(timezone.utc))
-    for before, after in zip(streams, streams[1:]):
-        if after[0][2].astimezone(timezone.utc) < before[-1][2].astimezone(timezone.utc) - _JITTER:
-            raise LogError(f"{after[0][0]} (from {after[0][2]:%Y-%m-%d %H:%M}) overlaps {before[0][0]} (to "
-                           f"{before[-1][2]:%Y-%m-%d %H:%M}): give each log once")
+    file, in any order, each `lines` read twice (a list, or a LogFile):
+    rotated files are read oldest first (by their first line), and files
+    that overlap are refused (LogError)."""
     out = Sessions()
     running: dict[str, tuple[datetime, float]] = {}  # log name -> (ready at, spawn s)
     ended: list[tuple[str, datetime, float, datetime, str]] = []  # log name, ready, spawn, end, how
@@ -177,7 +193,7 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
         ended.append((name, *running.pop(name), at, how))
         return True
 
-    for _, _, at, message in (entry for entries in streams for entry in entries):
+    for _, _, at, message in _in_order(logs, zone):
         out.first = out.first or at
         out.last = at
         if m := _START.match(message):
@@ -255,26 +271,55 @@ def _row(key: tuple[str, str], ready: datetime, spawn: float, end: datetime, how
             "user": key[0], "server": key[1], "spawn_s": round(spawn, 3), "ended": how}
 
 
-def read_log(name: str) -> list[str]:
-    """The lines of a log file (`-`: standard input), gzip-compressed
-    (logrotate's `compress`) or not. Other binary files are refused by
-    name (ValueError): read as text they would hold no line, silently."""
-    raw = sys.stdin.buffer.read() if name == "-" else open(name, "rb").read()
-    if raw[:2] == b"\x1f\x8b":
+class LogFile:
+    """A log file's lines, read from the disk each time they are iterated
+    (gzip-compressed, as logrotate's `compress`, or not); standard input
+    ("-") is held, as it cannot be read again. Other binary files are
+    refused by name (ValueError): read as text they would hold no line,
+    silently. A file that cannot be read to its end is a LogError there."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._held = sys.stdin.buffer.read() if name == "-" else None
+        with self._open() as f:
+            head = self._guarded(lambda: f.read(65536), ValueError)
+        kind = next((what for magic, what in _BINARY if head.startswith(magic)), None)
+        if kind or b"\x00" in head:
+            raise ValueError(f"{name}: {kind or 'binary'} data, not a text log: give the log itself "
+                             "(plain, or gzip-compressed)")
+
+    def _open(self):
+        if self._held is not None:
+            held = io.BytesIO(self._held)
+            return gzip.GzipFile(fileobj=held) if self._held[:2] == b"\x1f\x8b" else held
+        with open(self.name, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        return gzip.open(self.name, "rb") if gzipped else open(self.name, "rb")  # each closes its file
+
+    def _guarded(self, read, error):
+        """read(), its failures named (`error`: the exception class to raise)."""
         try:
-            raw = gzip.decompress(raw)
+            return read()
         except (OSError, EOFError, zlib.error) as e:
-            raise ValueError(f"{name}: a gzip file that cannot be read ({e})") from None
-    kind = next((what for magic, what in _BINARY if raw.startswith(magic)), None)
-    if kind or b"\x00" in raw[:65536]:
-        raise ValueError(f"{name}: {kind or 'binary'} data, not a text log: give the log itself "
-                         "(plain, or gzip-compressed)")
-    return raw.decode("utf-8", errors="replace").split("\n")
+            if isinstance(e, OSError) and not isinstance(e, gzip.BadGzipFile) and e.errno is not None:
+                raise error(f"{self.name}: cannot read it ({e.strerror})") from None  # the disk's, not the file's
+            raise error(f"{self.name}: a gzip file that cannot be read ({e})") from None
+
+    def __iter__(self):
+        with self._open() as f:
+            lines = iter(f)
+            while line := self._guarded(lambda: next(lines, None), LogError):
+                yield line.decode("utf-8", errors="replace")
+
+
+def read_log(name: str) -> LogFile:
+    """The lines of a log file (`-`: standard input); see LogFile."""
+    return LogFile(name)
 
 
 def _json_lines(lines) -> bool:
     """Whether the log's first lines are JSON records (a JSON log formatter's)."""
-    for line in (line.strip() for line in lines[:20]):
+    for line in (line.strip() for line in itertools.islice(lines, 20)):
         if line.startswith("{"):
             try:
                 return isinstance(json.loads(line), dict)

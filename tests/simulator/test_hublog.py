@@ -263,3 +263,31 @@ def test_json_formatted_logs_are_said_to_be_unsupported(tmp_path):
     done = run_trace(tmp_path, "hub.json", "--cpu", "1", "--ram-gib", "1")
     assert done.returncode == 2
     assert "hub.json: JSON log records, which `elastichub trace` does not read" in done.stderr
+
+
+def test_a_long_log_is_read_a_line_at_a_time(tmp_path):
+    """A term of a busy hub's log is gigabytes: it was held whole, decoded,
+    split and parsed (about 4x its size in memory, 9 GB for 2 GB of log)."""
+    import gzip
+    import tracemalloc
+
+    from elastichub.simulator.hublog import read_log
+
+    busy = "".join(f"[I 2026-12-01 {h:02d}:{m:02d}:{s:02d}.000 JupyterHub log:192] 200 POST "
+                   f"/hub/api/users/user{s}/activity (user{s}@10.1.2.3) 12.34ms\n"
+                   for h in range(10, 14) for m in range(60) for s in range(60))  # 14,400 lines
+    path = tmp_path / "hub.log.gz"
+    path.write_bytes(gzip.compress((LOG.splitlines(keepends=True)[1] + busy * 2 + LOG.splitlines()[-1]).encode(),
+                                   compresslevel=1))  # the day twice: time goes back, the error below
+    path.with_suffix("").write_text(LOG.splitlines(keepends=True)[1] + busy)
+    size = path.with_suffix("").stat().st_size
+    tracemalloc.start()
+    try:
+        s = read_sessions([("hub.log", read_log(str(path.with_suffix(""))))], UTC)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(r["user"], r["ended"]) for r in s.rows] == [("alice", "log-end")]
+    assert peak < size / 4, (peak, size)
+    with pytest.raises(LogError, match="hub.log.gz line 14402: the time goes back"):
+        read_sessions([("hub.log.gz", read_log(str(path)))], UTC)
