@@ -58,6 +58,26 @@ def in_cluster_environ(environ, token_file: str = SERVICE_ACCOUNT_TOKEN) -> dict
     return {**environ, "KUBERNETES_SERVICE_HOST": "kubernetes.default.svc", "KUBERNETES_SERVICE_PORT": "443"}
 
 
+_URL_ENV = {"hub_api_url": "JUPYTERHUB_API_URL", "proxy_url": "ELASTICHUB_PROXY_URL",
+            "service_url": "JUPYTERHUB_SERVICE_URL"}
+
+
+def url_problem(name: str, value: str) -> str | None:
+    """Why a URL setting cannot be used, or None. Checked at start, not when
+    first used: a port out of range was a traceback once the hub and the
+    cluster answered, and "hub:10101" (no scheme) served on port 80."""
+    if name == "service_url" and not value:
+        return None  # no web server
+    url = urlparse(value)
+    try:
+        url.port
+    except ValueError as e:
+        return f"ElasticOrchestrator.{name}: {value!r}: {e}"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"ElasticOrchestrator.{name}: {value!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:10101)"
+    return None
+
+
 class StartupError(Exception):
     """Something the orchestrator needs is missing or unreachable at start: one line says what."""
 
@@ -244,6 +264,13 @@ class ElasticOrchestrator(Application):
             raise TraitError(f"ElasticOrchestrator.cloud_node_mapping must be 'name' or 'tag:KEY', not {value!r}")
         return value
 
+    @validate("hub_api_url", "proxy_url", "service_url")
+    def _url(self, proposal):
+        problem = url_problem(proposal["trait"].name, proposal["value"])
+        if problem:
+            raise TraitError(problem)
+        return proposal["value"]
+
     # -- wiring -----------------------------------------------------------------------------
 
     def build_strategy(self, now: float | None = None):
@@ -371,6 +398,10 @@ class ElasticOrchestrator(Application):
 
         strategy = self.build_strategy()
         settings = self.settings()
+        for name in ("hub_api_url", "proxy_url", "service_url"):  # defaults from the environment are not validated
+            problem = url_problem(name, getattr(self, name))
+            if problem:
+                raise StartupError(problem + f" (from ${_URL_ENV[name]})")
         history = None
         if self.history_file:
             history = HistoryFile(self.history_file)

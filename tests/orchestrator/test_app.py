@@ -80,6 +80,13 @@ def one_error_line(result) -> str:
     (["--ElasticOrchestrator.tier_label=my tier"], "tier_label: 'my tier' is not a Kubernetes label key"),
     (["--ElasticOrchestrator.onprem_tier=cloud"], "onprem_tier: 'cloud' is the other tier's value too"),
     (["--ElasticOrchestrator.cloud_tier=Cloud Nodes"], "cloud_tier: 'Cloud Nodes' is not a Kubernetes label value"),
+    # a port out of range was a traceback once the hub answered; no scheme served on port 80
+    (["--ElasticOrchestrator.service_url=http://127.0.0.1:99999"],
+     "ElasticOrchestrator.service_url: 'http://127.0.0.1:99999': Port out of range 0-65535"),
+    (["--ElasticOrchestrator.service_url=hub:10101"],
+     "ElasticOrchestrator.service_url: 'hub:10101' is not an http(s) URL with a host"),
+    (["--ElasticOrchestrator.proxy_url=proxy-public"],
+     "ElasticOrchestrator.proxy_url: 'proxy-public' is not an http(s) URL with a host"),
     (["--config=absent.py"], "--config absent.py: no such file"),
     (["--kubeconfig=absent.yaml"], "ElasticOrchestrator.kubeconfig absent.yaml: no such file"),
     (["--cloud-driver=ec2"], "cloud driver 'ec2' rejected its arguments: TypeError: EC2NodeDriver.__init__() missing 1 "
@@ -290,3 +297,13 @@ async def test_a_service_url_naming_a_service_in_front_of_the_pod_listens_on_eve
         assert answer.code == 200, answer
     finally:
         server.stop()
+
+
+def test_a_bad_url_from_the_environment_is_one_line_naming_the_variable(tmp_path):
+    import os
+
+    env = {**os.environ, "JUPYTERHUB_SERVICE_URL": "hub:10101"}
+    result = subprocess.run([sys.executable, "-m", "elastichub", "orchestrator", "--kubeconfig=absent.yaml"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=30, env=env)
+    assert ("ElasticOrchestrator.service_url: 'hub:10101' is not an http(s) URL with a host (e.g. "
+            "http://127.0.0.1:10101) (from $JUPYTERHUB_SERVICE_URL)") in one_error_line(result)
