@@ -93,6 +93,10 @@ def load_calendar(path: str | Path, nodes: list[Resources] | None = None) -> tup
         raise ValueError(f"calendar file {path}: cannot read ({e})") from None
     if not rows:
         raise ValueError(f"calendar file {path}: no classes (expected a header start,users,cpu,ram_gib and rows)")
+    if "start" not in rows[0] and {"day", "time"} <= rows[0].keys():  # the orchestrator's weekly timetable
+        raise ValueError(f"calendar file {path} line 1: columns day,time are a weekly timetable (the "
+                         "orchestrator's calendar_file); a simulated calendar names each class's start, seconds "
+                         "or 'D HH:MM' from the replay's start (start,users,cpu,ram_gib)")
     classes = parse_schedule(rows, source=f"calendar file {path}")
     if nodes is not None:
         from .trace import check_fits

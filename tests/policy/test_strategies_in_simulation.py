@@ -129,6 +129,13 @@ def test_a_calendar_reads_as_spreadsheets_save_it_as_a_trace_does(tmp_path):
         load_calendar(legacy)
 
 
+def test_the_orchestrators_weekly_timetable_given_as_a_calendar_is_named(tmp_path):
+    weekly = _saved(tmp_path / "weekly.csv", "day,time,users,cpu,ram_gib\nTue,10:00,140,1,2\n")
+    with pytest.raises(ValueError, match=r"weekly.csv line 1: columns day,time are a weekly timetable \(the "
+                                         r"orchestrator's calendar_file\); a simulated calendar names each class's"):
+        load_calendar(weekly)
+
+
 def _saved(path, text: str):
     path.write_text(text, newline="")
     return path
