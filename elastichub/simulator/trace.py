@@ -157,18 +157,20 @@ def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
 
 def _idle_warning(path: Path, rows: list[tuple], horizon_s: int) -> str | None:
     """A warning when nobody is on the hub for more than IDLE_WARN_DAYS
-    between two sessions (rows: arrival s, duration s, request, line, ...)."""
-    longest, busy_until, after, before = 0, None, None, None
+    between two sessions, or from the replay's start to the first arrival
+    (rows: arrival s, duration s, request, line, ...)."""
+    longest, busy_until, after, before = 0, (0, None), None, None  # (time, line): the start counts as busy
     for arrival, duration, _, line, *_ in sorted(rows, key=lambda r: r[0]):
-        if busy_until is not None and arrival - busy_until[0] > longest:
+        if arrival - busy_until[0] > longest:
             longest, after, before = arrival - busy_until[0], busy_until[1], line
-        if busy_until is None or arrival + duration > busy_until[0]:
+        if arrival + duration > busy_until[0]:
             busy_until = (arrival + duration, line)
     if longest <= IDLE_WARN_DAYS * DAY_S:
         return None
-    return (f"{path}: nobody is on the hub for {longest / DAY_S:,.0f} days, from the end of line {after}'s "
-            f"session to line {before}'s arrival ({longest / horizon_s:.0%} of the {horizon_s / DAY_S:,.0f} days "
-            "replayed, each simulated): a wrong date?")
+    since = "the replay's start (arrival_s 0)" if after is None else f"the end of line {after}'s session"
+    return (f"{path}: nobody is on the hub for {longest / DAY_S:,.0f} days, from {since} to line {before}'s "
+            f"arrival ({longest / horizon_s:.0%} of the {horizon_s / DAY_S:,.0f} days replayed, each simulated): "
+            "a wrong date?")
 
 
 def _text(path: Path) -> str:

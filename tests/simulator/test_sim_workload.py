@@ -230,3 +230,8 @@ def test_a_trace_idle_for_months_warns_of_a_wrong_date(tmp_path):
     assert load_trace(path, LARGEST, horizon_s=3600).meta["warnings"] == []  # --days: the span is the admin's
     busy = write_csv(tmp_path / "b.csv", "arrival_s,duration_s,cpu,ram_gib\n0,3600,1,2\n86400,3600,1,2\n")
     assert load_trace(busy, LARGEST).meta["warnings"] == []
+    # before the first arrival too: seconds counted from another start (200 days: 27 s a run, none said)
+    late = write_csv(tmp_path / "l.csv", "arrival_s,duration_s,cpu,ram_gib\n17283600,3600,1,2\n17280000,3600,1,2\n")
+    (warning,) = load_trace(late, LARGEST).meta["warnings"]
+    assert warning.startswith(f"{late}: nobody is on the hub for 200 days, from the replay's start (arrival_s 0) "
+                              "to line 3's arrival (100% of the 200 days replayed")
