@@ -15,9 +15,10 @@ then one row per server:
   `log-end` and `hub-shutdown` mark sessions their users did not end, which
   the lifetime model leaves out (`workload.lifetime_estimate`)
 
-Rows need not be sorted. Columns may be separated by ';' or tabs instead of
-',', numbers then written with a decimal comma (what spreadsheets export in
-many locales). Every error names the file, the line and the column.
+Rows need not be sorted (a repeated header, files joined, is skipped).
+Columns may be separated by ';' or tabs instead of ',', numbers then
+written with a decimal comma (what spreadsheets export in many locales).
+Every error names the file, the line and the column.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request, line)
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
+            continue
+        if [cell.strip().lower() for cell in row] == header:  # histories joined with cat: each has its header
             continue
         if len(row) > len(header):
             raise TraceError(f"{path} line {line_no}: {len(row)} values for {len(header)} columns (a decimal comma "

@@ -235,3 +235,13 @@ def test_a_trace_idle_for_months_warns_of_a_wrong_date(tmp_path):
     (warning,) = load_trace(late, LARGEST).meta["warnings"]
     assert warning.startswith(f"{late}: nobody is on the hub for 200 days, from the replay's start (arrival_s 0) "
                               "to line 3's arrival (100% of the 200 days replayed")
+
+
+def test_histories_joined_with_cat_read_as_one(tmp_path):
+    """Each week's history_file has its header; `cat week*.csv` put the
+    second one among the rows: 'line 3, column duration_s: not a number'."""
+    week = "arrival,duration_s,cpu,ram_gib,user,server,waited_s\n"
+    path = write_csv(tmp_path / "all.csv", week + "2026-12-01T09:00:00+00:00,3600,1,2,a,,0\n"
+                                           + week + "2026-12-08T09:00:00+00:00,1800,1,2,b,,0\n")
+    trace = load_trace(path, LARGEST)
+    assert [(r.arrival_s, r.duration_s) for r in trace.requests] == [(9 * 3600, 3600), (7 * 86400 + 9 * 3600, 1800)]
