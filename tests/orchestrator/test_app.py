@@ -107,7 +107,8 @@ def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "hub.py").write_text("import os\nc.ElasticOrchestrator.dry_run = True\n"
                                      "c.GitHubOAuthenticator.client_secret = os.environ['GITHUB_CLIENT_SECRET']\n")
     (tmp_path / "typed.py").write_text("c.ElasticOrchestrator.theta_out = 'high'\n")
-    (tmp_path / "misspelt.py").write_text("c.ElasticOrchestrator.log_level = 'DEBUG'\nc.ElasticOrchestrator.thetaout = 85\n")
+    (tmp_path / "misspelt.py").write_text("c.ElasticOrchestrator.log_level = 'DEBUG'\n"
+                                          "c.ElasticOrchestrator.thetaout = 85\n")
     (tmp_path / "misnamed.py").write_text("c.ElasticOrchestartor.dry_run = True\n")
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
 

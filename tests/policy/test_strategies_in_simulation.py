@@ -125,7 +125,7 @@ def test_a_calendar_reads_as_spreadsheets_save_it_as_a_trace_does(tmp_path):
     assert load_calendar(unicode_text) == (c,)
     legacy = tmp_path / "latin1.csv"
     legacy.write_bytes("start,users,cpu,ram_gib,name\n1 10:00,140,1,2,Einf\u00fchrung\n".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin1.csv line 2: not UTF-8 text \(byte 0xfc\): save the file as CSV UTF-8"):
+    with pytest.raises(ValueError, match=r"latin1.csv line 2: not UTF-8 text \(byte 0xfc\): save the file as CSV"):
         load_calendar(legacy)
 
 
