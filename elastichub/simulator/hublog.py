@@ -37,6 +37,7 @@ import io
 import itertools
 import json
 import math
+import os
 import re
 import sys
 import zlib
@@ -353,6 +354,9 @@ def run(args: argparse.Namespace) -> int:
         zone = zoneinfo.ZoneInfo(args.timezone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise UsageError(f"--timezone: unknown time zone {args.timezone!r} (e.g. UTC, Europe/Berlin)") from None
+    if args.out and os.path.exists(args.out) and any(
+            name != "-" and os.path.exists(name) and os.path.samefile(name, args.out) for name in args.logs):
+        raise UsageError(f"--out {args.out} is a log given to read: writing the trace there would replace it")
     logs = []
     for name in args.logs:
         try:

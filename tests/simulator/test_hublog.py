@@ -291,3 +291,12 @@ def test_a_long_log_is_read_a_line_at_a_time(tmp_path):
     assert peak < size / 4, (peak, size)
     with pytest.raises(LogError, match="hub.log.gz line 14402: the time goes back"):
         read_sessions([("hub.log.gz", read_log(str(path)))], UTC)
+
+
+def test_a_trace_written_over_its_own_log_is_refused(tmp_path):
+    """`--out hub.log` (a slip for hub.csv) replaced the log with the trace: the history was gone."""
+    (tmp_path / "hub.log").write_text(LOG)
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "./hub.log")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "elastichub trace: error: --out ./hub.log is a log given to read: writing the trace there would replace it"]
+    assert (tmp_path / "hub.log").read_text() == LOG
