@@ -374,6 +374,9 @@ def run(args: argparse.Namespace) -> int:
         if json_logs:
             raise UsageError(f"{', '.join(json_logs)}: JSON log records, which `elastichub trace` does not read: "
                              "give the hub's plain log (JupyterHub's default format)")
+        empty = [name for name, lines in logs if not any(line.strip() for line in lines)]
+        if len(empty) == len(logs):  # `kubectl logs` of the wrong pod or container, or a log rotated away
+            raise UsageError(f"{', '.join(empty)}: empty, not a line in it")
         raise UsageError(f"no server start found in {', '.join(args.logs)}: is it JupyterHub's log? (lines like "
                          "'[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start')")
     for row in sessions.rows:

@@ -300,3 +300,11 @@ def test_a_trace_written_over_its_own_log_is_refused(tmp_path):
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "elastichub trace: error: --out ./hub.log is a log given to read: writing the trace there would replace it"]
     assert (tmp_path / "hub.log").read_text() == LOG
+
+
+def test_an_empty_log_is_said_to_be_empty(tmp_path):
+    """Not 'no server start found ... is it JupyterHub's log?': there is no line at all to judge."""
+    (tmp_path / "hub.log").write_text("\n")
+    done = run_trace(tmp_path, "hub.log", "-", "--cpu", "1", "--ram-gib", "1", stdin="")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "elastichub trace: error: hub.log, standard input: empty, not a line in it"]
