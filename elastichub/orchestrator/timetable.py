@@ -29,7 +29,7 @@ from ..policy.calendar import ScheduledClass, parse_class_row
 
 TIMETABLE_COLUMNS = ("day", "time", "users", "cpu", "ram_gib")  # required; spread_s, name optional
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_TIME = re.compile(r"^(\d{1,2}):(\d{2})$")
+_TIME = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")  # the seconds a spreadsheet adds to a time cell
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +68,11 @@ def parse_timetable(rows: Iterable[Mapping[str, object]], source: str = "timetab
                 raise ValueError(f"{where}: missing column {column!r}")
         weekday, on = _day(str(row["day"]), where)
         m = _TIME.match(str(row["time"]).strip())
-        if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+        if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59 or int(m.group(3) or 0) > 59:
             raise ValueError(f"{where}: column 'time' must be HH:MM (24 h), got {row['time']!r}")
         users, request, spread_s, name = parse_class_row(row, where)
-        entries.append(TimetableEntry(weekday, on, time(int(m.group(1)), int(m.group(2))), users, request,
-                                      spread_s, name))
+        at = time(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+        entries.append(TimetableEntry(weekday, on, at, users, request, spread_s, name))
     if not entries:
         raise ValueError(f"{source}: no classes (expected a header {','.join(TIMETABLE_COLUMNS)} and rows)")
     return tuple(entries)

@@ -83,20 +83,21 @@ def reserved_demand(
     return Resources(cpu, ram)
 
 
-_CLOCK = re.compile(r"^(?:(\d+)\s+)?(\d{1,2}):(\d{2})$")
+_CLOCK = re.compile(r"^(?:(\d+)\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?$")  # seconds: a spreadsheet's time cell
 
 
 def parse_start(text: str) -> float:
     """Seconds in the caller's clock from `SECONDS`, `HH:MM` (day 1) or
-    `D HH:MM` (day D, counted from 1, as the simulator's days)."""
+    `D HH:MM` (day D, counted from 1, as the simulator's days), each clock
+    time with optional `:SS`."""
     text = str(text).strip()
     m = _CLOCK.match(text)
     if m:
         day = int(m.group(1) or 1)
-        hours, minutes = int(m.group(2)), int(m.group(3))
-        if day < 1 or hours > 23 or minutes > 59:
+        hours, minutes, seconds = int(m.group(2)), int(m.group(3)), int(m.group(4) or 0)
+        if day < 1 or hours > 23 or minutes > 59 or seconds > 59:
             raise ValueError(f"not a time: {text!r} (expected D HH:MM, day from 1)")
-        return (day - 1) * DAY_S + hours * 3600.0 + minutes * 60.0
+        return (day - 1) * DAY_S + hours * 3600.0 + minutes * 60.0 + seconds
     try:
         value = float(text)
     except ValueError:

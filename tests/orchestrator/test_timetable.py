@@ -171,6 +171,14 @@ def test_the_file_is_read_again_only_when_it_changes_and_a_bad_edit_is_named_onc
         timetable.changed()
 
 
+def test_a_time_cell_saved_with_its_seconds_reads(tmp_path):
+    """A spreadsheet saves a time cell as 10:00:00: it was 'must be HH:MM'."""
+    (entry,) = parse_timetable([{"day": "Tue", "time": "10:00:00", "users": "5", "cpu": "1", "ram_gib": "2"}])
+    assert entry.at.hour == 10 and entry.at.minute == 0 and entry.at.second == 0
+    with pytest.raises(ValueError, match="column 'time' must be HH:MM"):
+        parse_timetable([{"day": "Tue", "time": "10:00:60", "users": "5", "cpu": "1", "ram_gib": "2"}])
+
+
 def test_a_timetable_reads_as_spreadsheets_save_it(tmp_path):
     """As the simulator's calendar and trace: header case and spaces, blank
     rows below the table, UTF-16; a legacy code page is named by its line."""

@@ -129,6 +129,12 @@ def test_a_calendar_reads_as_spreadsheets_save_it_as_a_trace_does(tmp_path):
         load_calendar(legacy)
 
 
+def test_a_calendar_start_saved_with_its_seconds_reads(tmp_path):
+    """A spreadsheet saves 1 10:00 as 1 10:00:00: it was 'not a time'."""
+    (c,) = load_calendar(_saved(tmp_path / "cal.csv", "start,users,cpu,ram_gib\n2 10:00:30,140,1,2\n"))
+    assert c.start_s == 86400 + 36000 + 30
+
+
 def test_the_orchestrators_weekly_timetable_given_as_a_calendar_is_named(tmp_path):
     weekly = _saved(tmp_path / "weekly.csv", "day,time,users,cpu,ram_gib\nTue,10:00,140,1,2\n")
     with pytest.raises(ValueError, match=r"weekly.csv line 1: columns day,time are a weekly timetable \(the "
