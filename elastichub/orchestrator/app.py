@@ -40,6 +40,7 @@ from .drain import DrainTimeouts
 from .history import HistoryFile
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
+from .urls import URL_ENV, url_problem
 
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -56,26 +57,6 @@ def in_cluster_environ(environ, token_file: str = SERVICE_ACCOUNT_TOKEN) -> dict
     if not os.path.isfile(token_file):
         return None
     return {**environ, "KUBERNETES_SERVICE_HOST": "kubernetes.default.svc", "KUBERNETES_SERVICE_PORT": "443"}
-
-
-_URL_ENV = {"hub_api_url": "JUPYTERHUB_API_URL", "proxy_url": "ELASTICHUB_PROXY_URL",
-            "service_url": "JUPYTERHUB_SERVICE_URL"}
-
-
-def url_problem(name: str, value: str) -> str | None:
-    """Why a URL setting cannot be used, or None. Checked at start, not when
-    first used: a port out of range was a traceback once the hub and the
-    cluster answered, and "hub:10101" (no scheme) served on port 80."""
-    if name == "service_url" and not value:
-        return None  # no web server
-    url = urlparse(value)
-    try:
-        url.port
-    except ValueError as e:
-        return f"ElasticOrchestrator.{name}: {value!r}: {e}"
-    if url.scheme not in ("http", "https") or not url.hostname:
-        return f"ElasticOrchestrator.{name}: {value!r} is not an http(s) URL with a host (e.g. http://127.0.0.1:10101)"
-    return None
 
 
 class StartupError(Exception):
@@ -257,6 +238,15 @@ class ElasticOrchestrator(Application):
             raise TraitError(f"ElasticOrchestrator.{name}: {problem}")
         return value
 
+    @validate("cloud_vm_tags")
+    def _tags(self, proposal):
+        # a VM's tags are text: {"pool": 1} never matched '1', and the pool was empty without a word
+        for key, value in proposal["value"].items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TraitError(f"ElasticOrchestrator.cloud_vm_tags: {key!r}: {value!r} is not text: a VM's tags are "
+                                 f"text, write {str(key)!r}: {str(value)!r} (or what the cloud shows)")
+        return proposal["value"]
+
     @validate("cloud_node_mapping")
     def _mapping(self, proposal):
         value = proposal["value"]
@@ -401,7 +391,7 @@ class ElasticOrchestrator(Application):
         for name in ("hub_api_url", "proxy_url", "service_url"):  # defaults from the environment are not validated
             problem = url_problem(name, getattr(self, name))
             if problem:
-                raise StartupError(problem + f" (from ${_URL_ENV[name]})")
+                raise StartupError(problem + f" (from ${URL_ENV[name]})")
         history = None
         if self.history_file:
             history = HistoryFile(self.history_file)

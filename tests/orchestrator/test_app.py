@@ -49,6 +49,8 @@ def one_error_line(result) -> str:
      "boot_backoff_max (1 s) is below boot_backoff (100 s), the first back-off it caps"),
     (["--theta-out=800"], "theta_out is a percentage of RAM occupancy, at most 100; at 800 no cloud node would"),
     (["--ElasticOrchestrator.cloud_node_mapping=label"], "cloud_node_mapping"),
+    (["--ElasticOrchestrator.cloud_vm_tags={'pool': 1}"], "ElasticOrchestrator.cloud_vm_tags: 'pool': 1 is not text: a "
+                                                         "VM's tags are text, write 'pool': '1'"),
     (["--ElasticOrchestrator.cloud_node_memory=big"], "cloud_node_memory"),
     (["--ElasticOrchestrator.cloud_node_memory=0"], "ElasticOrchestrator.cloud_node_memory: '0' is nothing; a pool "
                                                     "VM's allocatable must be above 0"),
