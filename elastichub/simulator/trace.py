@@ -135,6 +135,8 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
         end = max(r.arrival_s + r.duration_s for r in requests)
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
         warning = _idle_warning(path, rows, horizon_s)
+    else:
+        _check_cut(path, rows, horizon_s, since)
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})",
                     meta={"warnings": [warning] if warning else []})
@@ -156,6 +158,17 @@ def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
     shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
     raise TraceError(f"{where}: {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): "
                      "it could never run")
+
+
+def _check_cut(path: Path, rows: list[tuple], horizon_s: int, since: str) -> None:
+    """A replay (`--days`) that ends before any server arrives is an error: a
+    run of nothing, and --tune choosing on nothing (rows: arrival s, ...,
+    line, ...). One that leaves some out is the admin's choice."""
+    arrival, _, _, line, *_ = min(rows, key=lambda r: r[0])
+    if arrival >= horizon_s:
+        raise TraceError(f"{path} line {line}: the first server arrives {arrival:,} s ({arrival / HOUR_S:.3g} h) "
+                         f"after the replay's start{since.replace(', from', ' at')}, after its end at {horizon_s:,} s "
+                         "(--days): nothing to replay")
 
 
 def _idle_warning(path: Path, rows: list[tuple], horizon_s: int) -> str | None:

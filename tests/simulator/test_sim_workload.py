@@ -227,7 +227,7 @@ def test_a_trace_idle_for_months_warns_of_a_wrong_date(tmp_path):
     (warning,) = load_trace(path, LARGEST).meta["warnings"]
     assert warning.startswith(f"{path}: nobody is on the hub for 365 days, from the end of line 3's session to "
                               "line 2's arrival")
-    assert load_trace(path, LARGEST, horizon_s=3600).meta["warnings"] == []  # --days: the span is the admin's
+    assert load_trace(path, LARGEST, horizon_s=11 * 3600).meta["warnings"] == []  # --days: the span is the admin's
     busy = write_csv(tmp_path / "b.csv", "arrival_s,duration_s,cpu,ram_gib\n0,3600,1,2\n86400,3600,1,2\n")
     assert load_trace(busy, LARGEST).meta["warnings"] == []
     # before the first arrival too: seconds counted from another start (200 days: 27 s a run, none said)
@@ -245,3 +245,14 @@ def test_histories_joined_with_cat_read_as_one(tmp_path):
                                            + week + "2026-12-08T09:00:00+00:00,1800,1,2,b,,0\n")
     trace = load_trace(path, LARGEST)
     assert [(r.arrival_s, r.duration_s) for r in trace.requests] == [(9 * 3600, 3600), (7 * 86400 + 9 * 3600, 1800)]
+
+
+def test_a_replay_shorter_than_the_trace_says_what_it_leaves_out(tmp_path):
+    """--days ending before the first arrival ran nothing, and --tune chose on nothing, without a word."""
+    path = write_csv(tmp_path / "t.csv", "arrival,duration_s,cpu,ram_gib\n2026-12-01T19:00:00Z,3600,1,2\n"
+                                         "2026-12-01T18:00:00Z,3600,1,2\n")
+    with pytest.raises(TraceError, match=r"t.csv line 3: the first server arrives 64,800 s \(18 h\) after the "
+                                         r"replay's start at 2026-12-01 00:00\+00:00, after its end at 43,200 s "
+                                         r"\(--days\): nothing to replay"):
+        load_trace(path, LARGEST, horizon_s=43_200)
+    assert len(load_trace(path, LARGEST, horizon_s=68_400).requests) == 2  # the engine replays what arrives in time
