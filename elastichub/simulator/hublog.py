@@ -31,6 +31,7 @@ columns of the orchestrator's `history_file` (docs/simulator.md).
 from __future__ import annotations
 
 import argparse
+import codecs
 import csv
 import gzip
 import io
@@ -274,7 +275,8 @@ def _row(key: tuple[str, str], ready: datetime, spawn: float, end: datetime, how
 
 class LogFile:
     """A log file's lines, read from the disk each time they are iterated
-    (gzip-compressed, as logrotate's `compress`, or not); standard input
+    (gzip-compressed, as logrotate's `compress`, or not; UTF-8, or UTF-16
+    with its byte-order mark); standard input
     ("-") is held, as it cannot be read again. Other binary files are
     refused by name (ValueError): read as text they would hold no line,
     silently. A file that cannot be read to its end is a LogError there."""
@@ -284,8 +286,10 @@ class LogFile:
         self._held = sys.stdin.buffer.read() if name == "-" else None
         with self._open() as f:
             head = self._guarded(lambda: f.read(65536), ValueError)
+        # Windows PowerShell's `kubectl logs ... > hub.log` writes UTF-16 (with its byte-order mark)
+        self._utf16 = head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
         kind = next((what for magic, what in _BINARY if head.startswith(magic)), None)
-        if kind or b"\x00" in head:
+        if kind or (b"\x00" in head and not self._utf16):
             raise ValueError(f"{name}: {kind or 'binary'} data, not a text log: give the log itself "
                              "(plain, or gzip-compressed)")
 
@@ -308,9 +312,10 @@ class LogFile:
 
     def __iter__(self):
         with self._open() as f:
-            lines = iter(f)
+            text = io.TextIOWrapper(f, encoding="utf-16", errors="replace", newline="") if self._utf16 else None
+            lines = iter(text or f)
             while line := self._guarded(lambda: next(lines, None), LogError):
-                yield line.decode("utf-8", errors="replace")
+                yield line if text else line.decode("utf-8", errors="replace")
 
 
 def read_log(name: str) -> LogFile:

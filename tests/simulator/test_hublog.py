@@ -308,3 +308,11 @@ def test_an_empty_log_is_said_to_be_empty(tmp_path):
     done = run_trace(tmp_path, "hub.log", "-", "--cpu", "1", "--ram-gib", "1", stdin="")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "elastichub trace: error: hub.log, standard input: empty, not a line in it"]
+
+
+def test_a_log_saved_by_windows_powershell_is_read(tmp_path):
+    """`kubectl logs deploy/hub > hub.log` in Windows PowerShell writes UTF-16: it was 'binary data'."""
+    (tmp_path / "hub.log").write_text(LOG.replace("\n", "\r\n"), encoding="utf-16", newline="")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 0, done.stderr
+    assert "zoë.o'neil@uni.edu" in done.stdout and "3 server session(s) from 2026-12-01 08:59" in done.stderr
