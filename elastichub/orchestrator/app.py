@@ -332,7 +332,8 @@ class ElasticOrchestrator(Application):
                                    "allocatable must be above 0 (e.g. cloud_node_cpu '4', cloud_node_memory '16Gi')")
         if default.ram < 64 * 2**20:  # a quantity without unit is bytes: "16" for 16 GiB
             raise StartupError(f"ElasticOrchestrator.cloud_node_memory: {self.cloud_node_memory!r} is "
-                               f"{default.ram:g} bytes, less than any node has: give a unit, e.g. '16Gi'")
+                               f"{default.ram:g} bytes, less than any node has (without a unit a quantity is "
+                               "bytes: '16Gi' for 16 GiB)")
         return Settings(
             tmon=self.tmon, boot_timeout=self.boot_timeout, boot_backoff=self.boot_backoff,
             boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),

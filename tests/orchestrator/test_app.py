@@ -56,7 +56,7 @@ def one_error_line(result) -> str:
                                                     "VM's allocatable must be above 0"),
     (["--ElasticOrchestrator.cloud_node_cpu=0m"], "ElasticOrchestrator.cloud_node_cpu: '0m' is nothing"),
     (["--ElasticOrchestrator.cloud_node_memory=16"], "ElasticOrchestrator.cloud_node_memory: '16' is 16 bytes, less "
-                                                     "than any node has: give a unit, e.g. '16Gi'"),
+                                                     "than any node has (without a unit a quantity is bytes"),
     (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),
     (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
     (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
