@@ -159,6 +159,12 @@ class HistoryFile:
         del self.unwritten[:-MAX_UNWRITTEN]
         if not self.unwritten:
             return
+        with open(self.path, "a+b") as f:  # a last line without its end (an editor's): the first row starts anew
+            f.seek(0, os.SEEK_END)
+            if f.tell():
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")
         with open(self.path, "a", encoding="utf-8", newline="") as f:
             writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
             if os.fstat(f.fileno()).st_size == 0:

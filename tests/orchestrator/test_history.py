@@ -134,6 +134,16 @@ def test_a_file_of_other_columns_is_refused_at_start_and_the_history_of_a_restar
     HistoryFile(str(own)).check()
 
 
+def test_a_file_whose_last_line_lost_its_end_gets_its_rows_on_lines_of_their_own(tmp_path):
+    """Edited by hand and saved without the last line's end: the next row was
+    glued to it, one line of 13 values that no longer replayed."""
+    path = tmp_path / "history.csv"
+    path.write_text(",".join(COLUMNS) + "\n2027-01-15T08:00:00+00:00,60,1,2,a,,0")
+    HistoryFile(str(path)).append([{"arrival": "2027-01-15T09:00:00+00:00", "duration_s": 30, "cpu": "1",
+                                    "ram_gib": "2", "user": "b", "server": "", "waited_s": 0}])
+    assert [r.duration_s for r in load_trace(path, [Resources(4, 16 * GiB)]).requests] == [60, 30]
+
+
 def test_a_failed_write_keeps_its_rows_for_the_next(tmp_path):
     path = tmp_path / "history.csv"
     path.mkdir()  # as unwritable as a full disk
