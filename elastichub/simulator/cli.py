@@ -278,6 +278,9 @@ def run(args: argparse.Namespace) -> int:
                                      students=bool(args.calendar), source=f"calendar file {path}")
         except ValueError as e:
             raise UsageError(f"{option}: {e}") from None
+        if args.schedule and "calendar" not in policies:  # it adds nobody: a run without it is the same run
+            print(f"elastichub simulate: warning: --schedule: only policy calendar decides with the timetable; "
+                  f"{', '.join(policies)} run{'s' if len(policies) == 1 else ''} as without it", file=sys.stderr)
 
     if tuning:
         if args.move_method is None:  # tune for the orchestrator as it runs by default

@@ -176,3 +176,17 @@ def test_progress_bar_appears_only_after_a_second(monkeypatch):
 def test_the_move_method_is_read_in_any_case_as_the_orchestrator_reads_it(capsys):
     assert main(["simulate", "--days", "0.05", "--mode", "migration", "--move-method", "LIVE", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["parameters"]["move_method"] == "live"
+
+
+def test_a_schedule_no_policy_of_the_run_uses_is_said_to_change_nothing(tmp_path, capsys):
+    """--schedule with --policy elastic (or --tune, which never tunes calendar) was taken without a word."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_s,duration_s,cpu,ram_gib\n0,7200,1,2\n")
+    timetable = tmp_path / "s.csv"
+    timetable.write_text("start,users,cpu,ram_gib\n00:30,10,1,2\n")
+    assert main(["simulate", "--trace", str(trace), "--schedule", str(timetable), "--mode", "migration"]) == 0
+    assert ("warning: --schedule: only policy calendar decides with the timetable; elastic runs as without it"
+            in capsys.readouterr().err)
+    assert main(["simulate", "--trace", str(trace), "--schedule", str(timetable), "--mode", "migration",
+                 "--policy", "calendar,elastic"]) == 0
+    assert "--schedule" not in capsys.readouterr().err
