@@ -26,7 +26,8 @@ Each is a reduce the namespace pickler uses for objects of one type
   of a map are saved as data (no reduce here);
 - a file object of ``open()``: closed (what ``with open(...) as f`` leaves)
   it comes back closed; open on a file on disk, it is opened again on the
-  same file, in the same mode (never truncating), at the same position,
+  same file, in the same mode (never truncating) and with the same
+  ``newline=`` (idioms3.py), at the same position,
   after a flush of what the notebook wrote. A file gone, or changed since
   (size, mtime; a file opened to append may grow), fails the variable by
   name; a pipe, a terminal or a deleted file is named as not restorable;
@@ -57,7 +58,7 @@ import pickle
 import types
 import typing
 
-from . import idioms2
+from . import idioms2, idioms3
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -385,6 +386,7 @@ def _remap(filename, dtype, mode, offset, shape, order, size, mtime_ns):
 # -- file objects ------------------------------------------------------------------
 
 FILE_CLASSES = frozenset({"TextIOWrapper", "BufferedReader", "BufferedWriter", "BufferedRandom", "FileIO"})
+_UNKNOWN_NEWLINE = "unknown"  # the newline= of a text file its Python could not tell (idioms3.text_newline)
 
 
 def _file_handle(f, user_ns):
@@ -409,6 +411,11 @@ def _file_handle(f, user_ns):
     except OSError as exc:
         raise TypeError(f"an open file handle whose position cannot be read ({exc}); open it again after "
                         "restore") from None
+    if text is not None:  # open() keeps no newline=: read from the file object
+        try:
+            text_args += (idioms3.text_newline(text),)
+        except LookupError:
+            text_args += (_UNKNOWN_NEWLINE,)
     stat = os.stat(path)
     return _reopen, (layers, path, raw.name, raw.mode, text_args, position, stat.st_size, stat.st_mtime_ns)
 
@@ -442,8 +449,14 @@ def _reopen(layers, path, name, raw_mode, text_args, position, size, mtime_ns):
         elif layers == "buffered":
             f = open(fd, raw_mode)
         else:
-            mode, encoding, errors, line_buffering, write_through = text_args
-            f = open(fd, raw_mode.replace("b", ""), encoding=encoding, errors=errors)
+            # a checkpoint of an older kernel has no newline=: open()'s default, as it did
+            mode, encoding, errors, line_buffering, write_through, *newline = text_args
+            newline = newline[0] if newline else None
+            if newline == _UNKNOWN_NEWLINE:
+                _note(f"{name} is opened again with open()'s newline handling: the newline= it was opened with "
+                      "could not be read on that Python (lines ending in \\r\\n may read as \\n)")
+                newline = None
+            f = open(fd, raw_mode.replace("b", ""), encoding=encoding, errors=errors, newline=newline)
             f.reconfigure(line_buffering=line_buffering, write_through=write_through)
             if mode is not None:
                 f.mode = mode

@@ -39,7 +39,7 @@ import os
 import pickle
 import sys
 
-from . import idioms
+from . import idioms, idioms3
 
 
 def reduce_for(kind: type):
@@ -56,7 +56,7 @@ def reduce_for(kind: type):
         return _opened_image
     if kind in _DICT_ITERATORS:
         return _dict_iterator
-    return None
+    return idioms3.reduce_for(kind)  # re.Match
 
 
 def either(first, second):

@@ -1,0 +1,124 @@
+"""More notebook idioms (idioms.py, idioms2.py continued; same shape: a
+reduce per type and its rebuild):
+
+- a ``re.Match`` (``m = re.search(...)``, ``hits = list(re.finditer(...))``):
+  pickle refuses it, and every list holding one went with it. A match is
+  a pure function of its pattern, string, ``pos``, ``endpos`` and where it
+  matched: it is found again the way it was (``match``, ``search``,
+  ``fullmatch`` or one of ``finditer``'s matches) and checked to be the same
+  match (its groups' spans); else it fails by name;
+- the ``newline=`` a text file was opened with (``open(path, newline="")``,
+  as the csv module asks): open() does not say it, and a file opened again
+  without it read ``'a,b\\r\\n'`` as ``'a,b\\n'``. Read from the file
+  object's references (`text_newline`), checked on this Python first.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import re
+
+_MATCH = type(re.match("", ""))
+
+
+def reduce_for(kind: type):
+    """The reduce for `kind`, or None (idioms2.reduce_for asks last)."""
+    if kind is _MATCH:
+        return _match
+    return None
+
+
+# -- re.Match -----------------------------------------------------------------------------
+
+def _match(m, user_ns):
+    return _rebuild_match, (m.re, m.string, m.pos, m.endpos, m.regs, m.lastindex)
+
+
+# finditer's scan of the last match rebuilt from one: the matches of one
+# `list(re.finditer(...))` come in order, and are found in one scan, not one each.
+_scan: list = [None, None, None]  # (pattern, string, pos, endpos), its iterator, its last match
+
+
+def _rebuild_match(pattern, string, pos, endpos, regs, lastindex):
+    def same(m):
+        return m is not None and m.regs == regs and m.lastindex == lastindex
+
+    for find in (pattern.match, pattern.search, pattern.fullmatch):
+        m = find(string, pos, endpos)
+        if same(m):
+            return m
+    start = regs[0][0]
+    key = (pattern, id(string), pos, endpos)
+    if _scan[0] != key or _scan[2] is None or _scan[2].start() > start:
+        _scan[:] = [key, pattern.finditer(string, pos, endpos), None]
+    for m in _scan[1]:
+        _scan[2] = m
+        if same(m):
+            return m
+        if m.start() > start:
+            break
+    _scan[:] = [None, None, None]
+    raise ValueError(f"the re.Match of {pattern.pattern!r} at {regs[0]} is not found again in its string "
+                     "(the string was changed after the match)")
+
+
+# -- newline= of a text file ------------------------------------------------------------
+
+_NEWLINES = (None, "", "\n", "\r", "\r\n")
+
+
+def _coder(obj) -> bool:
+    return type(obj).__name__.endswith(("Decoder", "Encoder"))
+
+
+def _read_newline(text):
+    """The `newline=` of TextIOWrapper `text`, from the objects it holds:
+    the first str after its encoder and decoder that is not its `errors`
+    is the newline it was given (None gives none), or the decoded text it
+    holds (none after a seek to where it is). A universal-newline decoder
+    (newline None or '') holds '' only for ''."""
+    if hasattr(text, "_readnl"):  # the pure-Python io (_pyio)
+        return text._readnl
+    held = gc.get_referents(text)
+    coders = [i for i, obj in enumerate(held) if _coder(obj)]
+    if not coders:
+        raise LookupError("no encoder or decoder")
+    after = [obj for obj in held[coders[-1] + 1:] if type(obj) is str and obj is not text.errors]
+    first = after[0] if after else None
+    if any(type(obj).__name__ == "IncrementalNewlineDecoder" for obj in held):
+        return "" if first == "" else None
+    return first if first in _NEWLINES else None
+
+
+def _checked() -> bool:
+    """Whether `_read_newline` reads each newline= right on this Python
+    (the order of the objects a TextIOWrapper holds is CPython's)."""
+    for newline in _NEWLINES:
+        for data in (b"", b"a\r\nb\n"):
+            f = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=newline)
+            f.readline()
+            f.seek(f.tell())
+            w = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", newline=newline)
+            w.write("x\n")
+            w.flush()
+            if _read_newline(f) != newline or _read_newline(w) != newline:
+                return False
+    return True
+
+
+_works: list = []
+
+
+def text_newline(text):
+    """`text`'s newline= (None, '', '\\n', '\\r' or '\\r\\n'); raises
+    LookupError where this Python's file objects cannot tell it. A
+    readable `text` is sought to where it is: the text it read ahead is
+    dropped, to be read again (a seek is what the restore does)."""
+    if not _works:
+        _works.append(_checked())
+    if not _works[0]:
+        raise LookupError("the newline= of a text file cannot be read on this Python")
+    if text.readable():
+        text.seek(text.tell())
+    return _read_newline(text)

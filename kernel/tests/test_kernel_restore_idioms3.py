@@ -1,0 +1,85 @@
+"""More idioms of course notebooks (idioms3.py), checkpointed in one real
+kernel and restored in the next: regular expression matches, and a text
+file opened with ``newline=""`` as the csv module asks."""
+
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms3.ipynb"
+
+
+def _facts(run_cell, kc, probe):
+    out = run_cell(kc, probe)
+    assert out["error"] is None, out
+    line = [ln for ln in out["stdout"].splitlines() if ln.startswith("FACTS")][0]
+    return json.loads(line[len("FACTS"):])
+
+
+def _saved_and_restarted(start_in_work, run_cell, control_request, setup, probe):
+    """Runs `setup`, checkpoints, probes the old kernel (what the restored
+    one must answer), kills it (no checkpoint at exit) and starts the next."""
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, setup)
+    assert out["error"] is None, out
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"], reply
+    before = _facts(run_cell, kc, probe)
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    first = run_cell(kc, "print('first cell')")
+    assert first["error"] is None, first
+    return kc, reply, first["stderr"], before
+
+
+MATCHES = r'''
+import re
+log = "2026-03-01 ERROR disk full\n2026-03-02 INFO ok\n2026-03-03 ERROR fan\n"
+m = re.search(r"(?P<day>\d{4}-\d\d-\d\d) ERROR (?P<what>.*)", log)
+errors = list(re.finditer(r"^(\S+) ERROR (.*)$", log, re.M))
+by_day = {e.group(1): e for e in errors}
+'''
+MATCHES_PROBE = r'''
+import json
+print("FACTS" + json.dumps({"m": [m.groupdict(), m.span(), m.string is log],
+                            "errors": [[e.groups(), e.span(), e.pos] for e in errors],
+                            "by_day": by_day["2026-03-03"] is errors[1]}))
+'''
+
+
+def test_regular_expression_matches_are_restored(start_in_work, run_cell, control_request):
+    """`m = re.search(...)` and `list(re.finditer(...))` were 'Not restored'
+    (re.Match cannot be pickled)."""
+    kc, reply, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, MATCHES,
+                                                     MATCHES_PROBE)
+    assert reply["not_restorable"] == [] and {"m", "errors", "by_day"} <= set(reply["migrated"]), reply
+    assert "Not restored" not in report, report
+    assert _facts(run_cell, kc, MATCHES_PROBE) == before
+    assert before["m"] == [{"day": "2026-03-01", "what": "disk full"}, [0, 26], True]
+
+
+CSV_FILE = r'''
+import csv
+with open("grades.csv", "w", newline="") as w:
+    csv.writer(w).writerows([["name", "note"], ["ada", "line one\r\nline two"], ["bob", "ok"]])
+rows = open("grades.csv", newline="")
+header = rows.readline()
+'''
+CSV_PROBE = r'''
+import csv, json
+print("FACTS" + json.dumps({"rest": list(csv.reader(rows)), "header": header}))
+rows.seek(0)
+'''
+
+
+def test_a_csv_file_opened_with_newline_empty_reads_the_same_after_restore(start_in_work, run_cell,
+                                                                           control_request):
+    """Opened again without newline='', the quoted field's '\\r\\n' was read
+    as '\\n': a different value, and nothing said."""
+    kc, _, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, CSV_FILE, CSV_PROBE)
+    assert "Not restored" not in report and "rows" not in report, report
+    assert before["rest"] == [["ada", "line one\r\nline two"], ["bob", "ok"]]
+    assert _facts(run_cell, kc, CSV_PROBE) == before

@@ -1,0 +1,123 @@
+"""The idioms of idioms3.py, through the serializer and the loader directly:
+``re.Match`` objects, and the ``newline=`` of open text files."""
+
+import re
+
+import pytest
+
+from elastichub_kernel import idioms3, loader, serializer
+
+
+def _round_trip(ns, names=None):
+    dumped = serializer.dump_namespace(ns, names or list(ns), user_ns=ns)
+    assert dumped.failed == {}
+    return loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {"__name__": "__main__"})
+
+
+def _facts(m):
+    return (m.re.pattern, m.re.flags, m.string, m.pos, m.endpos, m.regs, m.lastindex, m.lastgroup, m.groupdict())
+
+
+def test_matches_of_match_search_fullmatch_and_finditer_are_found_again_the_same():
+    """A re.Match 'cannot be pickled': `m = re.search(...)` was not restored,
+    nor any list of finditer's matches."""
+    text = "ab 12-34 cd 5-6 x 77-8"
+    pat = re.compile(r"(?P<a>\d+)-(?P<b>\d+)|(?P<w>[a-z]+)", re.I)
+    ns = {
+        "text": text,
+        "pat": pat,
+        "first": re.search(r"(\d+)-(\d+)", text),
+        "at_start": pat.match(text),
+        "whole": re.fullmatch(r"\w+", "word"),
+        "windowed": pat.search(text, 4, 15),
+        "hits": list(pat.finditer(text, 1)),
+        "after_lookbehind": list(re.finditer(r"(?<=-)\d", text)),
+        "empties": list(re.finditer(r"x*", "axxb")),
+        "raw": re.search(rb"\x00(.)", b"ab\x00c"),
+    }
+    ns["same"] = [ns["first"], ns["first"]]
+    values, failed, notes = _round_trip(ns)
+    assert failed == {} and notes == {}
+    for name in ("first", "at_start", "whole", "windowed", "raw"):
+        assert _facts(values[name]) == _facts(ns[name]), name
+    for name in ("hits", "after_lookbehind", "empties"):
+        assert [_facts(m) for m in values[name]] == [_facts(m) for m in ns[name]], name
+    assert len(values["hits"]) == 6 and values["hits"][1].pos == 1
+    assert values["first"].string is values["text"] and values["same"][0] is values["same"][1] is values["first"]
+
+
+def test_a_match_in_a_string_changed_since_fails_by_name():
+    data = bytearray(b"key=42")
+    ns = {"data": data, "m": re.search(rb"=(\d+)", data)}
+    data[4:6] = b"xx"
+    values, failed, _notes = _round_trip(ns)
+    assert set(failed) == {"m"} and "is not found again in its string" in failed["m"], failed
+    assert values == {"data": bytearray(b"key=xx")}
+
+
+def test_many_matches_of_one_finditer_are_found_in_one_scan(monkeypatch):
+    text = "w " * 20_000
+    ns = {"words": list(re.finditer(r"w", text))}
+    scans = []
+    real = re.Pattern.finditer
+
+    class Counting:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def __getattr__(self, name):
+            return getattr(self.pattern, name)
+
+        def finditer(self, *args):
+            scans.append(args[1:])
+            return real(self.pattern, *args)
+
+        def __eq__(self, other):
+            return self.pattern == getattr(other, "pattern", other)
+
+        __hash__ = None
+
+    dumped = serializer.dump_namespace(ns, ["words"], user_ns=ns)
+    orig = idioms3._rebuild_match  # the stream names it: the loader looks it up in the module
+    monkeypatch.setattr(idioms3, "_rebuild_match", lambda p, *a: orig(Counting(p), *a))
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {} and len(values["words"]) == 20_000
+    assert [m.span() for m in values["words"]] == [m.span() for m in ns["words"]]
+    assert len(scans) <= 2, len(scans)
+
+
+@pytest.mark.parametrize("newline", [None, "", "\n", "\r", "\r\n"])
+@pytest.mark.parametrize("mode", ["r", "r+", "w", "a", "a+"])
+def test_an_open_text_file_comes_back_with_its_newline(tmp_path, newline, mode):
+    """open(path, newline='') (the csv module's way) came back with open()'s
+    default: '"x\\r\\n' was read as '"x\\n'."""
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b'a,b\r\n"x\r\ny",2\r\n3,4\n5\r6\r\n')
+    f = open(path, mode, newline=newline)
+    if f.readable():
+        f.readline()
+    values, failed, notes = _round_trip({"f": f})
+    g = values["f"]
+    try:
+        assert failed == {} and notes == {}
+        assert idioms3._read_newline(g) == newline
+        if f.readable():
+            assert [g.readline() for _ in range(4)] == [f.readline() for _ in range(4)]
+        else:
+            g.write("z\n")
+            g.flush()
+            assert path.read_bytes().endswith({None: b"z\n", "": b"z\n", "\n": b"z\n", "\r": b"z\r",
+                                               "\r\n": b"z\r\n"}[newline])
+    finally:
+        f.close()
+        g.close()
+
+
+def test_a_python_whose_files_do_not_tell_their_newline_says_so(tmp_path, monkeypatch):
+    path = tmp_path / "rows.csv"
+    path.write_text("a\n")
+    monkeypatch.setattr(idioms3, "_works", [False])
+    with open(path, newline="") as f:
+        values, failed, notes = _round_trip({"f": f})
+    values["f"].close()
+    assert failed == {} and "could not be read on that Python" in notes["f"], notes
