@@ -26,7 +26,7 @@ import struct
 import sys
 import types
 
-from . import idioms, serializer
+from . import idioms, nans, serializer
 from .ownimports import dependency
 from .serializer import describe_error
 
@@ -196,10 +196,14 @@ class _Unpickler(pickle.Unpickler):
         self.stand_ins = 0
         self.stand_in_reason = ""  # the last stand-in's
         self._skipped_reason = ""
+        self._nans: dict = {}  # this load's NaNs, by their persistent id's number
 
     def persistent_load(self, pid):
         """A library object the session held (references.py): that module's
-        attribute here, the same object for every holder."""
+        attribute here, the same object for every holder; or a NaN found by
+        identity (nans.py)."""
+        if nans.is_nan_pid(pid):
+            return nans.load(pid, self._nans)
         if not (isinstance(pid, tuple) and len(pid) == 3 and pid[0] == "ref"
                 and isinstance(pid[1], str) and isinstance(pid[2], str)):
             raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")

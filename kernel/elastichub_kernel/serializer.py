@@ -35,7 +35,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-from . import idioms, views
+from . import idioms, nans, views
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -429,6 +429,10 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
     switch = sys.getswitchinterval()
     sys.setswitchinterval(max(switch, HOLD_GIL_S))
     user_ns = ns if user_ns is None else user_ns
+    # NaNs a notebook finds by identity (nans.py): one NaN again for all their holders
+    nan_pids, _kept_alive = nans.shared_nans(ns[name] for name in names)
+    if nan_pids:
+        refs = {**nan_pids, **(refs or {})}
     tried_alone = False
     try:
         while True:

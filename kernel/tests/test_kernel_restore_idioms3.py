@@ -83,3 +83,24 @@ def test_a_csv_file_opened_with_newline_empty_reads_the_same_after_restore(start
     assert "Not restored" not in report and "rows" not in report, report
     assert before["rest"] == [["ada", "line one\r\nline two"], ["bob", "ok"]]
     assert _facts(run_cell, kc, CSV_PROBE) == before
+
+
+NANS = r'''
+import numpy as np
+x = np.nan
+counts = {np.nan: 3, 1.0: 2}
+y = float("nan")
+ys = [y, y]
+'''
+NANS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([x is np.nan, counts.get(np.nan), y in ys, ys[0] is ys[1] is y]))
+'''
+
+
+def test_nans_a_notebook_finds_by_identity_are_found_again(start_in_work, run_cell, control_request):
+    """`counts.get(np.nan)` answered None after the restore, `x is np.nan`
+    and `y in ys` were False: pickle saves a float by value."""
+    kc, _, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, NANS, NANS_PROBE)
+    assert before == [True, 3, True, True]
+    assert _facts(run_cell, kc, NANS_PROBE) == before

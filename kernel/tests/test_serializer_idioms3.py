@@ -1,8 +1,10 @@
 """The idioms of idioms3.py, through the serializer and the loader directly:
 ``re.Match`` objects, and the ``newline=`` of open text files."""
 
+import math
 import re
 
+import numpy as np
 import pytest
 
 from elastichub_kernel import idioms3, loader, serializer
@@ -121,3 +123,43 @@ def test_a_python_whose_files_do_not_tell_their_newline_says_so(tmp_path, monkey
         values, failed, notes = _round_trip({"f": f})
     values["f"].close()
     assert failed == {} and "could not be read on that Python" in notes["f"], notes
+
+
+NANS = '''
+import math
+import numpy as np
+x = np.nan
+counts = {np.nan: 3, 1.0: 2}
+y = float("nan")
+ys = [y, y, 1.0]
+seen = {y}
+class Cell:
+    def __init__(self, v):
+        self.v = v
+grid = [Cell(y), Cell(math.nan)]
+by_cell = {"a": {"b": (y,)}}
+alone = float("nan")
+'''
+
+
+def test_nans_found_by_identity_are_one_nan_again():
+    """pickle saves floats by value: `counts.get(np.nan)` answered None
+    after a restore, `x is np.nan` and `y in ys` were False."""
+    ns = {"__name__": "__main__"}
+    exec(NANS, ns)
+    values, failed, notes = _round_trip(ns, [n for n in ns if n not in ("__name__", "__builtins__", "np", "math")])
+    assert failed == {} and notes == {}
+    assert values["x"] is np.nan and values["counts"][np.nan] == 3
+    y = values["y"]
+    assert y != y and values["ys"][0] is y and values["ys"][1] is y and y in values["seen"]
+    assert values["grid"][0].v is y and values["grid"][1].v is math.nan and values["by_cell"]["a"]["b"][0] is y
+    assert values["alone"] != values["alone"]
+
+
+def test_a_state_without_shared_nans_is_pickled_without_persistent_ids(monkeypatch):
+    calls = []
+    monkeypatch.setattr(serializer._ReferencePickler, "persistent_id",
+                        lambda self, obj: calls.append(obj) or self._refs.get(id(obj)))
+    ns = {"a": [float("nan"), 1.0], "b": {"k": float("nan")}}
+    values, failed, _ = _round_trip(ns)
+    assert failed == {} and calls == [] and values["a"][0] != values["a"][0]
