@@ -6,8 +6,8 @@ loaded (`%load_ext autoreload`, `sql`, ...), autoreload's mode
 `%config InlineBackend.figure_format = "retina"`): the configurable
 settings of the shell's parts that differ from their values at start.
 Also the cell history: the execution counter (cell numbers go on where
-they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), not
-their outputs (``Out``, ``_<n>``: they may be large, and are not saved).
+they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), and
+their outputs where they cost nothing (outputs.py).
 Saved with the session's context (context.py) and set again once the
 variables are loaded: after a move, editing a helper module still takes
 effect in the next cell, and a cell shows the outputs it showed before.
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import warnings
+
+from . import outputs
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
@@ -171,7 +173,7 @@ def _history(shell) -> dict:
             break
     for n in range(1, cut + 1):
         parsed[n], raw[n] = "", None
-    return {"count": count, "in": parsed, "raw": raw, **({"cut": cut} if cut else {})}
+    return {"count": count, "in": parsed, "raw": raw, **({"cut": cut} if cut else {}), **outputs.capture(shell, count)}
 
 
 # (history manager id, execution count) a restore left: a later restore may replace what it set.
@@ -203,11 +205,12 @@ def _restore_history(shell, saved: dict) -> list[str]:
     shell.push({"_i": manager._i, "_ii": manager._ii, "_iii": manager._iii,
                 **{f"_i{n}": raw[n] for n in range(1, len(raw))}}, interactive=False)
     _history_restored = (id(manager), history["count"])
+    problems = outputs.restore(shell, history)
     cut = history.get("cut", 0)
     if cut:
-        return [f"the sources of cells 1-{cut} (In[1] to In[{cut}]) were not carried (the history is larger than "
-                f"{HISTORY_MAX_CHARS // 1_000_000} MB): they read ''"]
-    return []
+        problems.append(f"the sources of cells 1-{cut} (In[1] to In[{cut}]) were not carried (the history is larger "
+                        f"than {HISTORY_MAX_CHARS // 1_000_000} MB): they read ''")
+    return problems
 
 
 def checked_history(saved: dict) -> None:
@@ -217,10 +220,12 @@ def checked_history(saved: dict) -> None:
         return
     count = history.get("count") if isinstance(history, dict) else None
     if not (isinstance(count, int) and not isinstance(count, bool) and count >= 1 and not set(history) - {
-            "count", "in", "raw", "cut"} and isinstance(history.get("in"), list) and len(history["in"]) == count
+            "count", "in", "raw", "cut", "outputs", "unders"}
+            and isinstance(history.get("in"), list) and len(history["in"]) == count
             and all(isinstance(v, str) for v in history["in"]) and isinstance(history.get("raw"), list)
             and len(history["raw"]) == count and all(v is None or isinstance(v, str) for v in history["raw"])
-            and isinstance(history.get("cut", 0), int) and 0 <= history.get("cut", 0) < count):
+            and isinstance(history.get("cut", 0), int) and 0 <= history.get("cut", 0) < count
+            and outputs.valid(history, count)):
         raise ValueError("history")
 
 

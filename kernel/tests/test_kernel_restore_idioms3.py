@@ -104,3 +104,24 @@ def test_nans_a_notebook_finds_by_identity_are_found_again(start_in_work, run_ce
     kc, _, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, NANS, NANS_PROBE)
     assert before == [True, 3, True, True]
     assert _facts(run_cell, kc, NANS_PROBE) == before
+
+
+def test_cell_outputs_come_back_or_are_named(start_in_work, run_cell, control_request):
+    """`_` read '' after a restore (`_ * 2` went on with ''), Out was empty:
+    nothing said. Outputs that are a variable's object or a number or a
+    short text come back; the others are named."""
+    km, kc = start_in_work(SESSION)
+    for cell in ("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})", "df", "3 + 4", "df.describe()",
+                 "'hello'"):
+        assert run_cell(kc, cell)["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    first = run_cell(kc, "print(repr(_), _2 is df is Out[2], _3, sorted(Out), repr(__), ___)")
+    assert first["error"] is None, first
+    assert first["stdout"].split() == ["'hello'", "True", "7", "[2,", "3,", "5]", "''", "7"], first
+    assert "WARNING: the outputs of 1 cell(s) are not carried (Out[4]: " in first["stderr"], first["stderr"]
+    assert "__ reads ''" in first["stderr"]
+    out = run_cell(kc, "_ * 2")
+    assert out["error"] is None and run_cell(kc, "print(_)")["stdout"].strip() == "hellohello"
