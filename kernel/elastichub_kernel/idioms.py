@@ -390,6 +390,9 @@ _UNKNOWN_NEWLINE = "unknown"  # the newline= of a text file its Python could not
 
 
 def _file_handle(f, user_ns):
+    stream = idioms3.standard_stream_reduce(f, user_ns)  # sys.__stdout__: this process's fd 1, the next one's
+    if stream is not None:
+        return stream
     text = f if type(f).__name__ == "TextIOWrapper" else None
     raw = f
     while type(raw).__name__ != "FileIO":  # open()'s layers: text, buffer, raw file

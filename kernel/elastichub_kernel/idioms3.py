@@ -7,6 +7,12 @@ reduce per type and its rebuild):
   matched: it is found again the way it was (``match``, ``search``,
   ``fullmatch`` or one of ``finditer``'s matches) and checked to be the same
   match (its groups' spans); else it fails by name;
+- the process's standard streams (``out = sys.stdout``,
+  ``eprint = functools.partial(print, file=sys.stderr)``): the kernel's
+  streams, named "an open file handle" or failing as "cannot pickle
+  '_hashlib.HMAC' object" (the kernel's stream holds its session's key).
+  They come back as the new kernel's: what is printed shows in the
+  notebook as before;
 - the ``newline=`` a text file was opened with (``open(path, newline="")``,
   as the csv module asks): open() does not say it, and a file opened again
   without it read ``'a,b\\r\\n'`` as ``'a,b\\n'``. Read from the file
@@ -18,6 +24,7 @@ from __future__ import annotations
 import gc
 import io
 import re
+import sys
 
 _MATCH = type(re.match("", ""))
 
@@ -26,7 +33,28 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms2.reduce_for asks last)."""
     if kind is _MATCH:
         return _match
+    if any(c.__module__ == "ipykernel.iostream" and c.__name__ == "OutStream" for c in kind.__mro__):
+        return standard_stream_reduce
     return None
+
+
+# -- sys.stdout, sys.stderr, sys.stdin ----------------------------------------------------
+
+STREAMS = ("stdout", "stderr", "stdin", "__stdout__", "__stderr__", "__stdin__")
+
+
+def standard_stream(obj) -> str | None:
+    """The name in sys of the standard stream `obj` is, or None."""
+    return next((name for name in STREAMS if getattr(sys, name, None) is obj), None)
+
+
+def standard_stream_reduce(obj, user_ns):
+    name = standard_stream(obj)
+    return None if name is None else (_current_stream, (name,))
+
+
+def _current_stream(name):
+    return getattr(sys, name)
 
 
 # -- re.Match -----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import types
 
+from .idioms3 import standard_stream
+
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing.
 # Keys are "module.qualname" of a class anywhere in the MRO.
@@ -75,8 +77,12 @@ def unrestorable_reason(obj) -> str | None:
         if isinstance(obj, kind):
             return reason
     names = class_names(obj)
-    if names[0] in _RESTORABLE_IO:
+    if names[0] in _RESTORABLE_IO or standard_stream(obj) is not None:  # sys.stdout: the next kernel's (idioms3)
         return None
+    started = getattr(obj, "_started", None) if "threading.Thread" in names else None
+    if started is not None and not obj.is_alive():  # "a running thread" misled about these
+        return ("a thread that has finished (a thread runs once: start a new one after restore)" if started.is_set()
+                else "a thread not started yet (its locks cannot be carried over: make it again after restore)")
     for name in names:
         reason = _UNRESTORABLE_CLASSES.get(name)
         if reason is not None:

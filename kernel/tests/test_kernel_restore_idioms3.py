@@ -125,3 +125,32 @@ def test_cell_outputs_come_back_or_are_named(start_in_work, run_cell, control_re
     assert "__ reads ''" in first["stderr"]
     out = run_cell(kc, "_ * 2")
     assert out["error"] is None and run_cell(kc, "print(_)")["stdout"].strip() == "hellohello"
+
+
+STREAMS = r'''
+import functools, sys, threading
+eprint = functools.partial(print, file=sys.stderr)
+out = sys.stdout
+sinks = {"log": sys.stderr, "raw": sys.__stderr__}
+done = threading.Thread(target=lambda: None)
+done.start()
+done.join()
+later = threading.Thread(target=lambda: None)
+'''
+
+
+def test_the_standard_streams_held_in_variables_are_the_next_kernels(start_in_work, run_cell, control_request):
+    """`out = sys.stdout` was not restored ("an open file handle"), and
+    `partial(print, file=sys.stderr)` failed as "cannot pickle
+    '_hashlib.HMAC' object"; a finished thread was called "a running
+    thread"."""
+    kc, reply, report, _ = _saved_and_restarted(start_in_work, run_cell, control_request, STREAMS,
+                                                "print('FACTS[]')")
+    assert {item["name"]: item["reason"] for item in reply["not_restorable"]} == {
+        "done": "threading.Thread: a thread that has finished (a thread runs once: start a new one after restore)",
+        "later": "threading.Thread: a thread not started yet (its locks cannot be carried over: make it again "
+                 "after restore)"}, reply
+    out = run_cell(kc, "eprint('to the notebook')\nprint(out is sys.stdout, sinks['log'] is sys.stderr, "
+                       "sinks['raw'] is sys.__stderr__)\nout.write('via out\\n')")
+    assert out["error"] is None, out
+    assert out["stdout"] == "True True True\nvia out\n" and out["stderr"] == "to the notebook\n", out
