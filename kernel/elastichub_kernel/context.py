@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from . import libstate, logstate, procstate, shellstate
+from . import libstate, logstate, procstate, shellstate, usermagics
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -394,7 +394,7 @@ def checked(saved) -> None:
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                            "history", "process"}
+                            "history", "process", "magics", "magics_lost"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -432,6 +432,7 @@ def checked(saved) -> None:
     if saved.get("xmode", "Context") not in shellstate.XMODES:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
+    usermagics.checked(saved)
     if "process" in saved:
         procstate.checked(saved["process"])
     limit = saved.get("recursion_limit", 1)

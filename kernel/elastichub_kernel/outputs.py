@@ -26,7 +26,7 @@ def _ref(value, names: dict):
     return None
 
 
-def _variables(shell) -> dict:
+def variables_by_id(shell) -> dict:
     """id -> name of the variables a checkpoint saves (not IPython's own)."""
     from . import usernames
 
@@ -42,7 +42,7 @@ def capture(shell, count: int) -> dict:
     shown = getattr(manager, "output_hist", None)
     if not isinstance(shown, dict) or not shown:
         return {}
-    names = _variables(shell)
+    names = variables_by_id(shell)
     saved = {"outputs": [[n, _ref(v, names)] for n, v in sorted(shown.items(), key=lambda item: item[0])
                          if type(n) is int and 1 <= n < count]}
     # IPython's own _ (not one the user bound): its displayhook's

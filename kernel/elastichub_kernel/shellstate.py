@@ -7,8 +7,8 @@ loaded (`%load_ext autoreload`, `sql`, ...), autoreload's mode
 settings of the shell's parts that differ from their values at start.
 Also the cell history: the execution counter (cell numbers go on where
 they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), and
-their outputs where they cost nothing (outputs.py).
-Saved with the session's context (context.py) and set again once the
+their outputs where they cost nothing (outputs.py); and the magics the
+notebook's own functions make (usermagics.py). Saved with the session's context (context.py) and set again once the
 variables are loaded: after a move, editing a helper module still takes
 effect in the next cell, and a cell shows the outputs it showed before.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import warnings
 
-from . import outputs
+from . import outputs, usermagics
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
@@ -52,6 +52,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     history = _history(shell)
     if history:
         saved["history"] = history
+    saved.update(usermagics.capture(shell))
     if config_at_start is not None:
         changed, unsaved = _config_changes(shell, config_at_start)
         if changed:
@@ -267,7 +268,7 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
-    return problems + _restore_config(shell, saved) + _restore_history(shell, saved)
+    return problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
 
 
 def _restore_config(shell, saved: dict) -> list[str]:

@@ -154,3 +154,31 @@ def test_the_standard_streams_held_in_variables_are_the_next_kernels(start_in_wo
                        "sinks['raw'] is sys.__stderr__)\nout.write('via out\\n')")
     assert out["error"] is None, out
     assert out["stdout"] == "True True True\nvia out\n" and out["stderr"] == "to the notebook\n", out
+
+
+MAGICS = r'''
+from IPython.core.magic import register_line_magic, register_cell_magic, Magics, magics_class, line_magic
+@register_line_magic
+def hello(line):
+    return "hi " + line
+@register_cell_magic("upper")
+def to_upper(line, cell):
+    return cell.upper()
+get_ipython().register_magic_function(lambda line: 42, "line", "anon")
+@magics_class
+class Mine(Magics):
+    @line_magic
+    def mine(self, line):
+        return "mine"
+get_ipython().register_magics(Mine)
+'''
+
+
+def test_the_notebooks_own_magics_are_registered_again_or_named(start_in_work, run_cell, control_request):
+    """`%hello` was 'not found' after the restore, though `hello` came back."""
+    kc, _, report, _ = _saved_and_restarted(start_in_work, run_cell, control_request, MAGICS, "print('FACTS[]')")
+    out = run_cell(kc, "said = %hello you\nprint(said)")
+    assert out["error"] is None and out["stdout"] == "hi you\n", out
+    out = run_cell(kc, "%%upper\nshout")
+    assert out["error"] is None, out
+    assert "WARNING: the notebook's magic(s) %anon, %mine are not carried" in report, report
