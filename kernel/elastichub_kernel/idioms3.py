@@ -13,6 +13,11 @@ reduce per type and its rebuild):
   '_hashlib.HMAC' object" (the kernel's stream holds its session's key).
   They come back as the new kernel's: what is printed shows in the
   notebook as before;
+- a ``weakref.proxy`` (a tree's ``parent`` link): pickle went through it
+  and saved a copy of its object, a strong and separate one (changes to
+  the object no longer showed through it); a dead one failed the whole
+  checkpoint (ReferenceError). A proxy to its object again (alive while
+  the state holds it, as ``weakref.ref``, idioms.py), a dead one dead;
 - the ``newline=`` a text file was opened with (``open(path, newline="")``,
   as the csv module asks): open() does not say it, and a file opened again
   without it read ``'a,b\\r\\n'`` as ``'a,b\\n'``. Read from the file
@@ -25,6 +30,7 @@ import gc
 import io
 import re
 import sys
+import weakref
 
 _MATCH = type(re.match("", ""))
 
@@ -35,7 +41,47 @@ def reduce_for(kind: type):
         return _match
     if any(c.__module__ == "ipykernel.iostream" and c.__name__ == "OutStream" for c in kind.__mro__):
         return standard_stream_reduce
+    if kind in _PROXIES:
+        return _proxy
     return None
+
+
+# -- weakref.proxy ------------------------------------------------------------------------
+
+_PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
+def proxy_target(proxy):
+    """The object `proxy` is a weak proxy of; None when it is dead. A bound
+    method's __self__ is the object itself, not the proxy (checked)."""
+    try:
+        target = proxy.__sizeof__.__self__
+    except ReferenceError:
+        return None
+    except AttributeError:  # a proxy of a class: its __sizeof__ is unbound
+        target = None
+    if target is None or not any(ref is proxy for ref in weakref.getweakrefs(target)):
+        raise TypeError("a weakref.proxy whose object cannot be found (re-create it after restore)")
+    return target
+
+
+def _proxy(proxy, user_ns):
+    return _rebuild_proxy, (proxy_target(proxy), type(proxy) is weakref.CallableProxyType)
+
+
+class _Gone:
+    """What a dead proxy pointed to: dead again at once, as it was."""
+
+
+class _GoneFunction:
+    def __call__(self):
+        pass
+
+
+def _rebuild_proxy(target, callable_):
+    if target is None:
+        return weakref.proxy(_GoneFunction() if callable_ else _Gone())
+    return weakref.proxy(target)
 
 
 # -- sys.stdout, sys.stderr, sys.stdin ----------------------------------------------------

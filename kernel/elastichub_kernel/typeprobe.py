@@ -64,7 +64,9 @@ def type_name(obj) -> str:
 
 
 def is_module(obj) -> bool:
-    return isinstance(obj, types.ModuleType)
+    # type(), not isinstance(): isinstance asks a dead weakref.proxy its
+    # __class__ and raised ReferenceError, which failed the whole checkpoint
+    return issubclass(type(obj), types.ModuleType)
 
 
 def unrestorable_reason(obj) -> str | None:
@@ -74,7 +76,7 @@ def unrestorable_reason(obj) -> str | None:
     else is tried with pickle, and a pickling error is reported by name.
     """
     for kind, reason in _BUILTIN_UNRESTORABLE.items():
-        if isinstance(obj, kind):
+        if issubclass(type(obj), kind):  # as is_module: a dead weakref.proxy raises in isinstance
             return reason
     names = class_names(obj)
     if names[0] in _RESTORABLE_IO or standard_stream(obj) is not None:  # sys.stdout: the next kernel's (idioms3)

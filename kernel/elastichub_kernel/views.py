@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import types
+import weakref
 
 from . import idioms
 
@@ -112,6 +113,8 @@ def _inside(value) -> list | tuple:
         return list(value.values())
     if kind in (list, tuple):
         return value
+    if kind in (weakref.ProxyType, weakref.CallableProxyType):
+        return ()  # its object's attributes (a dead one's raised ReferenceError: no checkpoint at all)
     state = getattr(value, "__dict__", None)
     if type(state) is not dict or isinstance(value, (type, types.ModuleType, types.FunctionType)):
         return ()

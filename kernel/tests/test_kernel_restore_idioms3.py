@@ -182,3 +182,28 @@ def test_the_notebooks_own_magics_are_registered_again_or_named(start_in_work, r
     out = run_cell(kc, "%%upper\nshout")
     assert out["error"] is None, out
     assert "WARNING: the notebook's magic(s) %anon, %mine are not carried" in report, report
+
+
+PROXIES = r'''
+import weakref
+class Node:
+    def __init__(self, name, parent=None):
+        self.name = name
+        self.parent = None if parent is None else weakref.proxy(parent)
+root = Node("root")
+leaf = Node("leaf", root)
+dead = weakref.proxy(Node("temporary"))
+'''
+
+
+def test_a_dead_weak_proxy_no_longer_fails_every_checkpoint_and_a_live_one_stays_a_proxy(
+        start_in_work, run_cell, control_request):
+    """A dead weakref.proxy in the namespace failed every checkpoint
+    (ReferenceError: ok false, nothing saved); a live one came back as a
+    separate copy of its object."""
+    kc, reply, report, _ = _saved_and_restarted(start_in_work, run_cell, control_request, PROXIES,
+                                                "print('FACTS[]')")
+    assert reply["not_restorable"] == [] and {"root", "leaf", "dead"} <= set(reply["migrated"]), reply
+    out = run_cell(kc, "root.name = 'renamed'\nprint(type(leaf.parent).__name__, leaf.parent.name)\n"
+                       "try:\n    dead.name\nexcept ReferenceError:\n    print('dead')")
+    assert out["error"] is None and out["stdout"].split() == ["ProxyType", "renamed", "dead"], out

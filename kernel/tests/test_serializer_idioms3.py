@@ -3,6 +3,7 @@
 
 import math
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -163,3 +164,39 @@ def test_a_state_without_shared_nans_is_pickled_without_persistent_ids(monkeypat
     ns = {"a": [float("nan"), 1.0], "b": {"k": float("nan")}}
     values, failed, _ = _round_trip(ns)
     assert failed == {} and calls == [] and values["a"][0] != values["a"][0]
+
+
+PROXIES = '''
+import weakref
+class Node:
+    def __init__(self, name, parent=None):
+        self.name, self.kids = name, []
+        self.parent = None if parent is None else weakref.proxy(parent)
+        if parent is not None:
+            parent.kids.append(self)
+def shout(s):
+    return s.upper()
+root = Node("root")
+leaf = Node("leaf", root)
+call = weakref.proxy(shout)
+dead = weakref.proxy(Node("temporary"))
+dead_call = weakref.proxy(lambda: 1)
+'''
+
+
+def test_weak_proxies_are_proxies_of_their_objects_again_and_a_dead_one_is_dead():
+    """A proxy was saved as a strong copy of its object (changes to the
+    object no longer showed through it); a dead one failed the whole dump."""
+    ns = {"__name__": "__main__"}
+    exec(PROXIES, ns)
+    values, failed, notes = _round_trip(ns, ["Node", "shout", "root", "leaf", "call", "dead", "dead_call"])
+    assert failed == {} and notes == {}
+    root, leaf = values["root"], values["leaf"]
+    assert type(leaf.parent) is weakref.ProxyType and leaf.parent.kids[0] is leaf
+    root.name = "renamed"
+    assert leaf.parent.name == "renamed"
+    assert type(values["call"]) is weakref.CallableProxyType and values["call"]("a") == "A"
+    for name, kind in (("dead", weakref.ProxyType), ("dead_call", weakref.CallableProxyType)):
+        assert type(values[name]) is kind
+        with pytest.raises(ReferenceError):
+            values[name].anything
