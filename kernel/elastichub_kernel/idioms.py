@@ -255,7 +255,7 @@ def _set_chain(exc, state):
 _SCALARS = frozenset({str, int, float, complex, bool, bytes, type(None)})
 
 
-def _pickled_by_default(kind: type) -> bool:
+def _pickled_by_default(kind: type, slots: bool = False) -> bool:
     """A notebook class (no library base) with pickle's default handling of
     its instance __dict__ (no __slots__, no
     __reduce__/__getstate__/__setstate__/__getnewargs__ of its own)."""
@@ -263,7 +263,7 @@ def _pickled_by_default(kind: type) -> bool:
             and kind.__reduce_ex__ is object.__reduce_ex__ and kind.__reduce__ is object.__reduce__
             and getattr(kind, "__getstate__", object.__getstate__) is object.__getstate__
             and not any(hasattr(kind, a) for a in ("__setstate__", "__getnewargs__", "__getnewargs_ex__"))
-            and not any("__slots__" in vars(c) for c in kind.__mro__))
+            and (slots or not any("__slots__" in vars(c) for c in kind.__mro__)))
 
 
 def _hashes_by_value(kind: type) -> bool:
@@ -274,11 +274,18 @@ def _answers_any_attribute(kind: type) -> bool:
     """Its __getattr__ answers any name (an RPC client, a proxy): plain
     pickle asks the *instance* for __setstate__ and called what it got with
     the state, running the notebook's code and losing every attribute."""
-    return any("__getattr__" in vars(c) for c in kind.__mro__ if c is not object) and _pickled_by_default(kind)
+    return any("__getattr__" in vars(c) for c in kind.__mro__ if c is not object) and _pickled_by_default(
+        kind, slots=True)
 
 
 def _state_set_plainly(obj, user_ns):
-    state = getattr(obj, "__dict__", None)
+    try:  # never through its __getattr__ (a __slots__ class's `return self._d[k]` raised KeyError)
+        state = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        state = None
+    slots = idioms3.slot_values(obj)
+    if slots:  # its __getattr__ ran at restore for every lookup pickle makes: RecursionError
+        return _new_with, (type(obj), {}), (dict(state or {}), slots), None, None, idioms3.set_attrs_and_slots
     if not isinstance(state, dict):
         return None
     return _new_with, (type(obj), {}), dict(state) or None, None, None, _set_attrs if state else None
@@ -305,7 +312,8 @@ def _hashed_by_value(obj, user_ns):
 
 def _new_with(cls, attrs):
     obj = idioms2.new_past_notebook(cls)  # a notebook __new__ ran when the object was made
-    obj.__dict__.update(attrs)
+    if attrs:  # a __slots__ object has no __dict__ to ask for
+        obj.__dict__.update(attrs)
     return obj
 
 

@@ -18,6 +18,11 @@ reduce per type and its rebuild):
   the object no longer showed through it); a dead one failed the whole
   checkpoint (ReferenceError). A proxy to its object again (alive while
   the state holds it, as ``weakref.ref``, idioms.py), a dead one dead;
+- an object of a notebook class with ``__slots__`` and a ``__getattr__``
+  (``def __getattr__(self, k): return self._d[k]``): pickle's look-ups of
+  ``__setstate__`` ran that ``__getattr__`` on an object with no slot set
+  yet (RecursionError at restore). Its slots are set plainly (idioms.py's
+  ``_state_set_plainly``, `slot_values`);
 - the ``newline=`` a text file was opened with (``open(path, newline="")``,
   as the csv module asks): open() does not say it, and a file opened again
   without it read ``'a,b\\r\\n'`` as ``'a,b\\n'``. Read from the file
@@ -26,6 +31,7 @@ reduce per type and its rebuild):
 
 from __future__ import annotations
 
+import copyreg
 import gc
 import io
 import re
@@ -101,6 +107,28 @@ def standard_stream_reduce(obj, user_ns):
 
 def _current_stream(name):
     return getattr(sys, name)
+
+
+# -- __slots__ set plainly ----------------------------------------------------------------
+
+def slot_values(obj) -> dict:
+    """The values of `obj`'s slots that are set, read past its class's __getattr__."""
+    values = {}
+    for name in copyreg._slotnames(type(obj)):
+        try:
+            values[name] = object.__getattribute__(obj, name)
+        except AttributeError:  # a slot never set
+            pass
+    return values
+
+
+def set_attrs_and_slots(obj, state):
+    attrs, slots = state
+    if attrs:
+        obj.__dict__.update(attrs)
+    for name, value in slots.items():
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 # -- re.Match -----------------------------------------------------------------------------

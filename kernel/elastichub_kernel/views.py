@@ -97,7 +97,10 @@ def saved_array_roots(values) -> set:
             elif _held_buffer(item):
                 roots.add(id(item))
             elif depth < 2:
-                inner = _inside(item)
+                try:
+                    inner = _inside(item)
+                except Exception:  # a class's own getattr of __reduce__...: the scan is a hint, never a failure
+                    continue
                 if inner and len(inner) <= min(_SCAN_ITEMS, budget):
                     budget -= len(inner)
                     deeper.extend(inner)
@@ -115,7 +118,10 @@ def _inside(value) -> list | tuple:
         return value
     if kind in (weakref.ProxyType, weakref.CallableProxyType):
         return ()  # its object's attributes (a dead one's raised ReferenceError: no checkpoint at all)
-    state = getattr(value, "__dict__", None)
+    try:  # never the notebook's __getattr__: a __slots__ class's `return self._d[k]` raised KeyError
+        state = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return ()
     if type(state) is not dict or isinstance(value, (type, types.ModuleType, types.FunctionType)):
         return ()
     if kind.__reduce_ex__ is not object.__reduce_ex__ or kind.__reduce__ is not object.__reduce__ \

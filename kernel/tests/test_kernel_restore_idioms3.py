@@ -207,3 +207,26 @@ def test_a_dead_weak_proxy_no_longer_fails_every_checkpoint_and_a_live_one_stays
     out = run_cell(kc, "root.name = 'renamed'\nprint(type(leaf.parent).__name__, leaf.parent.name)\n"
                        "try:\n    dead.name\nexcept ReferenceError:\n    print('dead')")
     assert out["error"] is None and out["stdout"].split() == ["ProxyType", "renamed", "dead"], out
+
+
+SLOTTED_GETATTR = r'''
+class Config:
+    __slots__ = ("_d",)
+    def __init__(self, **values):
+        self._d = values
+    def __getattr__(self, key):
+        return self._d[key]
+cfg = Config(lr=0.1)
+x = 1
+'''
+
+
+def test_a_slotted_class_whose_getattr_raises_key_error_no_longer_fails_every_checkpoint(
+        start_in_work, run_cell, control_request):
+    """KeyError: '__dict__' from the notebook's __getattr__, in the kernel's
+    scan for arrays: every checkpoint failed (ok false, nothing saved)."""
+    kc, reply, report, _ = _saved_and_restarted(start_in_work, run_cell, control_request, SLOTTED_GETATTR,
+                                                "print('FACTS[]')")
+    assert reply["not_restorable"] == [] and "Not restored" not in report, (reply, report)
+    out = run_cell(kc, "print(cfg.lr, x)")
+    assert out["error"] is None and out["stdout"] == "0.1 1\n", out

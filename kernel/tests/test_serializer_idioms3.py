@@ -200,3 +200,31 @@ def test_weak_proxies_are_proxies_of_their_objects_again_and_a_dead_one_is_dead(
         assert type(values[name]) is kind
         with pytest.raises(ReferenceError):
             values[name].anything
+
+
+SLOTTED_GETATTR = '''
+class Config:
+    __slots__ = ("_d", "name")
+    def __init__(self, name, **values):
+        self._d, self.name = values, name
+    def __getattr__(self, key):
+        return self._d[key]
+class Loose(Config):
+    pass
+cfg = Config("run", lr=0.1, epochs=3)
+loose = Loose("other", lr=0.5)
+loose.extra = [1]
+'''
+
+
+def test_a_slotted_class_whose_getattr_reads_a_slot_is_scanned_saved_and_loaded():
+    """Its `__getattr__` raised KeyError('__dict__') in the array scan (every
+    checkpoint failed), and RecursionError at restore (pickle asked the new
+    object, no slot set yet, for __setstate__)."""
+    ns = {"__name__": "__main__"}
+    exec(SLOTTED_GETATTR, ns)
+    values, failed, notes = _round_trip(ns, ["Config", "Loose", "cfg", "loose"])
+    assert failed == {} and notes == {}
+    cfg, loose = values["cfg"], values["loose"]
+    assert (cfg.name, cfg.lr, cfg.epochs, type(cfg) is values["Config"]) == ("run", 0.1, 3, True)
+    assert (loose.name, loose.lr, loose.extra) == ("other", 0.5, [1])
