@@ -163,10 +163,23 @@ def _spent_finalize(kind, callback):
     return object.__new__(kind)
 
 
+# The finalizers armed again in the loader's pass (loader.py), None outside one: a pass that
+# starts over drops what it built, and must not let their cleanups run (`disarm`).
+armed: list | None = None
+
+
 def _rebuild_finalize(kind, target, func, args, kwargs, atexit):
     fin = kind(target, func, *args, **kwargs)
     fin.atexit = atexit
+    if armed is not None:
+        armed.append(fin)
     return fin
+
+
+def disarm(finalizers) -> None:
+    """Never run these: their objects were built by a load pass that dropped them."""
+    for fin in finalizers:
+        fin.detach()
 
 
 def _dead_finalize(kind):

@@ -26,7 +26,7 @@ import struct
 import sys
 import types
 
-from . import idioms, nans, serializer
+from . import idioms, idioms2, nans, serializer
 from .ownimports import dependency
 from .serializer import describe_error
 
@@ -427,8 +427,13 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
     unpickler = _Unpickler(source, cursor, fills=bool(skipped))
     values, failed, notes = {}, {}, {}
     serializer._restore_target = target_ns
+    # The finalizers this pass arms again (a TemporaryDirectory's cleanup): the objects of a pass that
+    # starts over, or of a record that fails, are dropped, and their cleanup deleted the folder, files
+    # and all, that the next pass's TemporaryDirectory names.
+    armed = idioms2.armed = []
     try:
         for rec in records:
+            first_armed = len(armed)
             if rec.name in skipped:
                 why, entries = skipped[rec.name]
                 if entries is None:  # never guess: the records after it fail, by name
@@ -455,9 +460,11 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
                 # (about a loader class): the stand-in's reason is the cause.
                 met = unpickler.stand_ins > stand_ins or (unpickler.stand_ins and __name__ + "." in str(exc))
                 why = unpickler.stand_in_reason if met else describe_error(exc)
+                idioms2.disarm(armed)
                 return values, failed, notes, (rec, f"could not be loaded ({why})")
             stand_in = _unloadable_in(value, target_ns) if unpickler.stand_ins else None
             if stand_in is not None:
+                idioms2.disarm(armed[first_armed:])
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"
                 continue
             values[rec.name] = value
@@ -468,4 +475,5 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
     finally:
         serializer._restore_target = None
         idioms.load_notes = None
+        idioms2.armed = None
     return values, failed, notes, None

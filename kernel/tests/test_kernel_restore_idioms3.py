@@ -230,3 +230,33 @@ def test_a_slotted_class_whose_getattr_raises_key_error_no_longer_fails_every_ch
     assert reply["not_restorable"] == [] and "Not restored" not in report, (reply, report)
     out = run_cell(kc, "print(cfg.lr, x)")
     assert out["error"] is None and out["stdout"] == "0.1 1\n", out
+
+
+TEMP_DIR_AND_A_FILE = r'''
+import tempfile, os
+td = tempfile.TemporaryDirectory()
+with open(os.path.join(td.name, "results.csv"), "w") as w:
+    w.write("epoch,loss\n1,0.5\n")
+with open("notes.txt", "w") as w:
+    w.write("a\n")
+notes = open("notes.txt")
+'''
+
+
+def test_a_restore_that_meets_a_variable_it_cannot_load_does_not_delete_a_temporary_directory(
+        start_in_work, run_cell, control_request):
+    """The loader starts a pass over when a record fails: the first pass's
+    TemporaryDirectory, its cleanup armed again, was dropped, and its
+    cleanup deleted the folder (results.csv with it) that the restored `td`
+    names."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, TEMP_DIR_AND_A_FILE)["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)  # a node lost: no exit, the folder stays
+    with open(start_in_work.work / "notes.txt", "a") as changed:
+        changed.write("changed since\n")
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "import gc\ngc.collect()\nprint(os.listdir(td.name))")
+    assert out["error"] is None and out["stdout"] == "['results.csv']\n", out
+    assert "  - notes: could not be loaded (ValueError: open file " in out["stderr"], out["stderr"]

@@ -1,8 +1,15 @@
 """The idioms of idioms3.py, through the serializer and the loader directly:
-``re.Match`` objects, and the ``newline=`` of open text files."""
+``re.Match`` objects, the ``newline=`` of open text files, weak proxies,
+slotted classes with a ``__getattr__``; NaNs found by identity (nans.py);
+and a TemporaryDirectory's folder kept when a load starts over."""
 
+import gc
 import math
+import os
 import re
+import sys
+import tempfile
+import types
 import weakref
 
 import numpy as np
@@ -128,6 +135,7 @@ def test_a_python_whose_files_do_not_tell_their_newline_says_so(tmp_path, monkey
 
 NANS = '''
 import math
+import os
 import numpy as np
 x = np.nan
 counts = {np.nan: 3, 1.0: 2}
@@ -228,3 +236,27 @@ def test_a_slotted_class_whose_getattr_reads_a_slot_is_scanned_saved_and_loaded(
     cfg, loose = values["cfg"], values["loose"]
     assert (cfg.name, cfg.lr, cfg.epochs, type(cfg) is values["Config"]) == ("run", 0.1, 3, True)
     assert (loose.name, loose.lr, loose.extra) == ("other", 0.5, [1])
+
+
+def test_a_temporary_directory_in_a_record_that_fails_keeps_its_folder(tmp_path):
+    """A record that fails (a class whose module is gone here) or a pass
+    that starts over dropped the TemporaryDirectory it had built with its
+    cleanup armed again: its folder, files and all, was deleted."""
+    mod = types.ModuleType("ehk_gone_for_tmp")
+    exec("class Thing:\n    pass\n", mod.__dict__)
+    sys.modules["ehk_gone_for_tmp"] = mod
+    kept = tempfile.TemporaryDirectory(dir=tmp_path)
+    inside = tempfile.TemporaryDirectory(dir=tmp_path)
+    (tmp_path / kept.name / "a.csv").write_text("x")
+    (tmp_path / inside.name / "b.csv").write_text("y")
+    ns = {"kept": kept, "box": {"dir": inside, "thing": mod.Thing()}}
+    try:
+        dumped = serializer.dump_namespace(ns, list(ns))
+    finally:
+        del sys.modules["ehk_gone_for_tmp"]
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    gc.collect()
+    assert set(failed) == {"box"} and os.listdir(values["kept"].name) == ["a.csv"]
+    assert os.listdir(inside.name) == ["b.csv"]
+    for t in (kept, inside):
+        t._finalizer.detach()  # the originals stand for the old kernel's, gone with it
