@@ -94,6 +94,7 @@ class Bindings:
         self.skip = skip
         self.values: dict = {}  # name -> the value bound here, in binding order
         self._before: dict = {}  # name -> its value before (_ABSENT: none), in first-binding order
+        self.armed: list = []  # the finalizers the load armed again: never run when it is undone (idioms2)
 
     def _remember(self, name) -> None:
         if name not in self._before:
@@ -116,6 +117,9 @@ class Bindings:
 
     def undo(self, since: int = 0) -> None:
         """Put back what the names first bound or dropped after `mark()` held."""
+        if since == 0:  # all undone: the objects they clean up after are dropped (a refused live apply)
+            idioms2.disarm(self.armed)
+            self.armed = []
         for name in list(self._before)[since:][::-1]:
             before = self._before.pop(name)
             self.values.pop(name, None)
@@ -476,4 +480,6 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
         serializer._restore_target = None
         idioms.load_notes = None
         idioms2.armed = None
+    if bindings is not None:
+        bindings.armed += armed
     return values, failed, notes, None

@@ -260,3 +260,21 @@ def test_a_temporary_directory_in_a_record_that_fails_keeps_its_folder(tmp_path)
     assert os.listdir(inside.name) == ["b.csv"]
     for t in (kept, inside):
         t._finalizer.detach()  # the originals stand for the old kernel's, gone with it
+
+
+def test_a_load_undone_whole_keeps_the_temporary_directorys_folder(tmp_path):
+    """A refused live apply undoes every binding: the TemporaryDirectory it
+    had loaded was dropped with its cleanup armed, and deleted the folder."""
+    kept = tempfile.TemporaryDirectory(dir=tmp_path)
+    (tmp_path / kept.name / "a.csv").write_text("x")
+    dumped = serializer.dump_namespace({"kept": kept}, ["kept"])
+    target: dict = {}
+    bindings = loader.Bindings(target)
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target,
+                                              bindings)
+    assert failed == {} and target["kept"] is values["kept"]
+    bindings.undo()
+    del values
+    gc.collect()
+    assert target == {} and os.listdir(kept.name) == ["a.csv"]
+    kept._finalizer.detach()
