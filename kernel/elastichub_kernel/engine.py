@@ -121,7 +121,7 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
             if copied is not None:  # changed in place, it keeps the session's contents
                 contents[f"{VALUE_PREFIX}{ref[0]}:{ref[1]}"] = copied
             continue
-        reason = unrestorable_reason(value)
+        reason = unrestorable_reason(value, ns)
         if reason:
             not_restorable.append({"name": name, "reason": f"{type_name(value)}: {reason}"})
             continue

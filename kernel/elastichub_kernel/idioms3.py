@@ -23,6 +23,13 @@ reduce per type and its rebuild):
   ``__setstate__`` ran that ``__getattr__`` on an object with no slot set
   yet (RecursionError at restore). Its slots are set plainly (idioms.py's
   ``_state_set_plainly``, `slot_values`);
+- a generator whose state is known without its frame: one run to its end
+  (``for v in gen: ...`` leaves it so) comes back run to its end; a
+  generator expression of one ``for`` (``(x * x for x in data)``), started
+  or not, is that expression again over its iterator, where it was (it
+  holds no other state); a notebook generator function's generator not
+  started yet is that function called again with the same arguments (its
+  body has not run). Any other generator is named, as before;
 - the ``newline=`` a text file was opened with (``open(path, newline="")``,
   as the csv module asks): open() does not say it, and a file opened again
   without it read ``'a,b\\r\\n'`` as ``'a,b\\n'``. Read from the file
@@ -32,10 +39,13 @@ reduce per type and its rebuild):
 from __future__ import annotations
 
 import copyreg
+import dis
 import gc
+import inspect
 import io
 import re
 import sys
+import types
 import weakref
 
 _MATCH = type(re.match("", ""))
@@ -49,7 +59,51 @@ def reduce_for(kind: type):
         return standard_stream_reduce
     if kind in _PROXIES:
         return _proxy
+    if kind is types.GeneratorType:
+        return _generator
     return None
+
+
+# -- generators -------------------------------------------------------------------------------
+
+def _generator_reduce(gen, user_ns):
+    """How `gen` is made again, or None when its state is in its frame."""
+    state = inspect.getgeneratorstate(gen)
+    if state == inspect.GEN_CLOSED:
+        return _spent_generator, (gen.__name__, gen.__qualname__)
+    code, frame = gen.gi_code, gen.gi_frame
+    if state == inspect.GEN_RUNNING or code.co_freevars or frame.f_globals is not user_ns:
+        return None
+    if code.co_name == "<genexpr>" and code.co_argcount == 1 and ".0" in frame.f_locals \
+            and sum(i.opname == "FOR_ITER" for i in dis.get_instructions(code)) == 1:
+        return _generator_again, (code, (frame.f_locals[".0"],), {})
+    if state == inspect.GEN_CREATED and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        positional = code.co_varnames[:code.co_argcount]
+        keywords = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+        return _generator_again, (code, tuple(frame.f_locals[n] for n in positional),
+                                  {n: frame.f_locals[n] for n in keywords})
+    return None
+
+
+def restorable_generator(gen, user_ns) -> bool:
+    return _generator_reduce(gen, user_ns) is not None
+
+
+def _generator(gen, user_ns):
+    return _generator_reduce(gen, user_ns)
+
+
+def _spent_generator(name, qualname):
+    gen = (_ for _ in ())
+    next(gen, None)
+    gen.__name__, gen.__qualname__ = name, qualname
+    return gen
+
+
+def _generator_again(code, args, kwargs):
+    from .serializer import _target_namespace  # the namespace being restored: its globals
+
+    return types.FunctionType(code, _target_namespace())(*args, **kwargs)
 
 
 # -- weakref.proxy ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from .idioms3 import standard_stream
+from .idioms3 import restorable_generator, standard_stream
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing.
@@ -69,7 +69,7 @@ def is_module(obj) -> bool:
     return issubclass(type(obj), types.ModuleType)
 
 
-def unrestorable_reason(obj) -> str | None:
+def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
     """Why ``obj`` cannot be carried to another process, or None.
 
     Only classes whose value is inherently process-bound are listed; anything
@@ -77,6 +77,8 @@ def unrestorable_reason(obj) -> str | None:
     """
     for kind, reason in _BUILTIN_UNRESTORABLE.items():
         if issubclass(type(obj), kind):  # as is_module: a dead weakref.proxy raises in isinstance
+            if kind is types.GeneratorType and restorable_generator(obj, user_ns):
+                return None  # ended, a generator expression, or not started (idioms3)
             return reason
     names = class_names(obj)
     if names[0] in _RESTORABLE_IO or standard_stream(obj) is not None:  # sys.stdout: the next kernel's (idioms3)

@@ -72,7 +72,8 @@ alias_dst[2]["deep"].append(4)
 
 UNPICKLABLE = r"""
 sock = socket.socket()
-gen = (i for i in range(3))
+gen = (i + j for i in range(3) for j in range(2))  # started, two loops: its state is in its frame
+next(gen)
 lock = threading.Lock()
 survivor = "still here"
 """

@@ -260,3 +260,35 @@ def test_a_restore_that_meets_a_variable_it_cannot_load_does_not_delete_a_tempor
     out = run_cell(kc, "import gc\ngc.collect()\nprint(os.listdir(td.name))")
     assert out["error"] is None and out["stdout"] == "['results.csv']\n", out
     assert "  - notes: could not be loaded (ValueError: open file " in out["stderr"], out["stderr"]
+
+
+GENERATORS = r'''
+data = [3, 1, 2]
+squares = (x * x for x in data if x > 1)
+next(squares)
+upper = (c.upper() for c in "abc")
+def countdown(n, *, step=1):
+    while n > 0:
+        yield n
+        n -= step
+later = countdown(5, step=2)
+done = (x for x in range(2))
+list(done)
+midway = countdown(3)
+next(midway)
+'''
+
+
+def test_generators_whose_state_is_known_come_back_and_the_others_are_named(start_in_work, run_cell,
+                                                                             control_request):
+    """Every generator was 'not restored', even one run to its end, a
+    generator expression (its state: where its iterator is) or one not
+    started yet (its arguments)."""
+    kc, reply, report, before = _saved_and_restarted(
+        start_in_work, run_cell, control_request, GENERATORS,
+        "print('FACTS' + __import__('json').dumps([list(squares), list(upper), list(later), list(done)]))")
+    assert [item["name"] for item in reply["not_restorable"]] == ["midway"], reply
+    assert before == [[4], ["A", "B", "C"], [5, 3, 1], []]
+    out = run_cell(kc, "print(list(squares), list(upper), list(later), list(done), type(done).__name__)")
+    assert out["error"] is None and out["stdout"] == "[4] ['A', 'B', 'C'] [5, 3, 1] [] generator\n", out
+    assert "  - midway: generator: a generator (its paused execution state cannot be saved)" in report, report

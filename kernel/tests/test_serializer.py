@@ -31,7 +31,8 @@ add10 = make_adder(10)
 sq = lambda v: v * v
 def rec(n): return 1 if n <= 1 else n * rec(n - 1)
 sock = socket.socket()
-gen = (i for i in range(3))
+gen = (i + j for i in range(3) for j in range(2))  # started, two loops: its state is in its frame
+next(gen)
 lock = threading.Lock()
 holds_lock = {"lock": lock, "ok": 1}
 uses_sock = lambda: sock
