@@ -152,9 +152,23 @@ def _run_cell(kc, code, timeout=60):
     return out
 
 
+class _CellRunner:
+    """`run_cell(kc, code)`: the cell's stdout, stderr and error;
+    `run_cell.facts(kc, probe)`: the JSON a probe cell printed after "FACTS"."""
+
+    def __call__(self, kc, code, timeout=60):
+        return _run_cell(kc, code, timeout)
+
+    def facts(self, kc, probe):
+        out = _run_cell(kc, probe)
+        assert out["error"] is None, out
+        line = [ln for ln in out["stdout"].splitlines() if ln.startswith("FACTS")][0]
+        return json.loads(line[len("FACTS"):])
+
+
 @pytest.fixture(scope="session")
 def run_cell():
-    return _run_cell
+    return _CellRunner()
 
 
 def _control_request(kc, msg_type, content=None, timeout=60):

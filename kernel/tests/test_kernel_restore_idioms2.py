@@ -4,20 +4,11 @@ own, tempfile's objects, ``weakref.finalize``, PIL images opened from files
 and dict iterators; and what ``%elastic_restore`` changes in the process
 context after the user's restart, named."""
 
-import json
-
 import pytest
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 SESSION = "work/idioms2.ipynb"
-
-
-def _facts(run_cell, kc, probe):
-    out = run_cell(kc, probe)
-    assert out["error"] is None, out
-    line = [ln for ln in out["stdout"].splitlines() if ln.startswith("FACTS")][0]
-    return json.loads(line[len("FACTS"):])
 
 
 def _saved_and_restarted(start_in_work, stop_elastic_kernel, run_cell, control_request, setup):
@@ -64,7 +55,7 @@ def test_objects_of_an_immutable_builtins_subclass_with_its_own_new_load(start_i
     kc, reply, report = _saved_and_restarted(start_in_work, stop_elastic_kernel, run_cell, control_request, OWN_NEW)
     assert reply["not_restorable"] == [] and {"p", "t", "path"} <= set(reply["migrated"]), reply
     assert "Not restored" not in report, report
-    assert _facts(run_cell, kc, OWN_NEW_PROBE) == {"p": ["(1, 2)", 1, "Point"], "t": [21.5, "C"],
+    assert run_cell.facts(kc, OWN_NEW_PROBE) == {"p": ["(1, 2)", 1, "Point"], "t": [21.5, "C"],
                                                    "path": "[(0, 0), (3, 4)]"}
 
 
@@ -181,11 +172,11 @@ def test_pil_images_opened_from_files_are_opened_again_or_said(start_in_work, st
     pytest.importorskip("PIL")
     km, kc = start_in_work(SESSION)
     assert run_cell(kc, PIL_SETUP)["error"] is None
-    before = _facts(run_cell, kc, PIL_PROBE)
+    before = run_cell.facts(kc, PIL_PROBE)
     stop_elastic_kernel(km, kc)
     km, kc = start_in_work(SESSION)
     first = run_cell(kc, "print('first cell')")
-    after = _facts(run_cell, kc, PIL_PROBE)
+    after = run_cell.facts(kc, PIL_PROBE)
     assert after["gif"] == before["gif"] and after["png"] == before["png"] and after["edited"] == before["edited"]
     assert before["gif"][:2] == [3, 1]
     report = first["stderr"]

@@ -2,20 +2,11 @@
 kernel and restored in the next: regular expression matches, and a text
 file opened with ``newline=""`` as the csv module asks."""
 
-import json
-
 import pytest
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 SESSION = "work/idioms3.ipynb"
-
-
-def _facts(run_cell, kc, probe):
-    out = run_cell(kc, probe)
-    assert out["error"] is None, out
-    line = [ln for ln in out["stdout"].splitlines() if ln.startswith("FACTS")][0]
-    return json.loads(line[len("FACTS"):])
 
 
 def _saved_and_restarted(start_in_work, run_cell, control_request, setup, probe):
@@ -26,7 +17,7 @@ def _saved_and_restarted(start_in_work, run_cell, control_request, setup, probe)
     assert out["error"] is None, out
     reply = control_request(kc, "elastichub_checkpoint_request")["content"]
     assert reply["ok"], reply
-    before = _facts(run_cell, kc, probe)
+    before = run_cell.facts(kc, probe)
     kc.stop_channels()
     km.shutdown_kernel(now=True)
     km, kc = start_in_work(SESSION)
@@ -57,7 +48,7 @@ def test_regular_expression_matches_are_restored(start_in_work, run_cell, contro
                                                      MATCHES_PROBE)
     assert reply["not_restorable"] == [] and {"m", "errors", "by_day"} <= set(reply["migrated"]), reply
     assert "Not restored" not in report, report
-    assert _facts(run_cell, kc, MATCHES_PROBE) == before
+    assert run_cell.facts(kc, MATCHES_PROBE) == before
     assert before["m"] == [{"day": "2026-03-01", "what": "disk full"}, [0, 26], True]
 
 
@@ -82,7 +73,7 @@ def test_a_csv_file_opened_with_newline_empty_reads_the_same_after_restore(start
     kc, _, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, CSV_FILE, CSV_PROBE)
     assert "Not restored" not in report and "rows" not in report, report
     assert before["rest"] == [["ada", "line one\r\nline two"], ["bob", "ok"]]
-    assert _facts(run_cell, kc, CSV_PROBE) == before
+    assert run_cell.facts(kc, CSV_PROBE) == before
 
 
 NANS = r'''
@@ -103,7 +94,7 @@ def test_nans_a_notebook_finds_by_identity_are_found_again(start_in_work, run_ce
     and `y in ys` were False: pickle saves a float by value."""
     kc, _, report, before = _saved_and_restarted(start_in_work, run_cell, control_request, NANS, NANS_PROBE)
     assert before == [True, 3, True, True]
-    assert _facts(run_cell, kc, NANS_PROBE) == before
+    assert run_cell.facts(kc, NANS_PROBE) == before
 
 
 def test_cell_outputs_come_back_or_are_named(start_in_work, run_cell, control_request):

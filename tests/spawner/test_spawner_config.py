@@ -32,6 +32,13 @@ def spawner(**settings) -> ElasticSpawner:
     return ElasticSpawner(config=c, _mock=True)
 
 
+def _said(err, words: str) -> str:
+    """The hub's answer to a refused start: one line, ElasticHub's prefix, `words` in it."""
+    message = err.value.log_message % err.value.args
+    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+    return message
+
+
 def _preferred(pod) -> list[tuple[int, str, list[str]]]:
     """The preferred node-affinity terms as they go on the wire."""
     from kubernetes_asyncio.client import ApiClient
@@ -189,8 +196,7 @@ async def test_a_profiles_bad_override_is_one_error_naming_it(override, words):
     s.user_options = {"profile": "exam"}
     with pytest.raises(web.HTTPError) as err:
         await s.load_user_options()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+    _said(err, words)
     # The same spawner, started again with a good profile: the refused one left nothing behind.
     s.user_options = {"profile": "plain"}
     await s.load_user_options()
@@ -216,8 +222,7 @@ async def test_an_extra_label_or_annotation_of_elastichubs_own_is_refused_not_ov
         await s.load_user_options()
     with pytest.raises(web.HTTPError) as err:
         await s.get_pod_manifest()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
+    _said(err, words)
     fine = spawner(**{setting: {"course": "db101"}})  # anything else goes on the pod as KubeSpawner puts it
     pod = await fine.get_pod_manifest()
     assert (pod.metadata.labels if setting == "extra_labels" else pod.metadata.annotations)["course"] == "db101"
@@ -254,8 +259,7 @@ async def test_a_bad_value_refuses_every_start_but_leaves_running_servers_alone(
     assert len(logged) == 1 and "servers already running go on" in logged[0], caplog.text
     with pytest.raises(web.HTTPError) as err:  # what the hub's API answers, without a traceback
         s.start()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
+    _said(err, words)
 
 
 @pytest.mark.parametrize("trait,value,words", [
@@ -265,8 +269,7 @@ async def test_a_bad_value_refuses_every_start_but_leaves_running_servers_alone(
 def test_a_value_of_the_wrong_type_is_one_error_naming_the_trait(trait, value, words):
     with pytest.raises(web.HTTPError) as err:
         spawner(**{trait: value})
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message
+    _said(err, words)
 
 
 @pytest.mark.parametrize("value, bytes_", [("1G", 2**30), ("512M", 512 * 2**20), ("2Gi", 2 * 2**30),
@@ -309,8 +312,7 @@ async def test_a_guarantee_above_its_limit_is_one_error_naming_both(override, wo
     await s.load_user_options()
     with pytest.raises(web.HTTPError) as err:
         await s.get_pod_manifest()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    _said(err, words)
     await spawner(mem_limit="2G", mem_guarantee="2G", cpu_limit=2.0, cpu_guarantee=2.0).get_pod_manifest()  # equal
 
 
@@ -338,8 +340,7 @@ async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_namin
     await s.load_user_options()
     with pytest.raises(web.HTTPError) as err:
         await s.get_pod_manifest()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    _said(err, words)
     fine = {"tolerations": {"gpu": {"key": "gpu", "operator": "Exists"}},  # KubeSpawner's dict form, by name
             "volumes": [{"name": "home", "persistent_volume_claim": {"claimName": "x"}}],  # snake_case too
             "extra_pod_config": {"priorityClassName": "users"}}
@@ -602,8 +603,7 @@ async def test_a_per_user_claim_without_a_readable_size_is_one_error_naming_the_
     s = spawner(storage_pvc_ensure=True, **({"storage_capacity": capacity} if capacity else {}))
     with pytest.raises(web.HTTPError) as err:
         s.get_pvc_manifest()
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message, message
+    _said(err, words)
     claim = spawner(storage_pvc_ensure=True, storage_capacity="10Gi").get_pvc_manifest()
     assert claim.spec.resources.requests["storage"] == "10Gi"
 
