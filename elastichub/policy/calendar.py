@@ -123,6 +123,8 @@ def _number(row: Mapping[str, object], column: str, where: str, default: float |
 
 
 CALENDAR_COLUMNS = ("start", "users", "cpu", "ram_gib")  # required; spread_s, name optional
+# More students than any hub serves is a typo (1e7): the simulator would generate them all, for hours.
+MAX_CLASS_USERS = 100_000
 
 
 def parse_class_row(row: Mapping[str, object], where: str) -> tuple[int, Resources, float, str]:
@@ -132,6 +134,9 @@ def parse_class_row(row: Mapping[str, object], where: str) -> tuple[int, Resourc
     users = _number(row, "users", where)
     if users != int(users):
         raise ValueError(f"{where}: column 'users' must be a whole number, got {row['users']!r}")
+    if users > MAX_CLASS_USERS:
+        raise ValueError(f"{where}: column 'users' must be at most {MAX_CLASS_USERS:,} (one class), "
+                         f"got {row['users']!r}")
     ram = _number(row, "ram_gib", where)
     if ram <= 0:
         raise ValueError(f"{where}: column 'ram_gib' must be > 0, got {row['ram_gib']!r}")

@@ -57,6 +57,7 @@ def test_rows_become_weekly_and_one_off_entries():
     ({"time": "10h"}, "row 1: column 'time' must be HH:MM (24 h), got '10h'"),
     ({"time": "24:00"}, "column 'time' must be HH:MM"),
     ({"users": "12.5"}, "column 'users' must be a whole number"),
+    ({"users": "1e7"}, "column 'users' must be at most 100,000 (one class), got '1e7'"),
     ({"ram_gib": "0"}, "column 'ram_gib' must be > 0"),
     ({"cpu": ""}, "row 1: missing column 'cpu'"),
 ])
