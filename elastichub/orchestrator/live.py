@@ -64,7 +64,8 @@ class LiveUnsupported(Exception):
 def destination_name(source: str, token: str | None = None) -> str:
     """`jupyter-alice` -> `jupyter-alice-m1a2b3c`; a moved pod's own suffix is
     replaced, so names do not grow move after move."""
-    base = _MOVE_SUFFIX.sub("", source)[:55]
+    # Cut to fit a hostname (63), never ending in "." ("jupyter-a.b." + "-m..." is no valid pod name).
+    base = _MOVE_SUFFIX.sub("", source)[:55].rstrip(".-")
     return f"{base}-m{token or secrets.token_hex(3)}"
 
 

@@ -4,6 +4,7 @@ orchestrator reads the servers' answers (tested without a cluster)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -61,6 +62,14 @@ def test_destination_names_do_not_grow_move_after_move():
     assert first.startswith("jupyter-alice-m") and len(first) == len("jupyter-alice-m") + 6
     assert destination_name(first, "abcdef") == "jupyter-alice-mabcdef"
     assert len(destination_name("x" * 80)) <= 63
+
+
+def test_a_destination_name_cut_at_a_dot_is_still_a_pod_name():
+    # A pod_name_template with the user's e-mail: the cut at 55 characters may end at a dot.
+    source = "jupyter-" + "a" * 46 + ".uni.example.org"
+    name = destination_name(source, "abcdef")
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name), name
+    assert name == "jupyter-" + "a" * 46 + "-mabcdef" and len(name) <= 63
 
 
 def test_pod_base_and_readiness():
