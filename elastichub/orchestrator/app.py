@@ -540,17 +540,20 @@ class ElasticOrchestrator(Application):
         path = self.config_file_name
         if not os.path.isfile(path):
             if "config_file_name" in self.cli_config.get("ElasticOrchestrator", {}):
-                raise StartupError(f"--config {path}: no such file")
+                raise StartupError(f"--config {path}: " + ("a directory, not a config file" if os.path.isdir(path)
+                                                           else "no such file"))
             return  # the default name, absent: the command line's settings alone
         try:
             self.load_config_file(path)
         except TraitError:
             raise
         except Exception as e:
-            raise StartupError(
-                f"config file {path} failed ({type(e).__name__}: {e}): nothing of it is used. As a hub-managed "
-                "service the orchestrator starts with a clean environment: give what the file reads from "
-                "os.environ in the service's 'environment', or the orchestrator a config file of its own") from None
+            # A KeyError is what a file reading os.environ meets in a managed service's clean environment.
+            hint = (" As a hub-managed service the orchestrator starts with a clean environment: give what the "
+                    "file reads from os.environ in the service's 'environment', or the orchestrator a config file "
+                    "of its own" if isinstance(e, KeyError) else "")
+            raise StartupError(f"config file {path} failed ({type(e).__name__}: {e}): nothing of it is used."
+                               + hint) from None
 
     def _check_names(self) -> None:
         """A misspelt setting (`c.ElasticOrchestrator.dryrun = True`) or

@@ -90,6 +90,7 @@ def one_error_line(result) -> str:
     (["--ElasticOrchestrator.proxy_url=proxy-public"],
      "ElasticOrchestrator.proxy_url: 'proxy-public' is not an http(s) URL with a host"),
     (["--config=absent.py"], "--config absent.py: no such file"),
+    (["--config=conf.d"], "--config conf.d: a directory, not a config file"),
     (["--kubeconfig=absent.yaml"], "ElasticOrchestrator.kubeconfig absent.yaml: no such file"),
     (["--cloud-driver=ec2"], "cloud driver 'ec2' rejected its arguments: TypeError: EC2NodeDriver.__init__() missing 1 "
                              "required positional argument: 'key' (no credentials given: set ELASTICHUB_CLOUD_KEY"),
@@ -112,7 +113,15 @@ def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "misspelt.py").write_text("c.ElasticOrchestrator.log_level = 'DEBUG'\n"
                                           "c.ElasticOrchestrator.thetaout = 85\n")
     (tmp_path / "misnamed.py").write_text("c.ElasticOrchestartor.dry_run = True\n")
+    (tmp_path / "conf.d").mkdir()
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
+
+
+def test_a_config_file_that_does_not_run_is_named_without_a_hint_that_does_not_apply(tmp_path):
+    # The clean-environment hint is for a file reading os.environ (a KeyError), not for a typo.
+    (tmp_path / "typo.py").write_text("c.ElasticOrchestrator.theta_out = (85\n")
+    line = one_error_line(orchestrator("--config=typo.py", cwd=tmp_path))
+    assert "config file typo.py failed (SyntaxError" in line and line.endswith("nothing of it is used."), line
 
 
 def test_a_timetable_gives_the_calendar_strategy_its_classes(tmp_path):
