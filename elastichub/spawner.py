@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from kubespawner import KubeSpawner
 from sqlalchemy.orm import object_session
+from tornado import web
 from tornado.httpclient import AsyncHTTPClient
 from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
@@ -190,16 +191,29 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
         try:
             super()._apply_overrides(spawner_override)
         except TraitError as e:
-            raise bad_configuration(f"profile_list: kubespawner_override: {e}") from None
+            raise self._bad_override(spawner_override, str(e)) from None
         added = {name: p for name, p in self._config_problems.items() if before.get(name) != p}
         if added:
             # The profile is refused; the hub's own settings stand for the next start (this spawner may be reused).
             for name in added:
                 setattr(self, name, previous[name])
             self._config_problems = before
-            raise bad_configuration("profile_list: kubespawner_override: " + "; ".join(added.values()))
+            raise self._bad_override(spawner_override, "; ".join(added.values()))
         if "start_timeout" in spawner_override and self.start_timeout > previous["start_timeout"]:
             self._warn_late_start_timeout(previous["start_timeout"])
+
+    def _bad_override(self, spawner_override: dict, problem: str) -> web.HTTPError:
+        """A value the user typed into a profile option's free-form field
+        ("Other...", KubeSpawner's unlisted_choice) is the user's mistake, not
+        the admin's: say so to them (400), not "Bad ElasticHub configuration"."""
+        for key, typed in (self.user_options or {}).items():
+            if (key.endswith("--unlisted-choice") and isinstance(typed, str) and typed
+                    and any(typed in str(value) for value in spawner_override.values())):
+                option = key[:-len("--unlisted-choice")]
+                error = web.HTTPError(400, "Your choice %r for %s cannot be used: %s", typed, option, problem)
+                error.jupyterhub_message = f"Your choice {typed!r} for {option} cannot be used: {problem}"
+                return error
+        return bad_configuration(f"profile_list: kubespawner_override: {problem}")
 
     async def get_pod_manifest(self):
         self._refuse_bad_pod_settings()

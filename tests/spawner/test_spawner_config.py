@@ -181,6 +181,27 @@ async def test_a_profile_can_pin_its_servers():
     assert pod.metadata.labels[podmeta.MIGRATABLE_LABEL] == "false"
 
 
+async def test_a_value_the_user_typed_into_an_option_is_the_users_mistake_not_the_admins():
+    """KubeSpawner's free-form "Other..." field: a memory the student typed
+    ("lots") was answered "Bad ElasticHub configuration", blaming the admin."""
+    other = {"enabled": True, "kubespawner_override": {"mem_limit": "{value}"}}
+    profile = {"display_name": "Custom", "slug": "custom", "profile_options": {
+        "memory": {"display_name": "Memory", "unlisted_choice": other,
+                   "choices": {"2G": {"display_name": "2 GiB", "default": True,
+                                      "kubespawner_override": {"mem_limit": "2G"}}}}}}
+    s = spawner(profile_list=[profile])
+    s.user_options = {"profile": "custom", "memory--unlisted-choice": "lots"}
+    with pytest.raises(web.HTTPError) as err:
+        await s.load_user_options()
+    assert err.value.status_code == 400
+    assert err.value.jupyterhub_message.startswith("Your choice 'lots' for memory cannot be used: The 'mem_limit' "
+                                                   "trait of an ElasticSpawner instance: 'lots' is not a memory size")
+    s = spawner(profile_list=[profile])
+    s.user_options = {"profile": "custom", "memory--unlisted-choice": "4G"}
+    await s.load_user_options()
+    assert s.mem_limit == 4 * 2**30
+
+
 @pytest.mark.parametrize("override, words", [
     ({"migrateable": False}, "kubespawner_override key 'migrateable' is not a setting of ElasticSpawner (did you "
                              "mean 'migratable'?)"),
