@@ -96,6 +96,10 @@ def saved_array_roots(values) -> set:
                         roots.add(id(root))
             elif _held_buffer(item):
                 roots.add(id(item))
+            elif type(item) is memoryview and _whole_of_buffer(item):
+                # memoryview(bytearray(n)) is saved over its buffer whole: its slices (`head = buf[:4]`)
+                # are made over that buffer again, not over copies that no longer see its writes
+                roots.add(id(item.obj))
             elif depth < 2:
                 try:
                     inner = _inside(item)
@@ -106,6 +110,14 @@ def saved_array_roots(values) -> set:
                     deeper.extend(inner)
         level = deeper
     return roots
+
+
+def _whole_of_buffer(view: memoryview) -> bool:
+    exporter = view.obj
+    if exporter is None or not _held_buffer(exporter):
+        return False
+    whole = memoryview(exporter)
+    return whole.nbytes == view.nbytes and buffer_address(whole) == buffer_address(view)
 
 
 def _inside(value) -> list | tuple:
