@@ -42,9 +42,12 @@ def run(fn, *args, **kwargs):
     levels = min(limit, (MAX_STACK - _MARGIN) // BYTES_PER_LEVEL)
     stack = -(-(levels * BYTES_PER_LEVEL + _MARGIN) // (1 << 20)) << 20
     waiting, requests, box = threading.current_thread(), queue.SimpleQueue(), {}
+    # run inside run (the serializer's retry of deep nesting): the first waiting thread answers, as the
+    # cells' thread waiting for the outer helper does for a sqlite3 connection
+    outer = getattr(_local, "waiting", None)
 
     def helper():
-        _local.waiting = (waiting, requests)
+        _local.waiting = outer or (waiting, requests)
         try:
             with _limit_at_most(levels):
                 box["value"] = fn(*args, **kwargs)

@@ -18,6 +18,9 @@
   degenerate tree of a few hundred nodes already) is saved flat: its
   objects first, without their attributes, then the attributes in pickles
   of their own, a level at a time, all in the variable's one record.
+  Nested lists, tuples and dicts, which cannot be saved flat (a cons list
+  ``node = [i, node]`` 4,000 long), are pickled once more under a recursion
+  limit of `DEEP_LIMIT`, on a C stack that holds it (deepstack.py).
 - A numpy view of an array the state holds (``v = a[10:20]``, ``a.T``, a
   view of a view) is saved as a view of it and restored sharing its memory;
   so is a memoryview over its exporter (views.py).
@@ -35,7 +38,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-from . import idioms, nans, views
+from . import deepstack, idioms, nans, views
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -421,6 +424,7 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
     not reference a half-written record). The save never stops part-way."""
     failed: dict = {}
     flat: set = set()  # too deep for pickle's recursion: saved flat
+    deep: set = set()  # too deep even flat (nested lists): pickled under DEEP_LIMIT
     raced: dict = {}  # name -> times a thread of the notebook's changed it while it was read
     # A thread of the notebook's (a data logger, a poller) may change a dict
     # while it is pickled: other threads wait a whole switch interval for the
@@ -437,10 +441,13 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
     try:
         while True:
             try:
-                result = _dump_once(ns, [n for n in names if n not in failed], user_ns, flat, watch, refs)
+                dump = _dump_deep if deep else _dump_once
+                result = dump(ns, [n for n in names if n not in failed], user_ns, flat, watch, refs)
             except _RecordFailed as bad:
                 if bad.name not in flat and _deep_recursion(bad.exc):
                     flat.add(bad.name)
+                elif bad.name not in deep and _deep_recursion(bad.exc) and sys.getrecursionlimit() < DEEP_LIMIT:
+                    deep.add(bad.name)
                 elif _changed_while_read(bad.exc) and raced.get(bad.name, 0) < RACE_RETRIES:
                     raced[bad.name] = raced.get(bad.name, 0) + 1
                 else:
@@ -472,6 +479,19 @@ def _failing_alone(ns: dict, names: list, user_ns: dict, refs=None) -> dict:
 
 
 HOLD_GIL_S = 1.0
+# The recursion limit nested builtin containers are pickled under when the notebook's is too low (pickle's C
+# code recurses once per level; unpickling does not): 2 KiB a level of address space, touched as deep as used.
+DEEP_LIMIT = 200_000
+
+
+def _dump_deep(*args) -> DumpResult:
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(before, DEEP_LIMIT))
+    try:
+        return deepstack.run(_dump_once, *args)
+    finally:
+        if sys.getrecursionlimit() == max(before, DEEP_LIMIT):
+            sys.setrecursionlimit(before)
 RACE_RETRIES = 5
 
 
