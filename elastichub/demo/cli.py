@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
+    import math
 
     from ..cli import UsageError
     from .play import DemoSettings, play
@@ -42,8 +43,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.students < 1 or not 0 <= args.stay <= args.students:
         raise UsageError("--students must be >= 1 and --stay between 0 and --students")
-    if args.boot_delay < 0:
-        raise UsageError("--boot-delay must be >= 0 seconds")
+    if not 0 <= args.boot_delay < math.inf:  # nan fails too: a cloud VM that never boots hangs the class
+        raise UsageError("--boot-delay must be a number of seconds >= 0")
+    if not 0 <= args.port <= 65535:  # else the hub failed to bind and the demo waited 90 s for it
+        raise UsageError(f"--port {args.port}: not a port (0-65535; 0: any free port)")
+    if args.config is not None and args.config.is_dir():
+        raise UsageError(f"--config {args.config}: is a directory, not a hub config file")
     if args.config is not None and not args.config.is_file():
         raise UsageError(f"--config {args.config}: no such file")
     port = args.port or (8000 if args.interactive else 0)

@@ -58,12 +58,28 @@ def free_port() -> int:
 _GIVEN: set[int] = set()
 
 
+def check_port_free(port: int) -> None:
+    """Refuse a hub port another program holds, before anything starts: the
+    proxy could not bind it, and the demo waited 90 s for a hub that never
+    came up (or talked to the other program)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed socket's TIME_WAIT is no owner
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise StageError(f"port {port} is in use by another program ({e.strerror}): give another --port, "
+                             "or stop that program") from None
+
+
 def claim_workdir(workdir: Path):
     """An open lock file that keeps other demos out of `workdir` while it
     stays open (the kernel drops the lock when the process ends, however
     it ends). Two demos in one directory would share the hub's database and
     the proxy's pid file: one's clean-up would stop the other's proxy."""
-    lock = open(workdir / "demo.lock", "a+")
+    try:
+        lock = open(workdir / "demo.lock", "a+")
+    except OSError as e:  # read-only, full, or not a directory: one line, not a traceback
+        raise StageError(f"--workdir {workdir}: cannot write there ({e.strerror})") from None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -130,13 +146,18 @@ class Stage:
         if not self.s.config.exists():
             raise StageError(f"{self.s.config} not found (the demo runs the repository's example config)")
         proxy = find_proxy()
+        if self.s.port:
+            check_port_free(self.s.port)
         if self.s.workdir is None:
             import tempfile
             self.workdir = Path(tempfile.mkdtemp(prefix="elastichub-demo-"))
             self._own_workdir = True
         else:
             workdir = self.s.workdir.resolve()
-            workdir.mkdir(parents=True, exist_ok=True)
+            try:
+                workdir.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a traceback before: the admin needs the directory and the reason
+                raise StageError(f"--workdir {workdir}: cannot create it ({e.strerror})") from None
             self._lock = claim_workdir(workdir)  # before it is ours: another demo's log is not our error
             self.workdir = workdir
         nodes = [NodeConfig(f"onprem-{i}", "on-prem", self.s.node_cpu, self.s.node_memory)

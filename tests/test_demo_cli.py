@@ -1,0 +1,62 @@
+"""`elastichub demo`'s refusals of bad input and of an unusable port or
+work directory: one line each, before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+
+import pytest
+
+from elastichub.cli import UsageError
+from elastichub.demo import cli
+from elastichub.demo.stage import Stage, StageError, StageSettings, check_port_free, claim_workdir
+
+
+def args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--port", "70000"], "--port 70000: not a port"),
+    (["--port", "-5"], "--port -5: not a port"),
+    (["--boot-delay", "nan"], "--boot-delay must be a number of seconds >= 0"),
+    (["--boot-delay", "inf"], "--boot-delay must be a number of seconds >= 0"),
+    (["--boot-delay", "-1"], "--boot-delay must be a number of seconds >= 0"),
+])
+def test_bad_numbers_are_refused_in_one_line(argv, said):
+    with pytest.raises(UsageError, match=said.replace("-", r"\-").replace("+", r"\+")):
+        cli.run(args(*argv))
+
+
+def test_a_config_that_is_a_directory_says_so(tmp_path):
+    with pytest.raises(UsageError, match="is a directory, not a hub config file"):
+        cli.run(args("--config", str(tmp_path)))
+
+
+def test_a_port_another_program_holds_is_refused_by_number():
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        with pytest.raises(StageError, match=rf"port {port} is in use by another program"):
+            check_port_free(port)
+    check_port_free(port)  # free again once the other program is gone
+
+
+def test_a_workdir_that_cannot_be_created_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    stage = Stage(StageSettings(workdir=blocker / "sub"))
+    with pytest.raises(StageError, match=r"--workdir .*/file/sub: cannot create it"):
+        asyncio.run(stage.start(log=lambda m: None))
+
+
+def test_a_workdir_that_cannot_be_written_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(StageError, match=r"--workdir .*/file: cannot write there"):
+        claim_workdir(blocker)
