@@ -122,7 +122,10 @@ if os.environ.get("ELASTICHUB_DEMO"):
     c.KubeSpawner.start_timeout = 180
     # Each student's home (and checkpoints) in a directory of their own, as a home volume would be.
     c.KubeSpawner.working_dir = f"{work}/home/{{username}}"
-    c.KubeSpawner.environment = {"ELASTICHUB_CHECKPOINT_DIR": f"{work}/home/{{username}}/.elastichub/checkpoints"}
+    # HOME too: the servers' and kernels' files (~/.local/share/jupyter/runtime, ~/.ipython) went to the
+    # admin's own home and stayed there, run after run; here they go with the demo's directory.
+    c.KubeSpawner.environment = {"ELASTICHUB_CHECKPOINT_DIR": f"{work}/home/{{username}}/.elastichub/checkpoints",
+                                 "HOME": f"{work}/home/{{username}}"}
 
     def make_home(spawner):
         os.makedirs(f"{work}/home/{spawner.user.name}", exist_ok=True)

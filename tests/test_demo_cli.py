@@ -60,3 +60,23 @@ def test_a_workdir_that_cannot_be_written_is_one_line(tmp_path):
     blocker.write_text("")
     with pytest.raises(StageError, match=r"--workdir .*/file: cannot write there"):
         claim_workdir(blocker)
+
+
+def test_the_demos_servers_keep_their_files_in_the_demos_directory_not_the_admins_home(tmp_path, monkeypatch):
+    """Kernels' connection files and the like went to ~/.local/share/jupyter
+    and were never removed: 99 of them after a day of demos."""
+    import json
+    from pathlib import Path
+
+    from traitlets.config import Config
+
+    example = Path(cli.__file__).resolve().parents[2] / "jupyterhub_config_example.py"
+    settings = {"workdir": str(tmp_path), "port": 1, "hub_port": 2, "proxy_api_port": 3, "service_port": 4,
+                "proxy": "chp", "kubeconfig": str(tmp_path / "kc"), "cluster_host": "127.0.0.1", "cluster_port": 5,
+                "token": "t", "password": "p", "tmon": 1.0, "tcool": 10.0, "theta_out": 80.0, "boot_s": 5.0,
+                "allow_root": True}
+    (tmp_path / "demo.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("ELASTICHUB_DEMO", str(tmp_path / "demo.json"))
+    c = Config()
+    exec(compile(example.read_text(), str(example), "exec"), {"get_config": lambda: c, "__file__": str(example)})
+    assert c.KubeSpawner.environment["HOME"] == f"{tmp_path}/home/{{username}}"
