@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from elastichub.demo.play import failures, sessions_since
 from elastichub.demo.stage import StageError, claim_workdir
@@ -88,3 +89,16 @@ def test_free_ports_are_never_handed_out_twice(monkeypatch):
     monkeypatch.setattr(stage.socket, "socket", OnePortTwice)
     monkeypatch.setattr(stage, "_GIVEN", set())
     assert [stage.free_port(), stage.free_port()] == [41001, 41002]
+
+
+def test_piped_the_live_views_last_line_and_the_summarys_title_are_on_lines_of_their_own():
+    import io
+
+    from elastichub.demo.view import live_view
+
+    out = io.StringIO()
+    console = Console(file=out, width=60)  # no terminal: piped, as in a CI log
+    with live_view(console, Text("checking the moved students' kernels"), transient=False):
+        pass
+    console.print("ElasticHub demo: summary")
+    assert out.getvalue().splitlines() == ["checking the moved students' kernels", "ElasticHub demo: summary"]

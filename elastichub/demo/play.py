@@ -18,11 +18,10 @@ from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.live import Live
 
 from .classroom import ClassSettings, Classroom
 from .stage import EXAMPLE_CONFIG, Stage, StageError, StageSettings
-from .view import render, summary_table
+from .view import live_view, render, summary_table
 
 
 @dataclass
@@ -105,8 +104,7 @@ async def play(settings: DemoSettings) -> int:
                           f"[bold]{stage.s.password}[/bold]; user 'admin' is an admin)\n"
                           f"[bold]orchestrator status page:[/bold] {stage.status_url} (log in as admin)\n")
         await room.enrol()
-        with Live(render(None, room.students, messages), console=console, refresh_per_second=4,
-                  transient=settings.json) as live:
+        with live_view(console, render(None, room.students, messages), transient=settings.json) as live:
             async def refresh():
                 while True:
                     nonlocal status

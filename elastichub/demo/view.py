@@ -5,11 +5,24 @@ the students; and the summary at the end, as a table or one JSON object."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
-from rich.console import Group
+from rich.console import Console, Group
+from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+
+@contextmanager
+def live_view(console: Console, renderable, transient: bool):
+    """rich's Live, ended with a newline also when the output is no terminal
+    (piped, a CI log): rich ends that last view without one, and the summary's
+    title followed its last line on the same line."""
+    with Live(renderable, console=console, refresh_per_second=4, transient=transient) as live:
+        yield live
+    if not console.is_terminal and not transient:
+        console.line()
 
 
 def occupancy_bar(percent: float | None, theta: float | None, width: int = 30) -> Text:
