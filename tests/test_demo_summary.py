@@ -102,3 +102,23 @@ def test_piped_the_live_views_last_line_and_the_summarys_title_are_on_lines_of_t
         pass
     console.print("ElasticHub demo: summary")
     assert out.getvalue().splitlines() == ["checking the moved students' kernels", "ElasticHub demo: summary"]
+
+
+def test_a_hub_that_fails_on_its_config_is_told_with_the_file_line_and_the_exception():
+    from elastichub.demo.stage import error_lines
+
+    log = ["[I 2026-12-02 22:48:52.500 JupyterHub app:3400] Loading config",
+           "[E 2026-12-02 22:48:52.604 JupyterHub app:4090]",
+           "    Traceback (most recent call last):",
+           '      File "/venv/jupyterhub/app.py", line 4087, in launch_instance_async',
+           "        await self.initialize(argv)",
+           '      File "/tmp/badcfg.py", line 3',
+           "        this is bad(",
+           "                   ^",
+           "    SyntaxError: '(' was never closed",
+           "    ",
+           "[I 2026-12-02 22:48:52.700 JupyterHub app:4100] bye"]
+    assert error_lines(log) == ["[E 2026-12-02 22:48:52.604 JupyterHub app:4090]",
+                                '    File "/tmp/badcfg.py", line 3',
+                                "    SyntaxError: '(' was never closed"]
+    assert error_lines(["[E 2026 JupyterHub app:1] no traceback"]) == ["[E 2026 JupyterHub app:1] no traceback"]

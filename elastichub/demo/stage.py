@@ -94,6 +94,27 @@ def claim_workdir(workdir: Path):
     return lock
 
 
+def error_lines(log: list[str]) -> list[str]:
+    """The log's error lines, each with the end of the traceback under it:
+    the file and line it points at and the exception. A config with a typo
+    logs an empty "[E ... app:4090]" line, then the traceback; the header
+    alone told the admin nothing."""
+    errors = []
+    for i, line in enumerate(log):
+        if not (": error: " in line or line.startswith(("[E ", "[C ")) or "CRITICAL" in line):
+            continue
+        errors.append(line)
+        block = []
+        for below in log[i + 1:]:
+            if not below[:1].isspace():
+                break
+            if below.strip():
+                block.append(below.strip())
+        files = [b for b in block if b.startswith('File "')]
+        errors += ["    " + b for b in ([files[-1]] if files else []) + block[-1:] if b]
+    return errors
+
+
 def find_proxy() -> str:
     local = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
     if local.exists():
@@ -207,8 +228,7 @@ class Stage:
         """What went wrong, from the log: the services' one-line errors and
         the hub's error lines (the last few), else its last lines."""
         log = self.hub_log(lines=100_000).splitlines()
-        errors = [line for line in log if ": error: " in line or line.startswith(("[E ", "[C "))
-                  or "CRITICAL" in line]
+        errors = error_lines(log)
         return "\n".join(errors[-8:]) if errors else "\n".join(log[-20:])
 
     async def api(self, method: str, path: str, body=None, token: str | None = None):
