@@ -80,3 +80,10 @@ def test_the_demos_servers_keep_their_files_in_the_demos_directory_not_the_admin
     c = Config()
     exec(compile(example.read_text(), str(example), "exec"), {"get_config": lambda: c, "__file__": str(example)})
     assert c.KubeSpawner.environment["HOME"] == f"{tmp_path}/home/{{username}}"
+
+
+def test_a_class_larger_than_the_demos_cluster_holds_is_refused_before_it_starts():
+    """17 students: the 17th waited for a server that could never start, and
+    the demo failed four minutes later."""
+    with pytest.raises(UsageError, match="--students 17: the demo's cluster holds 16 servers"):
+        cli.run(args("--students", "17"))

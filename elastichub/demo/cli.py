@@ -15,7 +15,8 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--students", type=int, default=10, metavar="N",
-                        help="students in the class (default 10: more than the on-prem nodes hold)")
+                        help="students in the class (default 10: more than the on-prem nodes hold; "
+                             "at most 16: what all the nodes hold)")
     parser.add_argument("--stay", type=int, default=4, metavar="N",
                         help="students still working when the class ends (default 4)")
     parser.add_argument("--json", action="store_true",
@@ -39,10 +40,14 @@ def run(args: argparse.Namespace) -> int:
 
     from ..cli import UsageError
     from .play import DemoSettings, play
-    from .stage import EXAMPLE_CONFIG
+    from .stage import EXAMPLE_CONFIG, EXAMPLE_CONFIG_SERVERS
 
     if args.students < 1 or not 0 <= args.stay <= args.students:
         raise UsageError("--students must be >= 1 and --stay between 0 and --students")
+    if args.config is None and args.students > EXAMPLE_CONFIG_SERVERS:
+        # the rest waited for a server that could never start, and the demo failed minutes later
+        raise UsageError(f"--students {args.students}: the demo's cluster holds {EXAMPLE_CONFIG_SERVERS} servers "
+                         f"(2 on-prem and 2 cloud nodes, 4 each): give at most {EXAMPLE_CONFIG_SERVERS}")
     if not 0 <= args.boot_delay < math.inf:  # nan fails too: a cloud VM that never boots hangs the class
         raise UsageError("--boot-delay must be a number of seconds >= 0")
     if not 0 <= args.port <= 65535:  # else the hub failed to bind and the demo waited 90 s for it

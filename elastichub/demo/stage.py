@@ -33,6 +33,10 @@ EXAMPLE_CONFIG = REPO / "jupyterhub_config_example.py"
 SERVICE = "elastichub-orchestrator"
 
 
+# Servers the demo's cluster holds with the example config: 2 on-prem and 2 cloud nodes of 4Gi, 1G
+# guaranteed per server (KubeSpawner.mem_guarantee there): 4 a node.
+EXAMPLE_CONFIG_SERVERS = 16
+
 # JupyterHub's line when a managed service's process ends (it restarts it).
 _SERVICE_EXITED = re.compile(r"Service \S+ exited with status")
 
