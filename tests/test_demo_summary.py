@@ -122,3 +122,11 @@ def test_a_hub_that_fails_on_its_config_is_told_with_the_file_line_and_the_excep
                                 '    File "/tmp/badcfg.py", line 3',
                                 "    SyntaxError: '(' was never closed"]
     assert error_lines(["[E 2026 JupyterHub app:1] no traceback"]) == ["[E 2026 JupyterHub app:1] no traceback"]
+
+
+def test_the_scale_rows_say_they_count_actions_not_vms():
+    """A run showed 2 'cloud VMs started' and 3 'given back' of a pool of 2: the
+    counts are the orchestrator's actions (a drain started again counts twice)."""
+    text = rendered(summary(scale_outs=2, scale_ins=3))
+    assert "scale-outs (boots ordered)" in text and "scale-ins (drains started)" in text
+    assert "VMs given back" not in text

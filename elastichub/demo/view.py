@@ -92,8 +92,10 @@ def summary_table(summary: dict) -> Table:
     table.add_row("students", str(summary["students"]))
     for name, error in sorted(summary["failed_students"].items()):
         table.add_row(f"  {name}", Text(f"could not work: {error}", style="bold red"))  # not markup: errors quote
-    table.add_row("scale-outs (cloud VMs started)", str(summary["scale_outs"]))
-    table.add_row("scale-ins (cloud VMs given back)", str(summary["scale_ins"]))
+    # the orchestrator's actions, not VMs: one scale-out may boot two, and a drain rolled back and started
+    # again is a second scale-in (a run showed 2 "VMs started" and 3 "given back", of a pool of 2)
+    table.add_row("scale-outs (boots ordered)", str(summary["scale_outs"]))
+    table.add_row("scale-ins (drains started)", str(summary["scale_ins"]))
     table.add_row("cloud node-seconds", f"{summary['cloud_node_seconds']:.0f}")
     table.add_row("longest wait for a server", f"{summary['max_wait_s']:.1f} s")
     table.add_row("migrations", str(len(summary["migrations"])))
