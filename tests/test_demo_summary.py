@@ -118,8 +118,8 @@ def test_a_hub_that_fails_on_its_config_is_told_with_the_file_line_and_the_excep
            "    SyntaxError: '(' was never closed",
            "    ",
            "[I 2026-12-02 22:48:52.700 JupyterHub app:4100] bye"]
-    assert error_lines(log) == ["[E 2026-12-02 22:48:52.604 JupyterHub app:4090]",
-                                '    File "/tmp/badcfg.py", line 3',
+    assert error_lines(log) == ["[E 2026-12-02 22:48:52.604 JupyterHub app:4090]\n"
+                                '    File "/tmp/badcfg.py", line 3\n'
                                 "    SyntaxError: '(' was never closed"]
     assert error_lines(["[E 2026 JupyterHub app:1] no traceback"]) == ["[E 2026 JupyterHub app:1] no traceback"]
 

@@ -107,7 +107,6 @@ def error_lines(log: list[str]) -> list[str]:
     for i, line in enumerate(log):
         if not (": error: " in line or line.startswith(("[E ", "[C ")) or "CRITICAL" in line):
             continue
-        errors.append(line)
         block = []
         for below in log[i + 1:]:
             if not below[:1].isspace():
@@ -115,7 +114,8 @@ def error_lines(log: list[str]) -> list[str]:
             if below.strip():
                 block.append(below.strip())
         files = [b for b in block if b.startswith('File "')]
-        errors += ["    " + b for b in ([files[-1]] if files else []) + block[-1:] if b]
+        # one entry per error, its traceback's end with it: the last 8 kept are 8 errors
+        errors.append("\n".join([line] + ["    " + b for b in ([files[-1]] if files else []) + block[-1:]]))
     return errors
 
 
