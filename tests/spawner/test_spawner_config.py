@@ -39,6 +39,14 @@ def _said(err, words: str) -> str:
     return message
 
 
+async def _in_profile(override: dict) -> ElasticSpawner:
+    """A spawner whose user picked a profile with this kubespawner_override."""
+    s = spawner(profile_list=[{"display_name": "Course", "slug": "course", "kubespawner_override": override}])
+    s.user_options = {"profile": "course"}
+    await s.load_user_options()
+    return s
+
+
 def _preferred(pod) -> list[tuple[int, str, list[str]]]:
     """The preferred node-affinity terms as they go on the wire."""
     from kubernetes_asyncio.client import ApiClient
@@ -238,9 +246,7 @@ async def test_an_extra_label_or_annotation_of_elastichubs_own_is_refused_not_ov
     if where == "hub":
         s = spawner(**{setting: value})
     else:
-        s = spawner(profile_list=[{"display_name": "Exam", "slug": "exam", "kubespawner_override": {setting: value}}])
-        s.user_options = {"profile": "exam"}
-        await s.load_user_options()
+        s = await _in_profile({setting: value})
     with pytest.raises(web.HTTPError) as err:
         await s.get_pod_manifest()
     _said(err, words)
@@ -356,9 +362,7 @@ async def test_a_kubernetes_object_setting_of_the_wrong_shape_is_one_error_namin
     """One toleration not wrapped in a list: KubeSpawner's AttributeError
     ("Expected object of type 'dict' (or 'V1Toleration') but got 'str'")
     named no setting, and came with a traceback."""
-    s = spawner(profile_list=[{"display_name": "GPU", "slug": "gpu", "kubespawner_override": {setting: value}}])
-    s.user_options = {"profile": "gpu"}
-    await s.load_user_options()
+    s = await _in_profile({setting: value})
     with pytest.raises(web.HTTPError) as err:
         await s.get_pod_manifest()
     _said(err, words)
