@@ -66,3 +66,47 @@ def parse_cpu(value: Any) -> int:
 def parse_memory(value: Any) -> int:
     """Memory quantity in bytes ("2Gi" -> 2147483648, "1G" -> 10**9), rounded up."""
     return _whole_units(value, 1)
+
+
+# A CSV column of cores or of GiB (traces, calendars) may hold what `kubectl`
+# shows instead: "500m", "512Mi". Only the suffixes that say the same thing
+# in that column are taken; "2G" in a GiB column is 10**9 bytes to
+# Kubernetes but most likely meant as 2 GiB by whoever wrote it.
+_GIB = decimal.Decimal(2**30)
+
+
+def _number_or_quantity(value: Any, unit: str, examples: str) -> tuple[str, float | None, re.Match | None]:
+    """(text, the plain number or None, else the quantity's match); neither is an error naming `unit`."""
+    text = str(value).strip()
+    try:
+        return text, float(text), None
+    except ValueError:
+        pass
+    match = _QUANTITY_RE.match(text)
+    if not match:
+        raise QuantityError(f"not a number of {unit}: {text!r} (expected e.g. {examples})")
+    return text, None, match
+
+
+def cores(value: Any) -> float:
+    """CPU in cores: a number, or a Kubernetes CPU quantity ("500m")."""
+    text, number, match = _number_or_quantity(value, "cores", "0.5 or 500m")
+    if match is None:
+        return number
+    if match.group(2) != "m":
+        raise QuantityError(f"{text!r} is not a number of cores (expected e.g. 0.5 or 500m)")
+    return float(parse_quantity(text))
+
+
+def gib(value: Any) -> float:
+    """Memory in GiB: a number, or a Kubernetes memory quantity with a binary suffix ("512Mi", "2Gi")."""
+    text, number, match = _number_or_quantity(value, "GiB", "2, 0.5 or 512Mi")
+    if match is None:
+        return number
+    suffix = match.group(2)
+    if suffix == "m":
+        raise QuantityError(f"{text!r} in GiB: 'm' is a thousandth (of a byte, to Kubernetes); write 0.5 or 512Mi")
+    if suffix not in _BINARY_SUFFIXES:
+        raise QuantityError(f"{text!r} in GiB: Kubernetes reads '{suffix}' as a power of 10 (of bytes); write "
+                            f"{match.group(1)}Gi for {match.group(1)} GiB, or the GiB as a plain number")
+    return float(parse_quantity(text) / _GIB)

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from ..quantity import QuantityError, cores, gib
 from .model import GiB, ClusterSnapshot, Resources
 
 DAY_S = 86400.0
@@ -107,6 +108,9 @@ def parse_start(text: str) -> float:
     return value
 
 
+_PARSE = {"cpu": cores, "ram_gib": gib}  # or what kubectl shows: 500m, 512Mi
+
+
 def _number(row: Mapping[str, object], column: str, where: str, default: float | None = None) -> float:
     raw = row.get(column)
     if raw is None or str(raw).strip() == "":
@@ -114,7 +118,9 @@ def _number(row: Mapping[str, object], column: str, where: str, default: float |
             return default
         raise ValueError(f"{where}: missing column {column!r}")
     try:
-        value = float(str(raw).strip())
+        value = _PARSE.get(column, float)(str(raw).strip())
+    except QuantityError as e:
+        raise ValueError(f"{where}: column {column!r}: {e}") from None
     except ValueError:
         raise ValueError(f"{where}: column {column!r} is not a number: {raw!r}") from None
     if not math.isfinite(value) or value < 0:

@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote
 
+from ..quantity import QuantityError, cores, gib
+
 # Colours of tornado's LogFormatter on a terminal: SGR codes, and terminfo's
 # sgr0 after the prefix, which also selects the ASCII charset (ESC ( B on
 # xterm) or shifts in (SI on screen/tmux).
@@ -338,9 +340,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOG",
                         help="JupyterHub's log (kubectl logs deploy/hub > hub.log), and its rotated files in any "
                              "order (read oldest first; gzip-compressed ones too); - reads standard input")
-    parser.add_argument("--cpu", required=True, metavar="CORES", help="CPU each server requests (cpu_guarantee)")
+    parser.add_argument("--cpu", required=True, metavar="CORES",
+                        help="CPU each server requests (cpu_guarantee), cores or e.g. 500m")
     parser.add_argument("--ram-gib", required=True, metavar="GIB",
-                        help="RAM each server requests, GiB (mem_guarantee)")
+                        help="RAM each server requests (mem_guarantee), GiB or e.g. 512Mi")
     parser.add_argument("--timezone", default="UTC", metavar="ZONE",
                         help="the time zone of the log's timestamps (default UTC, a pod's)")
     parser.add_argument("--out", metavar="FILE", help="write the trace here (default: standard output)")
@@ -350,9 +353,10 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
 
     try:
-        cpu, ram = float(args.cpu.replace(",", ".")), float(args.ram_gib.replace(",", "."))
-    except ValueError:
-        raise UsageError(f"--cpu and --ram-gib must be numbers, got {args.cpu!r} and {args.ram_gib!r}") from None
+        cpu = cores(args.cpu.replace(",", "."))
+        ram = gib(args.ram_gib.replace(",", "."))
+    except QuantityError as e:
+        raise UsageError(f"--cpu and --ram-gib must be numbers (or 500m, 512Mi): {e}") from None
     if not all(math.isfinite(v) and v >= 0 for v in (cpu, ram)) or cpu + ram == 0:
         raise UsageError(f"--cpu and --ram-gib must be >= 0, not both 0, and finite: got {cpu:g} and {ram:g}")
     try:

@@ -10,7 +10,8 @@ then one row per server:
   replay then starts at midnight of the first arrival's day, in that
   arrival's offset
 - duration_s: how long the server ran once started, seconds (> 0)
-- cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0)
+- cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0);
+  either may be a Kubernetes quantity as kubectl shows it (500m, 512Mi, 2Gi)
 - ended (optional, as `elastichub trace` writes it): how the session ended;
   `log-end` and `hub-shutdown` mark sessions their users did not end, which
   the lifetime model leaves out (`workload.lifetime_estimate`)
@@ -30,11 +31,13 @@ from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
+from ..quantity import QuantityError, cores, gib
 from .hublog import CENSORED, ENDINGS
 from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
 ENDED = "ended"  # optional: how the session ended, as `elastichub trace` writes it
+_PARSE = {"cpu": cores, "ram_gib": gib}  # or what kubectl shows: 500m, 512Mi
 TIMESTAMP = "arrival"  # the alternative to arrival_s: an ISO 8601 timestamp with its offset, or Unix seconds
 # A replay runs every Tmon of its span: a longer one is a unit mistake (a Unix
 # time or milliseconds in arrival_s), which would otherwise run for hours.
@@ -96,7 +99,9 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
                 raise TraceError(f"{where}: {row[i].strip()!r} in a file whose decimal separator is ',': a "
                                  f"thousands point or a decimal one? Write it without (3600) or with a comma (3,6)")
             try:
-                value = float(row[i])
+                value = _PARSE.get(column, float)(row[i])
+            except QuantityError as e:
+                raise TraceError(f"{where}: {e}") from None
             except ValueError:
                 raise TraceError(f"{where}: not a number: {row[i].strip()!r}") from None
             if math.isnan(value) or math.isinf(value):

@@ -148,6 +148,8 @@ def test_parse_schedule_accepts_seconds_and_clock_times():
         ({"start": "10", "users": "1", "cpu": "-1", "ram_gib": "1"}, "row 1: column 'cpu' must be"),
         ({"start": "10", "users": "1", "cpu": "1", "ram_gib": "0"}, "row 1: column 'ram_gib' must be > 0"),
         ({"start": "10", "users": "1", "cpu": "1", "ram_gib": ""}, "row 1: missing column 'ram_gib'"),
+        ({"start": "10", "users": "1", "cpu": "1", "ram_gib": "4G"}, "row 1: column 'ram_gib': '4G' in GiB"),
+        ({"start": "10", "users": "1", "cpu": "1Gi", "ram_gib": "1"}, "row 1: column 'cpu': '1Gi' is not a number of"),
     ],
 )
 def test_parse_schedule_errors_name_row_and_column(row, message):
@@ -155,6 +157,11 @@ def test_parse_schedule_errors_name_row_and_column(row, message):
         parse_schedule([row], source="cal.csv")
     with pytest.raises(ValueError, match="cal.csv row 2"):
         parse_schedule([{"start": "1", "users": "1", "cpu": "1", "ram_gib": "1"}, row], source="cal.csv")
+
+
+def test_parse_schedule_reads_requests_as_kubectl_shows_them():
+    (c,) = parse_schedule([{"start": "10:00", "users": "30", "cpu": "500m", "ram_gib": "1536Mi"}])
+    assert c.request == Resources(0.5, 1.5 * GiB)
 
 
 def test_scheduled_class_validation():

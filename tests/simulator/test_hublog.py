@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -70,8 +72,19 @@ def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     assert json.loads(replayed.stdout)["runs"][0]["servers"] == 3
 
 
+def test_requests_may_be_given_as_kubectl_shows_them(tmp_path):
+    (tmp_path / "hub.log").write_text(LOG)
+    done = run_trace(tmp_path, "hub.log", "--cpu", "500m", "--ram-gib", "1536Mi")
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout)))
+    assert {(r["cpu"], r["ram_gib"]) for r in rows} == {("0.5", "1.5")}
+
+
 @pytest.mark.parametrize("args, message", [
-    (["hub.log", "--cpu", "x", "--ram-gib", "1"], "--cpu and --ram-gib must be numbers, got 'x' and '1'"),
+    (["hub.log", "--cpu", "x", "--ram-gib", "1"], "--cpu and --ram-gib must be numbers (or 500m, 512Mi): not a number "
+                                                  "of cores: 'x'"),
+    # KubeSpawner reads mem_guarantee "2G" as 2 GiB, Kubernetes as 10**9 bytes: which one is not guessed
+    (["hub.log", "--cpu", "1", "--ram-gib", "2G"], "'2G' in GiB: Kubernetes reads 'G' as a power of 10"),
     (["hub.log", "--cpu", "0", "--ram-gib", "0"], "not both 0"),
     (["hub.log", "--cpu", "nan", "--ram-gib", "1"], "finite"),
     (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),

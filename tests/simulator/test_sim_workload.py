@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from elastichub.policy import GiB
+from elastichub.policy import GiB, Resources
 from elastichub.simulator.params import ClusterParams
 from elastichub.simulator.trace import TraceError, load_trace
 from elastichub.simulator.workload import (
@@ -158,11 +158,21 @@ def test_strategies_are_told_the_session_lifetimes_the_workload_has(tmp_path):
     assert build_strategy(RunSpec("elastic", "migration", 80.0), trace, ClusterParams()).lifetime_mean_s == 1800
 
 
+def test_trace_reads_requests_as_kubectl_shows_them(tmp_path):
+    path = write_csv(tmp_path / "k.csv", "arrival_s,duration_s,cpu,ram_gib\n0,60,500m,512Mi\n5,60,2,2Gi\n")
+    assert [r.requests for r in load_trace(path, LARGEST).requests] == [Resources(0.5, 0.5 * GiB),
+                                                                       Resources(2, 2 * GiB)]
+
+
 @pytest.mark.parametrize("text, message", [
     ("arrival_s,cpu,ram_gib\n1,1,1\n", "line 1: missing column(s) duration_s"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,10,1,1\n5,-3,1,1\n", "line 3, column duration_s: negative value -3"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,0,1,1\n", "line 2, column duration_s: must be > 0"),
-    ("arrival_s,duration_s,cpu,ram_gib\n0,10,one,1\n", "line 2, column cpu: not a number: 'one'"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,one,1\n", "line 2, column cpu: not a number of cores: 'one'"),
+    # kubectl's quantities are read where they mean the column's unit, refused where they would not
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,1,2G\n", "line 2, column ram_gib: '2G' in GiB: Kubernetes reads 'G' "
+     "as a power of 10 (of bytes); write 2Gi for 2 GiB"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,10,2Gi,1\n", "line 2, column cpu: '2Gi' is not a number of cores"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,10,1\n", "line 2, column ram_gib: empty value"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,10,1,64\n", "line 2, column ram_gib: 64 GiB is more than the largest node has (50 GiB)"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,10,26,1\n", "line 2, column cpu: 26 cores is more than the largest node has (25 cores)"),
