@@ -23,9 +23,9 @@ effects in docs/strategies.md):
   user asked for it.
 - **A standing reserve at low thresholds** (`standing_reserve`): with
   "arrivals", a share of the cap stands whatever the arrivals (a burst has
-  no trend to foretell it): all of it at theta_out 60 and below, none from
-  90 up, linear between, so lowering theta_out buys headroom as it does
-  with the paper's policy.
+  no trend to foretell it): none from theta_out 90 up, linear below, and
+  under 65 what it is at 65 (5/6), so lowering theta_out buys headroom as
+  it does with the paper's policy.
 - **Scale-in hysteresis:** a node goes only if the reserve left behind is
   the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
   no queue, nothing booting and no drain still running; optionally only
@@ -87,7 +87,7 @@ from .placement import MigrationPlan, candidate_order, plan_migration
 MAX_CANDIDATES_TRIED = 8
 
 RESERVE_BASES = ("arrivals", "onprem", "all")
-STANDING_UP_TO, STANDING_SPAN = 90.0, 30.0  # standing reserve: none from theta_out 90, all of the cap at 60 and below
+STANDING_UP_TO, STANDING_SPAN, STANDING_MAX = 90.0, 30.0, 5 / 6  # standing reserve: none from 90, linear, at most 5/6
 THRIFT_FROM, THRIFT_SPAN = 80.0, 10.0  # thrift: none up to theta_out 80, all of it from 90
 MIN_FILL = 0.25  # no migration: a queue remainder under a quarter of a node waits (x thrift share)
 
@@ -204,12 +204,12 @@ class ElasticStrategy:
     def standing_share(self) -> float:
         """Share of the reserve cap kept whatever the arrivals: an admin who
         sets theta_out low asks for headroom against bursts, which recent
-        arrivals do not foretell. Default: all of it at theta_out 60 or
-        below, none from 90 up, linear between (docs/strategies.md has the
-        measurements behind these numbers)."""
+        arrivals do not foretell. Default: none from theta_out 90 up, linear
+        below, to 5/6 at 65 and no more below: the whole cap cost more than
+        `paper` on teaching days (docs/strategies.md has the measurements)."""
         if self.standing_reserve is not None:
             return self.standing_reserve
-        return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), 1.0)
+        return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), STANDING_MAX)
 
     @property
     def patience_s(self) -> float:
