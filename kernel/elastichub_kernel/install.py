@@ -17,7 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from jupyter_client.kernelspec import KernelSpecManager
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
 from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir
 
 KERNEL_NAME = "elastic-python"
@@ -53,6 +55,20 @@ def kernel_json(display_name: str = DISPLAY_NAME, executable: str | None = None)
         # control request; the server extension relies on it as well as argv.
         "metadata": {"debugger": True, "elastichub": {"checkpoint": True}},
     }
+
+
+def is_elastic_kernelspec(spec: Any) -> bool:
+    """True when a kernelspec launches the Elastic kernel.
+
+    Stock kernels ignore unknown control messages without replying, so asking
+    them would only end in a timeout: decide from the spec instead (the mark
+    our installer writes, or the launcher module in argv for hand-made specs).
+    """
+    if spec is None:
+        return False
+    metadata = getattr(spec, "metadata", None) or {}
+    marked = isinstance(metadata.get("elastichub"), dict) and metadata["elastichub"].get("checkpoint")
+    return bool(marked) or any("elastichub_kernel" in str(arg) for arg in (getattr(spec, "argv", None) or []))
 
 
 def _check_name(name: str) -> None:
@@ -166,6 +182,39 @@ def uninstall(name: str = KERNEL_NAME, user: bool = False, prefix: str | None = 
         raise InstallError(f"cannot remove kernelspec {name!r}: {e.strerror or e}") from None
 
 
+def _location_of(spec_dir: Path) -> tuple[bool, str | None] | None:
+    """(user, prefix) of the install location a removed kernelspec was in, or None for one
+    `install` never writes to (a directory of JUPYTER_PATH's, say)."""
+    kernels = spec_dir.parent
+    if kernels == Path(jupyter_data_dir()) / "kernels":
+        return True, None
+    if kernels.parts[-3:] == ("share", "jupyter", "kernels"):
+        return False, str(kernels.parents[2])
+    return None
+
+
+def disable_server_extension(spec_dir: str) -> str | None:
+    """After an uninstall, remove the server extension's config file that `install` wrote
+    next to the kernelspec, once no Elastic kernelspec is left there: `install` enabled it,
+    and left behind it outlives `pip uninstall elastichub-kernel`, every Jupyter Server start
+    then failing to load the extension. Returns the file removed, if any."""
+    location = _location_of(Path(spec_dir))
+    path = _server_config_path(*location) if location else None
+    if path is None or not path.is_file():
+        return None
+    for other in Path(spec_dir).parent.glob("*/kernel.json"):
+        try:
+            if is_elastic_kernelspec(KernelSpec.from_resource_dir(str(other.parent))):
+                return None  # that kernel still needs the endpoints
+        except (OSError, ValueError):
+            continue  # a broken spec of someone else's
+    try:
+        path.unlink()
+    except OSError as e:
+        raise InstallError(f"removed the kernelspec, but not {path}: {e.strerror or e}") from None
+    return str(path)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m elastichub_kernel",
@@ -210,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             where = uninstall(args.name, user=args.user, prefix=prefix)
             print(f"Removed kernelspec {args.name!r} from {where}")
+            config = disable_server_extension(where)
+            if config:
+                print(f"Disabled the Jupyter Server extension {SERVER_EXTENSION}: removed {config} "
+                      "(no Elastic kernelspec is left there)")
     except InstallError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

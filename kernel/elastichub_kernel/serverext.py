@@ -61,6 +61,7 @@ from traitlets import Float
 
 # __version__: `jupyter server extension list` shows this module's.
 from . import CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__
+from .install import is_elastic_kernelspec
 from .serverhandlers import (LIVE_PHASES, CheckpointHandler, LiveHandler, StatusHandler, TerminalsHandler,
                              close_kernel_websockets)
 
@@ -74,20 +75,6 @@ _LIVENESS_POLL_S = 1.0
 
 class KernelRequestError(Exception):
     """The kernel could not answer (dead, timed out, malformed reply)."""
-
-
-def is_elastic_kernelspec(spec: Any) -> bool:
-    """True when a kernelspec launches the Elastic kernel.
-
-    Stock kernels ignore unknown control messages without replying, so asking
-    them would only end in a timeout: decide from the spec instead (the mark
-    our installer writes, or the launcher module in argv for hand-made specs).
-    """
-    if spec is None:
-        return False
-    metadata = getattr(spec, "metadata", None) or {}
-    marked = isinstance(metadata.get("elastichub"), dict) and metadata["elastichub"].get("checkpoint")
-    return bool(marked) or any("elastichub_kernel" in str(arg) for arg in (getattr(spec, "argv", None) or []))
 
 
 async def control_request(kernel: Any, msg_type: str, timeout: float, content: dict | None = None) -> dict:

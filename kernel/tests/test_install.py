@@ -117,6 +117,32 @@ def test_uninstall_removes_the_spec_and_says_so_when_absent(tmp_path, jupyter_en
     assert "Traceback" not in again.stderr
 
 
+def test_uninstall_of_the_last_elastic_spec_disables_the_extension_install_enabled(tmp_path, jupyter_env):
+    """`install` enables the server extension next to the kernelspec; `uninstall` undoes it
+    once no Elastic kernelspec is left there (left behind, the file outlives `pip uninstall`
+    and every Jupyter Server start fails to load the extension), not while one is."""
+    prefix = str(tmp_path / "prefix")
+    config = tmp_path / "prefix" / "etc" / "jupyter" / "jupyter_server_config.d" / "elastichub_kernel.json"
+    assert cli(jupyter_env, "install", "--prefix", prefix).returncode == 0
+    assert cli(jupyter_env, "install", "--prefix", prefix, "--name", "python3").returncode == 0
+    first = cli(jupyter_env, "uninstall", "--prefix", prefix, "--name", "python3")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(config.read_text()) == EXTENSION_CONFIG  # elastic-python still needs it
+    last = cli(jupyter_env, "uninstall", "--prefix", prefix)
+    assert last.returncode == 0, last.stderr
+    assert not config.exists()
+    assert f"Disabled the Jupyter Server extension elastichub_kernel.serverext: removed {config}" in last.stdout
+    # The same for --user, and for an uninstall that finds the spec by Jupyter's search.
+    assert cli(jupyter_env, "install", "--user").returncode == 0
+    user_config = tmp_path / "config" / "jupyter_server_config.d" / "elastichub_kernel.json"
+    assert user_config.is_file()
+    assert cli(jupyter_env, "uninstall", "--user").returncode == 0
+    assert not user_config.exists()
+    assert cli(jupyter_env, "install", "--prefix", prefix).returncode == 0
+    assert cli(jupyter_env, "uninstall").returncode == 0
+    assert not config.exists()
+
+
 def test_uninstall_without_location_finds_the_spec_jupyter_uses(tmp_path, jupyter_env):
     # JUPYTER_PATH comes first in Jupyter's search order, before this venv's
     # own spec: the one installed here is the one found and removed.
