@@ -368,6 +368,12 @@ class ElasticOrchestrator(Application):
         if self.kubeconfig and not os.path.isfile(self.kubeconfig):
             raise StartupError(f"ElasticOrchestrator.kubeconfig {self.kubeconfig}: no such file")
         in_pod = None if self.kubeconfig or os.environ.get("KUBECONFIG") else in_cluster_environ(os.environ)
+        if not self.kubeconfig and in_pod is None:
+            # kubernetes_asyncio takes a missing file for an empty one: "Expected key current-context".
+            where = os.environ.get("KUBECONFIG") or "~/.kube/config"
+            if not any(os.path.isfile(os.path.expanduser(path)) for path in where.split(os.pathsep) if path):
+                raise StartupError(f"no Kubernetes configuration: {where} does not exist, and this is not a pod with "
+                                   "a service account; set ElasticOrchestrator.kubeconfig (--kubeconfig) or KUBECONFIG")
         try:
             if self.kubeconfig:
                 await config.load_kube_config(config_file=self.kubeconfig)

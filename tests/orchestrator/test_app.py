@@ -3,6 +3,7 @@ APIs end it at start with one line naming the problem and a non-zero status."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -115,6 +116,17 @@ def test_bad_settings_are_one_line_naming_them(args, named, tmp_path):
     (tmp_path / "misnamed.py").write_text("c.ElasticOrchestartor.dry_run = True\n")
     (tmp_path / "conf.d").mkdir()
     assert named in one_error_line(orchestrator(*args, cwd=tmp_path))
+
+
+def test_no_kubeconfig_outside_a_pod_is_named_not_taken_for_an_empty_file(tmp_path):
+    # An admin's first --dry-run on a machine without one was told "Invalid kube-config file.
+    # Expected key current-context", after a stray "Config not found" line.
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "absent.yaml")}
+    result = subprocess.run([sys.executable, "-m", "elastichub", "orchestrator", "--dry-run"], capture_output=True,
+                            text=True, cwd=tmp_path, env=env, timeout=30)
+    line = one_error_line(result)
+    assert f"no Kubernetes configuration: {tmp_path / 'absent.yaml'} does not exist, and this is not a pod" in line
+    assert "current-context" not in result.stderr and "Config not found" not in result.stderr
 
 
 def test_a_config_file_that_does_not_run_is_named_without_a_hint_that_does_not_apply(tmp_path):
