@@ -36,9 +36,12 @@ c.JupyterHub.spawner_class = "elastic"
 c.KubeSpawner.cpu_guarantee = 0.5
 c.KubeSpawner.mem_guarantee = "1G"  # RAM requests: what the orchestrator's occupancy counts
 # Every single-user image has the Elastic Python kernel installed from this
-# repository's kernel/ directory, a distribution of its own (not on PyPI):
+# repository's kernel/ directory, a distribution of its own (not on PyPI), under the
+# stock kernel's name: notebooks open with the kernel their metadata names, almost always
+# `python3`, and only Elastic kernels move with their state (docs: deploy, section 2).
 # `COPY kernel /tmp/elastichub-kernel` in the image's build, then
-# `pip install /tmp/elastichub-kernel && python -m elastichub_kernel install --sys-prefix`.
+#   pip install /tmp/elastichub-kernel
+#   python -m elastichub_kernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)"
 # Its checkpoints go to the home directories' shared volume (NFS), mounted on
 # every node, so a moved server finds its files and its kernels' checkpoints.
 c.KubeSpawner.environment = {"ELASTICHUB_CHECKPOINT_DIR": "/home/jovyan/.elastichub/checkpoints"}
