@@ -26,3 +26,42 @@ def test_the_example_config_installs_the_kernel_as_the_deploy_how_to_does():
     command = re.search(r"python -m elastichub_kernel install [^\n]*", deploy).group(0).strip()
     assert "--name python3" in command
     assert command in (ROOT / "jupyterhub_config_example.py").read_text()
+
+
+def documented_status_keys() -> dict:
+    """The keys docs/orchestrator.md lists for `api/status`, by the key they are nested under
+    (None: the top level): a backticked name inside a parenthesis belongs to the key before it."""
+    text = (ROOT / "docs" / "orchestrator.md").read_text()
+    paragraph = text.split("`api/status` answers one object:", 1)[1].split("\n\n", 1)[0]
+    keys: dict = {}
+    parents, last = [None], None
+    for token in re.finditer(r"`([^`]+)`|\(|\)", paragraph):
+        if token.group(0) == "(":
+            parents.append(last)
+        elif token.group(0) == ")":
+            last = parents.pop()
+        else:
+            last = token.group(1)
+            keys.setdefault(parents[-1], set()).add(last)
+    return keys
+
+
+async def test_the_status_api_answers_the_keys_the_orchestrator_page_lists(cluster_factory, wire):
+    # `time`, a decision's `dry_run` and a move's `started_at` were answered and not listed.
+    from podtools import cluster_config, node_of, server_pod, until
+
+    from elastichub.orchestrator.drain import MoveReport
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    cluster.store.create("pods", server_pod("ann", "1Gi"))
+    await until(lambda: node_of(cluster.store, "jupyter-ann"), what="the pod bound")
+    ctl = await wire(cluster, make_strategy("elastic", PolicyConfig(tmon=0.2)), tmon=0.2)
+    await ctl.cycle()
+    status = ctl.status()
+    documented = documented_status_keys()
+    assert set(status) == documented[None]
+    assert set(status["nodes"][0]) == documented["nodes"]
+    assert set(status["decisions"][0]) | {"taken"} == documented["decisions"]  # `taken`: with an action
+    assert set(MoveReport("default/jupyter-ann", "cloud-1").to_json()) == documented["migrations"] - {
+        "in_flight", "recent"}
