@@ -1,5 +1,6 @@
 """The Sphinx/MyST docs build without a warning (broken links, missing pages)."""
 
+import json
 import pathlib
 import re
 import subprocess
@@ -28,11 +29,11 @@ def test_the_example_config_installs_the_kernel_as_the_deploy_how_to_does():
     assert command in (ROOT / "jupyterhub_config_example.py").read_text()
 
 
-def documented_status_keys() -> dict:
-    """The keys docs/orchestrator.md lists for `api/status`, by the key they are nested under
-    (None: the top level): a backticked name inside a parenthesis belongs to the key before it."""
-    text = (ROOT / "docs" / "orchestrator.md").read_text()
-    paragraph = text.split("`api/status` answers one object:", 1)[1].split("\n\n", 1)[0]
+def documented_keys(page: str, opening: str, end: str = "\n\n") -> dict:
+    """The JSON keys a page lists between `opening` and `end`, by the key they are nested
+    under (None: the top level): a backticked name inside a parenthesis belongs to the key before it."""
+    text = (ROOT / "docs" / page).read_text()
+    paragraph = text.split(opening, 1)[1].split(end, 1)[0]
     keys: dict = {}
     parents, last = [None], None
     for token in re.finditer(r"`([^`]+)`|\(|\)", paragraph):
@@ -59,9 +60,23 @@ async def test_the_status_api_answers_the_keys_the_orchestrator_page_lists(clust
     ctl = await wire(cluster, make_strategy("elastic", PolicyConfig(tmon=0.2)), tmon=0.2)
     await ctl.cycle()
     status = ctl.status()
-    documented = documented_status_keys()
+    documented = documented_keys("orchestrator.md", "`api/status` answers one object:")
     assert set(status) == documented[None]
     assert set(status["nodes"][0]) == documented["nodes"]
     assert set(status["decisions"][0]) | {"taken"} == documented["decisions"]  # `taken`: with an action
     assert set(MoveReport("default/jupyter-ann", "cloud-1").to_json()) == documented["migrations"] - {
         "in_flight", "recent"}
+
+
+def test_simulate_and_tune_answer_the_json_keys_the_simulator_page_lists(tmp_path, capsys):
+    # --tune --json answered "processes", which the page did not list.
+    from elastichub.cli import main
+
+    args = ["simulate", "--workload", "weekend", "--days", "0.25", "--theta-out", "80", "--json", "--no-progress"]
+    assert main(args) == 0
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert set(run) == documented_keys("simulator.md", "each run has")[None]
+    assert main([*args, "--tune", "--slo-p95-wait", "600", "--out", str(tmp_path)]) == 0
+    tuned = json.loads(capsys.readouterr().out)
+    assert set(tuned) == documented_keys("simulator.md", "`--json` prints the same as one document",
+                                         ". When no setting")[None]
