@@ -80,3 +80,14 @@ def test_simulate_and_tune_answer_the_json_keys_the_simulator_page_lists(tmp_pat
     tuned = json.loads(capsys.readouterr().out)
     assert set(tuned) == documented_keys("simulator.md", "`--json` prints the same as one document",
                                          ". When no setting")[None]
+
+
+def test_the_reference_names_every_label_annotation_and_taint_elastichub_writes():
+    # The live-move and moved-pod annotations (asked, started, move-of, route) were on pods and nowhere
+    # in the reference table an admin reads after `kubectl describe pod`.
+    from elastichub import podmeta
+
+    table = (ROOT / "docs" / "reference.md").read_text().split("## Pod and node metadata", 1)[1]
+    names = {value for name, value in vars(podmeta).items() if isinstance(value, str) and name.isupper()
+             and value.startswith(podmeta.PREFIX) and value != podmeta.PREFIX}
+    assert names and not {name for name in names if f"`{name}`" not in table}
