@@ -91,3 +91,16 @@ def test_the_reference_names_every_label_annotation_and_taint_elastichub_writes(
     names = {value for name, value in vars(podmeta).items() if isinstance(value, str) and name.isupper()
              and value.startswith(podmeta.PREFIX) and value != podmeta.PREFIX}
     assert names and not {name for name in names if f"`{name}`" not in table}
+
+
+def test_the_spawner_page_tables_every_setting_elastichub_adds():
+    # route_switch_interval, a setting of ElasticSpawner's own, was missing from the page's table.
+    from kubespawner import KubeSpawner
+
+    from elastichub.spawner import ElasticSpawner
+
+    page = (ROOT / "docs" / "spawner.md").read_text()
+    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)?", page, re.M)  # a row may name two: `onprem_tier`, `cloud_tier`
+    table = {name for row in rows for name in row if name}
+    added = set(ElasticSpawner.class_trait_names(config=True)) - set(KubeSpawner.class_trait_names(config=True))
+    assert added and added <= table, added - table
