@@ -1,10 +1,13 @@
-"""The Sphinx/MyST docs build without a warning (broken links, missing pages)."""
+"""The Sphinx/MyST docs build without a warning (broken links, missing pages), and what they list
+(settings, JSON keys, pod metadata, the kernel install) is what the code has."""
 
 import json
 import pathlib
 import re
 import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -93,14 +96,25 @@ def test_the_reference_names_every_label_annotation_and_taint_elastichub_writes(
     assert names and not {name for name in names if f"`{name}`" not in table}
 
 
-def test_the_spawner_page_tables_every_setting_elastichub_adds():
-    # route_switch_interval, a setting of ElasticSpawner's own, was missing from the page's table.
-    from kubespawner import KubeSpawner
+def settings_added(cls: str, base: str) -> set[str]:
+    import importlib
 
-    from elastichub.spawner import ElasticSpawner
+    def traits(path):
+        module, name = path.rsplit(".", 1)
+        return set(getattr(importlib.import_module(module), name).class_trait_names(config=True))
+    return traits(cls) - traits(base)
 
-    page = (ROOT / "docs" / "spawner.md").read_text()
-    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)?", page, re.M)  # a row may name two: `onprem_tier`, `cloud_tier`
+
+@pytest.mark.parametrize("page, cls, base", [
+    ("spawner.md", "elastichub.spawner.ElasticSpawner", "kubespawner.KubeSpawner"),
+    ("kernel.md", "elastichub_kernel.kernel.ElasticKernel", "ipykernel.ipkernel.IPythonKernel"),
+    ("kernel.md", "elastichub_kernel.serverext.ElasticHubExtension",
+     "jupyter_server.extension.application.ExtensionApp"),
+])
+def test_the_pages_table_every_setting_elastichub_adds(page, cls, base):
+    # route_switch_interval (spawner) and live_default_lease / live_max_lease (kernel) were missing.
+    text = (ROOT / "docs" / page).read_text()
+    rows = re.findall(r"^\| `(\w+)`(?:, `(\w+)`)?", text, re.M)  # a row may name two: `onprem_tier`, `cloud_tier`
     table = {name for row in rows for name in row if name}
-    added = set(ElasticSpawner.class_trait_names(config=True)) - set(KubeSpawner.class_trait_names(config=True))
+    added = settings_added(cls, base)
     assert added and added <= table, added - table
