@@ -118,3 +118,16 @@ def test_the_pages_table_every_setting_elastichub_adds(page, cls, base):
     table = {name for row in rows for name in row if name}
     added = settings_added(cls, base)
     assert added and added <= table, added - table
+
+
+def test_the_local_cluster_page_names_every_option_of_its_command():
+    # --log-level was an option of `elastichub localcluster` and not on the page's list.
+    import argparse
+
+    from elastichub.localcluster import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+    listed = set(re.findall(r"^- \*\*`(--[\w-]+)", (ROOT / "docs" / "localcluster.md").read_text(), re.M))
+    assert options and options == listed, options ^ listed
