@@ -22,6 +22,13 @@ command -v kubectl >/dev/null || apt_install kubernetes-client
 command -v chromium >/dev/null || apt_install chromium
 command -v npm >/dev/null || apt_install nodejs npm
 command -v python3 >/dev/null || apt_install python3 python3-venv
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "ElasticHub needs Python 3.11 or later; python3 is $(python3 -V 2>&1)" >&2
+    exit 1
+fi
+# Debian and Ubuntu ship python3 without venv's ensurepip (the python3-venv package):
+# the venv is then made without pip, and every later run skipped it.
+python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
 # The kernel's tests build a locale the kernel's own node lacks (localedef needs the sources).
 [[ -f /usr/share/i18n/locales/de_DE ]] || apt_install locales
 
@@ -29,8 +36,8 @@ if [[ ! -x node_modules/.bin/configurable-http-proxy ]]; then
     npm install --no-audit --no-fund --loglevel=error
 fi
 
-if [[ ! -x .venv/bin/python ]]; then
-    python3 -m venv .venv
+if [[ ! -x .venv/bin/python ]] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    python3 -m venv --clear .venv  # --clear: a venv an earlier run left without pip is made again
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 editable=(-e ".[sim,test,docs]")
