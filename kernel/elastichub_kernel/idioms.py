@@ -58,7 +58,7 @@ import pickle
 import types
 import typing
 
-from . import idioms2, idioms3
+from . import idioms2, idioms3, idioms4
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -406,7 +406,7 @@ def _file_handle(f, user_ns):
     while type(raw).__name__ != "FileIO":  # open()'s layers: text, buffer, raw file
         raw = getattr(raw, "buffer", None) or getattr(raw, "raw", None)
         if raw is None or type(raw).__module__ != "_io":
-            raise TypeError("an open file handle over something other than a file (open it again after restore)")
+            return idioms4.text_over_no_file(f)  # gzip.open(path, "rt"): saved as such, or refused with why
     layers = "text" if text is not None else "raw" if raw is f else "buffered"
     text_args = None if text is None else (getattr(text, "mode", None), text.encoding, text.errors,
                                            text.line_buffering, text.write_through)

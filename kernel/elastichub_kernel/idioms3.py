@@ -48,6 +48,8 @@ import sys
 import types
 import weakref
 
+from . import idioms4
+
 _MATCH = type(re.match("", ""))
 
 
@@ -61,7 +63,7 @@ def reduce_for(kind: type):
         return _proxy
     if kind is types.GeneratorType:
         return _generator
-    return None
+    return idioms4.reduce_for(kind)  # compressed files, zip archives
 
 
 # -- generators -------------------------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""Notebook idioms of a seventh probe round (idioms3.reduce_for asks here
+last; same shape: a reduce per type and its rebuild):
+
+- a compressed file (``gzip.open``, ``bz2.open``, ``lzma.open``, binary or
+  text) and a zip archive (``zipfile.ZipFile``). Closed, what ``with
+  gzip.open(...) as f`` or ``with ZipFile(...) as z`` leaves, it comes back
+  closed (a closed archive still lists its members: ``z.namelist()``).
+  Open for reading, it is opened again on its file (unchanged since: size,
+  mtime, else the variable fails by name) or over its in-memory bytes, at
+  the same place. Open for writing it is named: what it compressed is not
+  all in its file until it is closed. Before, every one, closed ones too,
+  was 'not restorable' as "an open file handle".
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+from . import idioms, idioms3
+
+_COMPRESSED = {("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile")}
+COMPRESSED_NAMES = frozenset(f"{module}.{name}" for module, name in _COMPRESSED)  # typeprobe: tried, not refused
+
+
+def reduce_for(kind: type):
+    """The reduce for `kind`, or None (idioms3.reduce_for asks last)."""
+    if (kind.__module__, kind.__name__) in _COMPRESSED:
+        return _compressed
+    if kind.__module__ == "zipfile" and kind.__name__ == "ZipFile":
+        return _zip_file
+    return None
+
+
+def text_over_no_file(f):
+    """The reduce of a file object of the io module over no file of open()
+    (idioms._file_handle asks): a text file over a compressed one."""
+    buffer = getattr(f, "buffer", None)
+    if type(f).__name__ == "TextIOWrapper" and (type(buffer).__module__, type(buffer).__name__) in _COMPRESSED:
+        return _compressed_text(f)
+    raise TypeError("an open file handle over something other than a file (open it again after restore)")
+
+
+def _source(f):
+    """The file object a compressed file reads (gzip keeps two names)."""
+    return f._fp if hasattr(f, "_fp") else (f.myfileobj or f.fileobj)
+
+
+def _label(f) -> str:
+    name = getattr(_source(f), "name", None) if not f.closed else getattr(f, "name", None)
+    return f"{type(f).__module__}.{type(f).__name__}" + (f" of {name}" if isinstance(name, str) else "")
+
+
+def _writing(what: str, unwritten: str = "what it compressed") -> TypeError:
+    return TypeError(f"{what} is open for writing: {unwritten} is not in its file until it is closed "
+                     "(close it, or write in a `with` block, then checkpoint)")
+
+
+def _compressed(f, user_ns):
+    kind = type(f)
+    if f.closed:
+        return _closed_compressed, (kind, getattr(f, "name", None), getattr(f, "mode", None))
+    if not f.readable():
+        raise _writing(_label(f))
+    source, position = _source(f), f.tell()
+    on_disk = _on_disk(source)
+    if on_disk is None:  # in memory (BytesIO): carried as it is, read again from its start
+        return _reopen_compressed, (kind, source, None, position)
+    return _reopen_compressed, (kind, None, on_disk, position)
+
+
+def _on_disk(source):
+    """(path, the name it was opened by, size, mtime) of a file of open(); None for anything else."""
+    raw = getattr(source, "raw", source)
+    if type(raw).__module__ != "_io" or type(raw).__name__ != "FileIO" or not isinstance(raw.name, str):
+        return None
+    path = idioms._open_path(raw)  # where it is now; refuses a pipe or a deleted file by name
+    stat = os.stat(path)
+    return path, raw.name, stat.st_size, stat.st_mtime_ns
+
+
+def _open_compressed(kind, fileobj):
+    return kind(fileobj=fileobj, mode="rb") if kind.__name__ == "GzipFile" else kind(fileobj, "rb")
+
+
+def _reopen_compressed(kind, source, on_disk, position):
+    if on_disk is not None:
+        path, name, size, mtime_ns = on_disk
+        idioms._as_saved(f"compressed file {path}", path, size, mtime_ns)
+        source = open(path, "rb")
+        source.raw.name = name
+    else:
+        source.seek(0)  # a compressed stream starts at its file's start (gzip's own rewind seeks to 0)
+    f = _open_compressed(kind, source)
+    if on_disk is not None:
+        if kind.__name__ == "GzipFile":
+            f.myfileobj = source  # closed with it, as gzip.open's own file
+        else:
+            f._closefp = True
+    f.seek(position)  # read forward again to where it was
+    return f
+
+
+def _closed_compressed(kind, name, mode):
+    f = _open_compressed(kind, io.BytesIO())
+    f.close()
+    _named(f, name, mode)
+    return f
+
+
+def _named(f, name, mode):
+    """gzip's name and mode (bz2 and lzma have none to set)."""
+    if name is not None:
+        f.name = name
+    if mode is not None:
+        f.mode = mode
+
+
+# -- text over a compressed file ------------------------------------------------------------
+
+def _compressed_text(text):
+    buffer = text.buffer
+    if text.closed:
+        return _closed_text, (type(buffer), getattr(buffer, "name", None), getattr(buffer, "mode", None),
+                              text.encoding, text.errors)
+    if not text.readable():
+        raise _writing(_label(buffer))
+    newline = idioms3.text_newline(text)  # seeks it to where it is: what it read ahead is read again
+    return _reopen_text, (buffer, text.encoding, text.errors, text.line_buffering, text.write_through, newline,
+                          text.tell())
+
+
+def _reopen_text(buffer, encoding, errors, line_buffering, write_through, newline, position):
+    text = io.TextIOWrapper(buffer, encoding=encoding, errors=errors, newline=newline,
+                            line_buffering=line_buffering, write_through=write_through)
+    text.seek(position)
+    return text
+
+
+def _closed_text(kind, name, mode, encoding, errors):
+    """Made over an open stand-in of its kind (a closed one cannot be wrapped), then closed with it."""
+    buffer = _open_compressed(kind, io.BytesIO())
+    text = io.TextIOWrapper(buffer, encoding=encoding, errors=errors)
+    text.close()
+    _named(buffer, name, mode)
+    return text
+
+
+# -- zip archives ----------------------------------------------------------------------------
+
+def _zip_file(z, user_ns):
+    state = {k: v for k, v in vars(z).items() if k not in ("fp", "_lock")}  # its members' table, its settings
+    if z.fp is None:  # closed
+        return _rebuilt_zip, (type(z), state, None, None)
+    if z.mode != "r" or getattr(z, "_writing", False):
+        raise _writing(f"zip archive {z.filename}", "its table of contents")
+    on_disk = None if z._filePassed else _on_disk(z.fp)
+    if on_disk is None and not z._filePassed:
+        raise TypeError(f"zip archive {z.filename} is read from something other than a file (open it again "
+                        "after restore)")
+    # A file object the notebook gave is carried as what it is (a BytesIO; open()'s, opened again).
+    return _rebuilt_zip, (type(z), state, z.fp if on_disk is None else None, on_disk)
+
+
+def _rebuilt_zip(kind, state, fp, on_disk):
+    import threading
+
+    z = kind.__new__(kind)
+    vars(z).update(state)
+    z._lock = threading.RLock()
+    if on_disk is not None:
+        path, name, size, mtime_ns = on_disk
+        idioms._as_saved(f"zip archive {path}", path, size, mtime_ns)
+        fp = open(path, "rb")
+        fp.raw.name = name
+    z.fp = fp
+    if fp is not None:
+        z._fileRefCnt = 1  # the archive's own use: its members open in the old kernel are not carried
+    return z

@@ -1,0 +1,78 @@
+"""Idioms of a seventh probe round, checkpointed in one real kernel and
+restored in the next: compressed files and zip archives, closed (what a
+`with` block leaves) and open for reading."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms5.ipynb"
+
+ARCHIVES = r'''
+import bz2, gzip, io, lzma, zipfile
+with gzip.open("rows.csv.gz", "wt") as out:
+    out.write("a,b\n1,2\n3,4\n")
+with zipfile.ZipFile("data.zip", "w") as archive:
+    archive.writestr("x.txt", "x in zip")
+with bz2.open("notes.bz2", "wb") as packed:
+    packed.write(b"bz2 bytes")
+with zipfile.ZipFile("data.zip") as done:
+    names = done.namelist()
+rows = gzip.open("rows.csv.gz", "rt")
+header = rows.readline()
+raw = gzip.open("rows.csv.gz")
+raw.read(4)
+bz = bz2.open("notes.bz2")
+bz.read(3)
+inner = lzma.LZMAFile(io.BytesIO(lzma.compress(b"lzma in memory")))
+inner.read(5)
+z = zipfile.ZipFile("data.zip")
+'''
+PROBE = r'''
+import json
+print("FACTS" + json.dumps({
+    "closed": [out.closed, type(out.buffer).__name__, out.buffer.name, archive.fp is None, done.namelist(),
+               packed.closed, type(packed).__name__],
+    "open": [rows.readline(), raw.read().decode(), bz.read().decode(), inner.read().decode(), z.read("x.txt").decode(),
+             z.namelist(), type(inner).__name__],
+}))
+'''
+
+
+def test_compressed_files_and_zip_archives_come_back_closed_or_open_where_they_were(start_in_work, run_cell,
+                                                                                    control_request):
+    """`with gzip.open(...) as out` / `with ZipFile(...) as archive` left
+    closed objects named 'not restorable' as "an open file handle" at every
+    restore, and the ones open for reading were lost too."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, ARCHIVES)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    before = run_cell.facts(kc, PROBE)
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    first = run_cell(kc, "pass")
+    assert first["error"] is None and "Not restored" not in first["stderr"], first
+    assert run_cell.facts(kc, PROBE) == before
+    assert before["open"][:5] == ["1,2\n", "1,2\n3,4\n", " bytes", "in memory", "x in zip"], before
+
+
+WRITING = r'''
+import gzip, zipfile
+log = gzip.open("log.gz", "wt")
+log.write("started\n")
+pack = zipfile.ZipFile("out.zip", "w")
+pack.writestr("a.txt", "a")
+'''
+
+
+def test_compressed_files_and_zip_archives_open_for_writing_are_named_with_why(start_in_work, run_cell,
+                                                                               control_request):
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, WRITING)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert sorted(reasons) == ["log", "pack"], reply
+    assert "open for writing" in reasons["log"] and "log.gz" in reasons["log"], reasons
+    assert "open for writing" in reasons["pack"] and "out.zip" in reasons["pack"], reasons
