@@ -419,9 +419,8 @@ def _file_handle(f, user_ns):
         f.flush()  # what the notebook wrote is in the file the restore opens
     try:
         position = f.tell()
-    except OSError as exc:
-        raise TypeError(f"an open file handle whose position cannot be read ({exc}); open it again after "
-                        "restore") from None
+    except OSError as exc:  # next(f) turns tell() off: found by reading (idioms4), or refused with why
+        position = idioms4.position_after_next(f, exc, path)
     if text is not None:  # open() keeps no newline=: read from the file object
         try:
             text_args += (idioms3.text_newline(text),)

@@ -10,6 +10,10 @@ last; same shape: a reduce per type and its rebuild):
   the same place. Open for writing it is named: what it compressed is not
   all in its file until it is closed. Before, every one, closed ones too,
   was 'not restorable' as "an open file handle".
+- a text file read with ``next()`` (``header = next(f)``, a ``for line in
+  f`` left with ``break``): its ``tell()`` is off until it is read to its
+  end, and it was 'not restorable'. Its place is found by reading: what is
+  left, then the file again up to there (it is where it was, and tells).
 """
 
 from __future__ import annotations
@@ -144,6 +148,34 @@ def _closed_text(kind, name, mode, encoding, errors):
     text.close()
     _named(buffer, name, mode)
     return text
+
+
+# -- a text file read with next() ---------------------------------------------------------
+
+NEXT_READ_MAX = 256 << 20  # bytes read again, twice, to find the place of a file read with next()
+
+
+def position_after_next(f, exc: OSError, path: str):
+    """``f.tell()`` of a text file whose tell() raised `exc`: after
+    ``next(f)``, read to its end and again up to where it was."""
+    if "next()" not in str(exc) or type(f).__name__ != "TextIOWrapper" or not f.readable():
+        raise TypeError(f"an open file handle whose position cannot be read ({exc}); open it again after "
+                        "restore") from None
+    if os.path.getsize(path) > NEXT_READ_MAX:
+        raise TypeError(f"a file read with next() ({exc}), over {NEXT_READ_MAX >> 20} MB: its place is found only "
+                        "by reading it again (read it with f.readline(), or open it again after restore)") from None
+    with open(path, "rb") as raw:  # a text that cannot decode would leave f read to the failing line
+        try:
+            raw.read().decode(f.encoding, f.errors)
+        except (UnicodeError, LookupError) as err:
+            raise TypeError(f"a file read with next() ({exc}) whose text does not decode ({err}): its place cannot "
+                            "be found; open it again after restore") from None
+    left = len(f.read())
+    f.seek(0)
+    whole = len(f.read())
+    f.seek(0)
+    f.read(whole - left)
+    return f.tell()
 
 
 # -- zip archives ----------------------------------------------------------------------------

@@ -76,3 +76,30 @@ def test_compressed_files_and_zip_archives_open_for_writing_are_named_with_why(s
     assert sorted(reasons) == ["log", "pack"], reply
     assert "open for writing" in reasons["log"] and "log.gz" in reasons["log"], reasons
     assert "open for writing" in reasons["pack"] and "out.zip" in reasons["pack"], reasons
+
+
+NEXT = r'''
+with open("scores.csv", "w", newline="") as out:
+    out.write("name,score\r\nada,3\r\nbob,5\r\ncy,7\r\n")
+f = open("scores.csv")
+header = next(f)
+for line in f:
+    if line.startswith("ada"):
+        break
+'''
+
+
+def test_a_text_file_read_with_next_comes_back_where_it_was(start_in_work, run_cell, control_request):
+    """`header = next(f)` (or a for loop left with break) turns the file's
+    tell() off: the file was 'not restorable' ("telling position disabled
+    by next() call")."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, NEXT)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(repr(header), repr(next(f)), list(f))")
+    assert out["error"] is None and "Not restored" not in out["stderr"], out
+    assert out["stdout"].strip() == r"'name,score\n' 'bob,5\n' ['cy,7\n']", out
