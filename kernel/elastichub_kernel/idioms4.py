@@ -10,6 +10,9 @@ last; same shape: a reduce per type and its rebuild):
   the same place. Open for writing it is named: what it compressed is not
   all in its file until it is closed. Before, every one, closed ones too,
   was 'not restorable' as "an open file handle".
+- ``numpy.load`` of an ``.npz`` file (an assignment's arrays): its archive
+  and file as above; its ``.f`` attribute view (which refused pickling:
+  "can't pickle 'BagObj'") is made again over it;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -33,6 +36,8 @@ def reduce_for(kind: type):
         return _compressed
     if kind.__module__ == "zipfile" and kind.__name__ == "ZipFile":
         return _zip_file
+    if kind.__name__ == "NpzFile" and kind.__module__.startswith("numpy."):  # numpy is never imported here
+        return _npz_file
     return None
 
 
@@ -209,3 +214,16 @@ def _rebuilt_zip(kind, state, fp, on_disk):
     if fp is not None:
         z._fileRefCnt = 1  # the archive's own use: its members open in the old kernel are not carried
     return z
+
+
+def _npz_file(npz, user_ns):
+    state = dict(vars(npz))
+    bag = state.pop("f", None)  # None once closed
+    return _rebuilt_npz, (type(npz), state, None if bag is None else type(bag))
+
+
+def _rebuilt_npz(kind, state, bag_kind):
+    npz = kind.__new__(kind)
+    vars(npz).update(state)
+    npz.f = None if bag_kind is None else bag_kind(npz)
+    return npz

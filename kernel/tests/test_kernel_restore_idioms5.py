@@ -103,3 +103,28 @@ def test_a_text_file_read_with_next_comes_back_where_it_was(start_in_work, run_c
     out = run_cell(kc, "print(repr(header), repr(next(f)), list(f))")
     assert out["error"] is None and "Not restored" not in out["stderr"], out
     assert out["stdout"].strip() == r"'name,score\n' 'bob,5\n' ['cy,7\n']", out
+
+
+NPZ = r'''
+import numpy as np
+np.savez("assignment.npz", X=np.arange(6).reshape(2, 3), y=np.array([1, 0]))
+data = np.load("assignment.npz")
+X = data["X"]
+with np.load("assignment.npz") as done:
+    y = done["y"]
+'''
+
+
+def test_an_npz_file_loaded_with_np_load_comes_back_open_on_its_file(start_in_work, run_cell, control_request):
+    """`data = np.load("assignment.npz")` (an assignment's arrays) was 'not
+    restorable' (can't pickle 'BagObj' object)."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, NPZ)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(data.files, data['y'].tolist(), data.f.X.sum(), done.f, done.zip, y.tolist())")
+    assert out["error"] is None and "Not restored" not in out["stderr"], out
+    assert out["stdout"].strip() == "['X', 'y'] [1, 0] 15 None None [1, 0]", out
