@@ -13,6 +13,12 @@ last; same shape: a reduce per type and its rebuild):
 - ``numpy.load`` of an ``.npz`` file (an assignment's arrays): its archive
   and file as above; its ``.f`` attribute view (which refused pickling:
   "can't pickle 'BagObj'") is made again over it;
+- an SQLAlchemy engine (``engine = create_engine("sqlite:///school.db")``,
+  which each later ``pd.read_sql(query, engine)`` uses): made again from
+  its URL, ``echo``, pool class and execution options (an engine of
+  ``execution_options()`` over its engine again); pickle stopped at its
+  locks. Other ``create_engine`` arguments (``connect_args``) are not
+  carried. One of a database in memory is named: its tables live in it;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -38,6 +44,8 @@ def reduce_for(kind: type):
         return _zip_file
     if kind.__name__ == "NpzFile" and kind.__module__.startswith("numpy."):  # numpy is never imported here
         return _npz_file
+    if idioms._is_class_of(kind, "sqlalchemy.engine.base", "Engine"):  # nor sqlalchemy
+        return _sqlalchemy_engine
     return None
 
 
@@ -227,3 +235,28 @@ def _rebuilt_npz(kind, state, bag_kind):
     vars(npz).update(state)
     npz.f = None if bag_kind is None else bag_kind(npz)
     return npz
+
+
+# -- SQLAlchemy engines -------------------------------------------------------------------------
+
+def _sqlalchemy_engine(engine, user_ns):
+    base = getattr(engine, "_proxied", None)  # engine.execution_options(...): options over its engine
+    if base is not None:
+        return _engine_with_options, (base, dict(engine._execution_options))
+    url = engine.url
+    if url.get_backend_name() == "sqlite" and (url.database or ":memory:").startswith((":memory:", "file::memory:")):
+        raise TypeError(f"an SQLAlchemy engine of a database in memory ({url}): its tables live only in this "
+                        "process (make them again after restore, or use a database file)")
+    return _new_engine, (url.render_as_string(hide_password=False), engine.echo, type(engine.pool),
+                         dict(engine._execution_options))
+
+
+def _new_engine(url, echo, poolclass, options):
+    import sqlalchemy  # the saved state had it loaded
+
+    engine = sqlalchemy.create_engine(url, echo=echo, poolclass=poolclass)
+    return engine.execution_options(**options) if options else engine
+
+
+def _engine_with_options(base, options):
+    return base.execution_options(**options)

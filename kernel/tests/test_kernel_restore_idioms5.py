@@ -128,3 +128,32 @@ def test_an_npz_file_loaded_with_np_load_comes_back_open_on_its_file(start_in_wo
     out = run_cell(kc, "print(data.files, data['y'].tolist(), data.f.X.sum(), done.f, done.zip, y.tolist())")
     assert out["error"] is None and "Not restored" not in out["stderr"], out
     assert out["stdout"].strip() == "['X', 'y'] [1, 0] 15 None None [1, 0]", out
+
+
+ENGINE = r'''
+import sqlalchemy as sa
+import pandas as pd
+engine = sa.create_engine("sqlite:///school.db")
+pd.DataFrame({"name": ["ada", "bob"], "grade": [5, 4]}).to_sql("grades", engine, index=False)
+auto = engine.execution_options(isolation_level="AUTOCOMMIT")
+memory = sa.create_engine("sqlite://")
+'''
+
+
+def test_an_sqlalchemy_engine_comes_back_on_its_database(start_in_work, run_cell, control_request):
+    """`engine = create_engine("sqlite:///school.db")`, which every later
+    `pd.read_sql(query, engine)` cell uses, was 'not restorable' (cannot
+    pickle '_thread.RLock' object); one of a database in memory is named
+    with why."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, ENGINE)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert list(reasons) == ["memory"] and "in memory" in reasons["memory"], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(pd.read_sql('select grade from grades', engine).grade.sum(), engine.url, "
+                       "auto.get_execution_options()['isolation_level'], auto.pool is engine.pool)")
+    assert out["error"] is None, out
+    assert out["stdout"].split() == ["9", "sqlite:///school.db", "AUTOCOMMIT", "True"], out
