@@ -22,7 +22,9 @@ last; same shape: a reduce per type and its rebuild):
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
-  left, then the file again up to there (it is where it was, and tells).
+  left, then the file again up to there (it is where it was, and tells);
+  a text over a compressed file of a file on disk too (``gzip.open(path,
+  "rt")``).
 """
 
 from __future__ import annotations
@@ -142,6 +144,14 @@ def _compressed_text(text):
                               text.encoding, text.errors)
     if not text.readable():
         raise _writing(_label(buffer))
+    try:
+        text.tell()
+    except OSError as exc:  # next(text) turned tell() off
+        on_disk = _on_disk(_source(buffer))
+        if on_disk is None:
+            raise TypeError(f"a compressed text over bytes in memory whose position cannot be read ({exc}): open "
+                            "it again after restore") from None
+        position_after_next(text, exc, on_disk[0], lambda path: type(buffer)(path, "rb"))
     newline = idioms3.text_newline(text)  # seeks it to where it is: what it read ahead is read again
     return _reopen_text, (buffer, text.encoding, text.errors, text.line_buffering, text.write_through, newline,
                           text.tell())
@@ -168,16 +178,17 @@ def _closed_text(kind, name, mode, encoding, errors):
 NEXT_READ_MAX = 256 << 20  # bytes read again, twice, to find the place of a file read with next()
 
 
-def position_after_next(f, exc: OSError, path: str):
+def position_after_next(f, exc: OSError, path: str, opener=lambda path: open(path, "rb")):
     """``f.tell()`` of a text file whose tell() raised `exc`: after
-    ``next(f)``, read to its end and again up to where it was."""
+    ``next(f)``, read to its end and again up to where it was. `opener`
+    opens `path` to read the bytes `f` decodes (a compressed file's)."""
     if "next()" not in str(exc) or type(f).__name__ != "TextIOWrapper" or not f.readable():
         raise TypeError(f"an open file handle whose position cannot be read ({exc}); open it again after "
                         "restore") from None
     if os.path.getsize(path) > NEXT_READ_MAX:
         raise TypeError(f"a file read with next() ({exc}), over {NEXT_READ_MAX >> 20} MB: its place is found only "
                         "by reading it again (read it with f.readline(), or open it again after restore)") from None
-    with open(path, "rb") as raw:  # a text that cannot decode would leave f read to the failing line
+    with opener(path) as raw:  # a text that cannot decode would leave f read to the failing line
         try:
             raw.read().decode(f.encoding, f.errors)
         except (UnicodeError, LookupError) as err:

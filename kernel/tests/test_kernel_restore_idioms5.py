@@ -157,3 +157,26 @@ def test_an_sqlalchemy_engine_comes_back_on_its_database(start_in_work, run_cell
                        "auto.get_execution_options()['isolation_level'], auto.pool is engine.pool)")
     assert out["error"] is None, out
     assert out["stdout"].split() == ["9", "sqlite:///school.db", "AUTOCOMMIT", "True"], out
+
+
+GZIP_NEXT = r'''
+import gzip
+with gzip.open("rows.csv.gz", "wt") as out:
+    out.write("h1,h2\n1,2\n3,4\n")
+rows = gzip.open("rows.csv.gz", "rt")
+header = next(rows)
+'''
+
+
+def test_a_compressed_text_file_read_with_next_comes_back_where_it_was(start_in_work, run_cell, control_request):
+    """`header = next(rows)` over `gzip.open(path, "rt")` failed the
+    checkpoint of `rows` (OSError: telling position disabled by next() call)."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, GZIP_NEXT)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(repr(header), list(rows))")
+    assert out["error"] is None and out["stdout"].strip() == r"'h1,h2\n' ['1,2\n', '3,4\n']", out
