@@ -19,6 +19,8 @@ last; same shape: a reduce per type and its rebuild):
   ``execution_options()`` over its engine again); pickle stopped at its
   locks. Other ``create_engine`` arguments (``connect_args``) are not
   carried. One of a database in memory is named: its tables live in it;
+- an ``io.StringIO`` or ``io.BytesIO`` a ``with`` block closed: closed
+  again (its own pickling refused: "I/O operation on closed file");
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -48,6 +50,8 @@ def reduce_for(kind: type):
         return _npz_file
     if idioms._is_class_of(kind, "sqlalchemy.engine.base", "Engine"):  # nor sqlalchemy
         return _sqlalchemy_engine
+    if kind is io.StringIO or kind is io.BytesIO:
+        return _memory_file
     return None
 
 
@@ -171,6 +175,16 @@ def _closed_text(kind, name, mode, encoding, errors):
     text.close()
     _named(buffer, name, mode)
     return text
+
+
+def _memory_file(f, user_ns):
+    return (_closed_memory_file, (type(f),)) if f.closed else None  # open: its own pickling
+
+
+def _closed_memory_file(kind):
+    f = kind()
+    f.close()
+    return f
 
 
 # -- a text file read with next() ---------------------------------------------------------

@@ -180,3 +180,28 @@ def test_a_compressed_text_file_read_with_next_comes_back_where_it_was(start_in_
     km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(repr(header), list(rows))")
     assert out["error"] is None and out["stdout"].strip() == r"'h1,h2\n' ['1,2\n', '3,4\n']", out
+
+
+CLOSED_BUFFERS = r'''
+import io
+import pandas as pd
+with io.StringIO() as info:
+    pd.DataFrame({"a": [1]}).info(buf=info)
+    text = info.getvalue()
+with io.BytesIO() as raw:
+    raw.write(b"png bytes")
+'''
+
+
+def test_in_memory_files_a_with_block_closed_come_back_closed(start_in_work, run_cell, control_request):
+    """`with io.StringIO() as info:` left a closed buffer that failed at
+    every checkpoint ('not restorable': I/O operation on closed file)."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, CLOSED_BUFFERS)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(type(info).__name__, info.closed, type(raw).__name__, raw.closed, 'RangeIndex' in text)")
+    assert out["error"] is None and out["stdout"].split() == ["StringIO", "True", "BytesIO", "True", "True"], out
