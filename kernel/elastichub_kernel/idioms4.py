@@ -21,6 +21,10 @@ last; same shape: a reduce per type and its rebuild):
   carried. One of a database in memory is named: its tables live in it;
 - an ``io.StringIO`` or ``io.BytesIO`` a ``with`` block closed: closed
   again (its own pickling refused: "I/O operation on closed file");
+- a ``concurrent.futures.Future`` that is done (``futures = [pool.submit(f,
+  v) ...]``, read with ``.result()`` in later cells): done again, with its
+  result or exception, or cancelled; pickle stopped at its lock and failed
+  the whole list. One not done is named: its work runs in the old kernel;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -52,6 +56,8 @@ def reduce_for(kind: type):
         return _sqlalchemy_engine
     if kind is io.StringIO or kind is io.BytesIO:
         return _memory_file
+    if idioms._is_class_of(kind, "concurrent.futures._base", "Future"):
+        return _future
     return None
 
 
@@ -185,6 +191,28 @@ def _closed_memory_file(kind):
     f = kind()
     f.close()
     return f
+
+
+def _future(fut, user_ns):
+    if not fut.done():
+        raise TypeError("a Future not done yet: its work runs in the old kernel's workers (submit it again after "
+                        "restore)")
+    if fut.cancelled():
+        return _done_future, (type(fut), "cancelled", None)
+    error = fut.exception(timeout=0)
+    return _done_future, ((type(fut), "exception", error) if error is not None else
+                          (type(fut), "result", fut.result(timeout=0)))
+
+
+def _done_future(kind, how, value):
+    fut = kind()
+    if how == "cancelled":
+        fut.cancel()
+    elif how == "exception":
+        fut.set_exception(value)
+    else:
+        fut.set_result(value)
+    return fut
 
 
 # -- a text file read with next() ---------------------------------------------------------

@@ -205,3 +205,38 @@ def test_in_memory_files_a_with_block_closed_come_back_closed(start_in_work, run
     km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(type(info).__name__, info.closed, type(raw).__name__, raw.closed, 'RangeIndex' in text)")
     assert out["error"] is None and out["stdout"].split() == ["StringIO", "True", "BytesIO", "True", "True"], out
+
+
+FUTURES = r'''
+import concurrent.futures, threading
+def slow_square(v):
+    if v < 0:
+        raise ValueError(f"negative: {v}")
+    return v * v
+with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    futures = [pool.submit(slow_square, v) for v in (2, 3, -1)]
+gate = threading.Event()
+waiting = concurrent.futures.ThreadPoolExecutor(1).submit(gate.wait)
+skipped = concurrent.futures.Future()
+skipped.cancel()
+'''
+
+
+def test_finished_futures_come_back_with_their_results_and_a_pending_one_is_named(start_in_work, run_cell,
+                                                                                  control_request):
+    """`futures = [pool.submit(f, v) ...]`, read with `f.result()` in later
+    cells, failed as a whole list (cannot pickle '_thread.RLock' object)."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, FUTURES)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert "futures" not in reasons and "skipped" not in reasons, reply
+    assert "not done" in reasons["waiting"], reasons
+    run_cell(kc, "gate.set()")
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print([f.result() for f in futures[:2]], repr(futures[2].exception()), futures[0].done(), "
+                       "skipped.cancelled())")
+    assert out["error"] is None, out
+    assert out["stdout"].strip() == "[4, 9] ValueError('negative: -1') True True", out
