@@ -25,6 +25,9 @@ last; same shape: a reduce per type and its rebuild):
   v) ...]``, read with ``.result()`` in later cells): done again, with its
   result or exception, or cancelled; pickle stopped at its lock and failed
   the whole list. One not done is named: its work runs in the old kernel;
+- a ``ThreadPoolExecutor`` or ``ProcessPoolExecutor`` a ``with`` block shut
+  down: made again (same ``max_workers``) and shut down; it was named 'a
+  pool of workers' at every restore. A running one still is;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -58,6 +61,8 @@ def reduce_for(kind: type):
         return _memory_file
     if idioms._is_class_of(kind, "concurrent.futures._base", "Future"):
         return _future
+    if kind.__module__ in _EXECUTOR_MODULES and kind.__name__.endswith("PoolExecutor"):
+        return _executor
     return None
 
 
@@ -213,6 +218,27 @@ def _done_future(kind, how, value):
     else:
         fut.set_result(value)
     return fut
+
+
+_EXECUTOR_MODULES = ("concurrent.futures.thread", "concurrent.futures.process")
+
+
+def shut_down_executor(ex) -> bool:
+    """Whether `ex` is a pool of concurrent.futures that was shut down (typeprobe: tried, not refused)."""
+    return type(ex).__module__ in _EXECUTOR_MODULES and True in (getattr(ex, "_shutdown", None),
+                                                                 getattr(ex, "_shutdown_thread", None))
+
+
+def _executor(ex, user_ns):
+    if not shut_down_executor(ex):
+        raise TypeError("a pool of workers")
+    return _shut_down_executor, (type(ex), ex._max_workers)
+
+
+def _shut_down_executor(kind, workers):
+    ex = kind(max_workers=workers)  # starts no worker: they start at the first submit
+    ex.shutdown(wait=False)
+    return ex
 
 
 # -- a text file read with next() ---------------------------------------------------------

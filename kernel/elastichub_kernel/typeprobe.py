@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 
 from .idioms3 import restorable_generator, standard_stream
-from .idioms4 import COMPRESSED_NAMES
+from .idioms4 import COMPRESSED_NAMES, shut_down_executor
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing.
@@ -89,6 +89,8 @@ def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
     if started is not None and not obj.is_alive():  # "a running thread" misled about these
         return ("a thread that has finished (a thread runs once: start a new one after restore)" if started.is_set()
                 else "a thread not started yet (its locks cannot be carried over: make it again after restore)")
+    if shut_down_executor(obj):  # what a with block leaves: made again shut down (idioms4)
+        return None
     for name in names:
         reason = _UNRESTORABLE_CLASSES.get(name)
         if reason is not None:

@@ -240,3 +240,30 @@ def test_finished_futures_come_back_with_their_results_and_a_pending_one_is_name
                        "skipped.cancelled())")
     assert out["error"] is None, out
     assert out["stdout"].strip() == "[4, 9] ValueError('negative: -1') True True", out
+
+
+POOLS = r'''
+import concurrent.futures
+with concurrent.futures.ThreadPoolExecutor(3) as pool:
+    squares = list(pool.map(abs, [-1, -2]))
+with concurrent.futures.ProcessPoolExecutor(2) as procs:
+    pass
+running = concurrent.futures.ThreadPoolExecutor(1)
+'''
+
+
+def test_executors_a_with_block_shut_down_come_back_shut_down(start_in_work, run_cell, control_request):
+    """`with ThreadPoolExecutor() as pool:` left a shut-down pool named 'a
+    pool of workers' at every restore; one still running is named."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, POOLS)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert [item["name"] for item in reply["not_restorable"]] == ["running"], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(type(pool).__name__, pool._max_workers, type(procs).__name__)\n"
+                       "try:\n    pool.submit(abs, 1)\nexcept RuntimeError as e:\n    print(e)")
+    assert out["error"] is None, out
+    assert out["stdout"].splitlines() == ["ThreadPoolExecutor 3 ProcessPoolExecutor",
+                                          "cannot schedule new futures after shutdown"], out
