@@ -19,6 +19,10 @@ last; same shape: a reduce per type and its rebuild):
   ``execution_options()`` over its engine again); pickle stopped at its
   locks. Other ``create_engine`` arguments (``connect_args``) are not
   carried. One of a database in memory is named: its tables live in it;
+  an open connection of one (``conn = engine.connect()``) is connected
+  again; a transaction it had begun (its first ``execute`` begins one) was
+  rolled back with the old kernel, which the restore report says. A closed
+  one (what ``with engine.connect() as conn`` leaves) pickles as it is;
 - an ``io.StringIO`` or ``io.BytesIO`` a ``with`` block closed: closed
   again (its own pickling refused: "I/O operation on closed file");
 - a ``concurrent.futures.Future`` that is done (``futures = [pool.submit(f,
@@ -57,6 +61,8 @@ def reduce_for(kind: type):
         return _npz_file
     if idioms._is_class_of(kind, "sqlalchemy.engine.base", "Engine"):  # nor sqlalchemy
         return _sqlalchemy_engine
+    if kind.__module__ == "sqlalchemy.engine.base" and kind.__name__ == "Connection":
+        return _sqlalchemy_connection
     if kind is io.StringIO or kind is io.BytesIO:
         return _memory_file
     if idioms._is_class_of(kind, "concurrent.futures._base", "Future"):
@@ -339,3 +345,19 @@ def _new_engine(url, echo, poolclass, options):
 
 def _engine_with_options(base, options):
     return base.execution_options(**options)
+
+
+def _sqlalchemy_connection(conn, user_ns):
+    if conn.closed:
+        return None  # its own pickling, its engine as above
+    return _reconnect, (conn.engine, dict(conn.get_execution_options()), conn.in_transaction())
+
+
+def _reconnect(engine, options, had_transaction):
+    conn = engine.connect()
+    if options:
+        conn.execution_options(**options)  # in place
+    if had_transaction:
+        idioms._note("the SQLAlchemy connection is connected again; the transaction it had begun was rolled back "
+                     "with the old kernel (what it executed since its last commit() is not in the database)")
+    return conn

@@ -267,3 +267,32 @@ def test_executors_a_with_block_shut_down_come_back_shut_down(start_in_work, run
     assert out["error"] is None, out
     assert out["stdout"].splitlines() == ["ThreadPoolExecutor 3 ProcessPoolExecutor",
                                           "cannot schedule new futures after shutdown"], out
+
+
+CONNECTION = r'''
+import sqlalchemy as sa
+engine = sa.create_engine("sqlite:///school.db")
+with engine.begin() as setup:
+    setup.execute(sa.text("create table marks (m int)"))
+    setup.execute(sa.text("insert into marks values (1)"))
+conn = engine.connect()
+conn.execute(sa.text("insert into marks values (2)"))
+idle = engine.connect()
+'''
+
+
+def test_an_open_sqlalchemy_connection_is_open_again_and_its_lost_transaction_said(start_in_work, run_cell,
+                                                                                   control_request):
+    """`conn = engine.connect()`, used by every later query cell, was 'not
+    restorable' (cannot pickle '_thread.RLock' object)."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, CONNECTION)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(conn.closed, idle.closed, conn.engine is engine, setup.closed, "
+                       "conn.execute(sa.text('select count(*) from marks')).scalar())")
+    assert out["error"] is None and out["stdout"].split() == ["False", "False", "True", "True", "1"], out
+    assert "conn: " in out["stderr"] and "rolled back" in out["stderr"] and "idle: " not in out["stderr"], out
