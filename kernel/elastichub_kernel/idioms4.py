@@ -9,7 +9,9 @@ last; same shape: a reduce per type and its rebuild):
   mtime, else the variable fails by name) or over its in-memory bytes, at
   the same place. Open for writing it is named: what it compressed is not
   all in its file until it is closed. Before, every one, closed ones too,
-  was 'not restorable' as "an open file handle".
+  was 'not restorable' as "an open file handle". A member of an archive a
+  ``with`` block closed (``with archive.open(name) as member:``) comes back
+  closed; an open one is still named;
 - ``numpy.load`` of an ``.npz`` file (an assignment's arrays): its archive
   and file as above; its ``.f`` attribute view (which refused pickling:
   "can't pickle 'BagObj'") is made again over it;
@@ -48,7 +50,13 @@ import os
 from . import idioms, idioms3
 
 _COMPRESSED = {("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile")}
-COMPRESSED_NAMES = frozenset(f"{module}.{name}" for module, name in _COMPRESSED)  # typeprobe: tried, not refused
+_COMPRESSED_NAMES = frozenset(f"{module}.{name}" for module, name in _COMPRESSED)
+
+
+def tried_file(obj, name: str) -> bool:
+    """Whether a file object of type `name` (module.qualname) is saved here,
+    or refused with why (typeprobe: tried, not refused as a file handle)."""
+    return name in _COMPRESSED_NAMES or (name == "zipfile.ZipExtFile" and obj.closed)
 
 
 def reduce_for(kind: type):
@@ -57,6 +65,8 @@ def reduce_for(kind: type):
         return _compressed
     if kind.__module__ == "zipfile" and kind.__name__ == "ZipFile":
         return _zip_file
+    if kind.__module__ == "zipfile" and kind.__name__ == "ZipExtFile":
+        return _zip_member
     if kind.__name__ == "NpzFile" and kind.__module__.startswith("numpy."):  # numpy is never imported here
         return _npz_file
     if idioms._is_class_of(kind, "sqlalchemy.engine.base", "Engine"):  # nor sqlalchemy
@@ -154,6 +164,20 @@ def _named(f, name, mode):
         f.name = name
     if mode is not None:
         f.mode = mode
+
+
+def _zip_member(member, user_ns):
+    if not member.closed:
+        raise TypeError("an open file handle (reopen the file after restore)")  # typeprobe's words
+    skip = ("_fileobj", "_decompressor", "_decrypter")  # the archive's shared file, decoders: spent
+    return _closed_zip_member, (type(member), {k: v for k, v in vars(member).items() if k not in skip})
+
+
+def _closed_zip_member(kind, state):
+    member = kind.__new__(kind)
+    vars(member).update(state)  # holds io's own closed flag: reads raise as they did
+    member._fileobj = member._decompressor = member._decrypter = None
+    return member
 
 
 # -- text over a compressed file ------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import types
 
 from .idioms3 import restorable_generator, standard_stream
-from .idioms4 import COMPRESSED_NAMES, shut_down_executor
+from .idioms4 import shut_down_executor, tried_file
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing.
@@ -82,8 +82,8 @@ def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
                 return None  # ended, a generator expression, or not started (idioms3)
             return reason
     names = class_names(obj)
-    if names[0] in _RESTORABLE_IO or names[0] in COMPRESSED_NAMES or standard_stream(obj) is not None:
-        # sys.stdout: the next kernel's (idioms3); gzip.open's: reopened or refused with why (idioms4)
+    if names[0] in _RESTORABLE_IO or tried_file(obj, names[0]) or standard_stream(obj) is not None:
+        # sys.stdout: the next kernel's (idioms3); gzip.open's, a closed zip member: saved or refused with why (idioms4)
         return None
     started = getattr(obj, "_started", None) if "threading.Thread" in names else None
     if started is not None and not obj.is_alive():  # "a running thread" misled about these

@@ -296,3 +296,29 @@ def test_an_open_sqlalchemy_connection_is_open_again_and_its_lost_transaction_sa
                        "conn.execute(sa.text('select count(*) from marks')).scalar())")
     assert out["error"] is None and out["stdout"].split() == ["False", "False", "True", "True", "1"], out
     assert "conn: " in out["stderr"] and "rolled back" in out["stderr"] and "idle: " not in out["stderr"], out
+
+
+ZIP_MEMBER = r'''
+import zipfile
+import pandas as pd
+with zipfile.ZipFile("data.zip", "w") as archive:
+    archive.writestr("marks.csv", "m\n1\n2\n")
+with zipfile.ZipFile("data.zip") as archive, archive.open("marks.csv") as member:
+    marks = pd.read_csv(member)
+'''
+
+
+def test_a_zip_member_a_with_block_closed_comes_back_closed(start_in_work, run_cell, control_request):
+    """`with archive.open("marks.csv") as member: pd.read_csv(member)` left
+    a closed member named 'an open file handle' at every restore."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, ZIP_MEMBER)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "print(type(member).__name__, member.closed, member.name, int(marks.m.sum()))\n"
+                       "try:\n    member.read()\nexcept ValueError as e:\n    print(e)")
+    assert out["error"] is None, out
+    assert out["stdout"].splitlines() == ["ZipExtFile True marks.csv 3", "read from closed file."], out
