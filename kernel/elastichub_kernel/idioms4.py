@@ -17,10 +17,11 @@ last; same shape: a reduce per type and its rebuild):
   "can't pickle 'BagObj'") is made again over it;
 - an SQLAlchemy engine (``engine = create_engine("sqlite:///school.db")``,
   which each later ``pd.read_sql(query, engine)`` uses): made again from
-  its URL, ``echo``, pool class and execution options (an engine of
-  ``execution_options()`` over its engine again); pickle stopped at its
-  locks. Other ``create_engine`` arguments (``connect_args``) are not
-  carried. One of a database in memory is named: its tables live in it;
+  its URL, ``echo``, ``connect_args``, ``creator``, pool class and pool
+  settings, and execution options (an engine of ``execution_options()``
+  over its engine again); pickle stopped at its locks. Event listeners and
+  the dialect's own arguments (``json_serializer``) are not carried. One
+  of a database in memory is named: its tables live in it;
   an open connection of one (``conn = engine.connect()``) is connected
   again; a transaction it had begun (its first ``execute`` begins one) was
   rolled back with the old kernel, which the restore report says. A closed
@@ -357,13 +358,33 @@ def _sqlalchemy_engine(engine, user_ns):
         raise TypeError(f"an SQLAlchemy engine of a database in memory ({url}): its tables live only in this "
                         "process (make them again after restore, or use a database file)")
     return _new_engine, (url.render_as_string(hide_password=False), engine.echo, type(engine.pool),
-                         dict(engine._execution_options))
+                         dict(engine._execution_options), _engine_arguments(engine))
 
 
-def _new_engine(url, echo, poolclass, options):
+def _engine_arguments(engine) -> dict:
+    """The create_engine arguments an engine's parts tell: connect_args
+    (what its connect function passes beyond its dialect's own), creator=,
+    and its pool's settings."""
+    pool, arguments = engine.pool, {}
+    creator = getattr(pool, "_creator", None)
+    code = getattr(creator, "__code__", None)
+    if creator is not None and getattr(creator, "__module__", None) != "sqlalchemy.engine.create":
+        arguments["creator"] = creator  # the notebook's own function (pickled as such)
+    elif code is not None and "cparams" in code.co_freevars:
+        given = creator.__closure__[code.co_freevars.index("cparams")].cell_contents
+        own = engine.dialect.create_connect_args(engine.url)[1]
+        extra = {k: v for k, v in given.items() if k not in own or own[k] != v}
+        if extra:
+            arguments["connect_args"] = extra
+    if type(pool).__name__ == "QueuePool":
+        arguments.update(pool_size=pool.size(), max_overflow=pool._max_overflow, pool_timeout=pool._timeout)
+    return {**arguments, "pool_recycle": pool._recycle, "pool_pre_ping": pool._pre_ping}
+
+
+def _new_engine(url, echo, poolclass, options, arguments=None):
     import sqlalchemy  # the saved state had it loaded
 
-    engine = sqlalchemy.create_engine(url, echo=echo, poolclass=poolclass)
+    engine = sqlalchemy.create_engine(url, echo=echo, poolclass=poolclass, **(arguments or {}))
     return engine.execution_options(**options) if options else engine
 
 

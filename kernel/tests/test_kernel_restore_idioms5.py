@@ -322,3 +322,31 @@ def test_a_zip_member_a_with_block_closed_comes_back_closed(start_in_work, run_c
                        "try:\n    member.read()\nexcept ValueError as e:\n    print(e)")
     assert out["error"] is None, out
     assert out["stdout"].splitlines() == ["ZipExtFile True marks.csv 3", "read from closed file."], out
+
+
+ENGINE_ARGUMENTS = r'''
+import sqlite3
+import sqlalchemy as sa
+dated = sa.create_engine("sqlite:///dates.db", connect_args={"detect_types": sqlite3.PARSE_DECLTYPES},
+                         pool_size=3, pool_pre_ping=True)
+with dated.begin() as setup:
+    setup.execute(sa.text("create table days (d date)"))
+    setup.execute(sa.text("insert into days values ('2024-03-31')"))
+'''
+
+
+def test_an_sqlalchemy_engine_keeps_its_connect_args_and_pool_settings(start_in_work, run_cell, control_request):
+    """An engine made with connect_args (detect_types: dates read as dates)
+    came back without them, without a word: dates read as text."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, ENGINE_ARGUMENTS)["error"] is None
+    probe = ("with dated.connect() as c:\n    day = c.execute(sa.text('select d from days')).scalar()\n"
+             "print(type(day).__name__, dated.pool.size(), dated.pool._pre_ping)")
+    before = run_cell(kc, probe)
+    assert before["stdout"].split() == ["date", "3", "True"], before
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    km, kc = start_in_work(SESSION)
+    after = run_cell(kc, probe)
+    assert after["error"] is None and after["stdout"] == before["stdout"], after
