@@ -10,6 +10,8 @@
   own checkpoint-on-shutdown) inside a test. Module-scoped twins:
   ``start_elastic_kernel_module`` / the same stop function.
 - ``run_cell(kc, code)`` -> dict(stdout, stderr, error, reply) of one cell.
+- ``moved(session, setup)``: a notebook's kernel runs `setup`, checkpoints
+  and is killed; the next one restores (``start_in_work``'s folders).
 - ``control_request(kc, msg_type, content)`` -> reply content (control channel).
 """
 
@@ -123,6 +125,25 @@ def start_in_work(start_elastic_kernel, tmp_path):
 
     start.work = work
     return start
+
+
+@pytest.fixture
+def moved(start_in_work, run_cell, control_request):
+    """``moved(session, setup, after=None)`` -> (the checkpoint's reply,
+    ``after(kc)``, the next kernel's client): runs `setup` in a notebook's
+    kernel, checkpoints it, calls `after` on it, kills it (no shutdown
+    checkpoint) and starts the notebook's next kernel, which restores."""
+
+    def move(session, setup, after=None):
+        km, kc = start_in_work(session)
+        assert run_cell(kc, setup)["error"] is None
+        reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+        seen = after(kc) if after else None
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        return reply, seen, start_in_work(session)[1]
+
+    return move
 
 
 @pytest.fixture(scope="module")

@@ -26,19 +26,12 @@ print("FACTS" + json.dumps({"node": [node[0], seen], "buf": list(buf), "limit": 
 '''
 
 
-def test_a_cons_list_deeper_than_the_recursion_limit_and_memoryview_slices(start_in_work, run_cell,
-                                                                             control_request):
+def test_a_cons_list_deeper_than_the_recursion_limit_and_memoryview_slices(moved, run_cell):
     """`node = (i, node)` 6,000 long was 'not restorable' (excessively deep
     recursion); `head = buf[:4]` came back over a copy, no longer writing
     into `buf`."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, SETUP)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, before, kc = moved(SESSION, SETUP, lambda kc: run_cell.facts(kc, PROBE))
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    before = run_cell.facts(kc, PROBE)
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     first = run_cell(kc, "buf[0] = buf[7] = 0")
     assert first["error"] is None and "Not restored" not in first["stderr"], first
     assert run_cell.facts(kc, PROBE) == before

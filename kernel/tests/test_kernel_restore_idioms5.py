@@ -39,19 +39,12 @@ print("FACTS" + json.dumps({
 '''
 
 
-def test_compressed_files_and_zip_archives_come_back_closed_or_open_where_they_were(start_in_work, run_cell,
-                                                                                    control_request):
+def test_compressed_files_and_zip_archives_come_back_closed_or_open_where_they_were(moved, run_cell):
     """`with gzip.open(...) as out` / `with ZipFile(...) as archive` left
     closed objects named 'not restorable' as "an open file handle" at every
     restore, and the ones open for reading were lost too."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, ARCHIVES)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, before, kc = moved(SESSION, ARCHIVES, lambda kc: run_cell.facts(kc, PROBE))
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    before = run_cell.facts(kc, PROBE)
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     first = run_cell(kc, "pass")
     assert first["error"] is None and "Not restored" not in first["stderr"], first
     assert run_cell.facts(kc, PROBE) == before
@@ -67,11 +60,8 @@ pack.writestr("a.txt", "a")
 '''
 
 
-def test_compressed_files_and_zip_archives_open_for_writing_are_named_with_why(start_in_work, run_cell,
-                                                                               control_request):
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, WRITING)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+def test_compressed_files_and_zip_archives_open_for_writing_are_named_with_why(moved):
+    reply = moved(SESSION, WRITING)[0]
     reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
     assert sorted(reasons) == ["log", "pack"], reply
     assert "open for writing" in reasons["log"] and "log.gz" in reasons["log"], reasons
@@ -89,17 +79,12 @@ for line in f:
 '''
 
 
-def test_a_text_file_read_with_next_comes_back_where_it_was(start_in_work, run_cell, control_request):
+def test_a_text_file_read_with_next_comes_back_where_it_was(moved, run_cell):
     """`header = next(f)` (or a for loop left with break) turns the file's
     tell() off: the file was 'not restorable' ("telling position disabled
     by next() call")."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, NEXT)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, NEXT)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(repr(header), repr(next(f)), list(f))")
     assert out["error"] is None and "Not restored" not in out["stderr"], out
     assert out["stdout"].strip() == r"'name,score\n' 'bob,5\n' ['cy,7\n']", out
@@ -115,16 +100,11 @@ with np.load("assignment.npz") as done:
 '''
 
 
-def test_an_npz_file_loaded_with_np_load_comes_back_open_on_its_file(start_in_work, run_cell, control_request):
+def test_an_npz_file_loaded_with_np_load_comes_back_open_on_its_file(moved, run_cell):
     """`data = np.load("assignment.npz")` (an assignment's arrays) was 'not
     restorable' (can't pickle 'BagObj' object)."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, NPZ)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, NPZ)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(data.files, data['y'].tolist(), data.f.X.sum(), done.f, done.zip, y.tolist())")
     assert out["error"] is None and "Not restored" not in out["stderr"], out
     assert out["stdout"].strip() == "['X', 'y'] [1, 0] 15 None None [1, 0]", out
@@ -140,19 +120,14 @@ memory = sa.create_engine("sqlite://")
 '''
 
 
-def test_an_sqlalchemy_engine_comes_back_on_its_database(start_in_work, run_cell, control_request):
+def test_an_sqlalchemy_engine_comes_back_on_its_database(moved, run_cell):
     """`engine = create_engine("sqlite:///school.db")`, which every later
     `pd.read_sql(query, engine)` cell uses, was 'not restorable' (cannot
     pickle '_thread.RLock' object); one of a database in memory is named
     with why."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, ENGINE)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, ENGINE)
     reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
     assert list(reasons) == ["memory"] and "in memory" in reasons["memory"], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(pd.read_sql('select grade from grades', engine).grade.sum(), engine.url, "
                        "auto.get_execution_options()['isolation_level'], auto.pool is engine.pool)")
     assert out["error"] is None, out
@@ -168,16 +143,11 @@ header = next(rows)
 '''
 
 
-def test_a_compressed_text_file_read_with_next_comes_back_where_it_was(start_in_work, run_cell, control_request):
+def test_a_compressed_text_file_read_with_next_comes_back_where_it_was(moved, run_cell):
     """`header = next(rows)` over `gzip.open(path, "rt")` failed the
     checkpoint of `rows` (OSError: telling position disabled by next() call)."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, GZIP_NEXT)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, GZIP_NEXT)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(repr(header), list(rows))")
     assert out["error"] is None and out["stdout"].strip() == r"'h1,h2\n' ['1,2\n', '3,4\n']", out
 
@@ -193,16 +163,11 @@ with io.BytesIO() as raw:
 '''
 
 
-def test_in_memory_files_a_with_block_closed_come_back_closed(start_in_work, run_cell, control_request):
+def test_in_memory_files_a_with_block_closed_come_back_closed(moved, run_cell):
     """`with io.StringIO() as info:` left a closed buffer that failed at
     every checkpoint ('not restorable': I/O operation on closed file)."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, CLOSED_BUFFERS)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, CLOSED_BUFFERS)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(type(info).__name__, info.closed, type(raw).__name__, raw.closed, 'RangeIndex' in text)")
     assert out["error"] is None and out["stdout"].split() == ["StringIO", "True", "BytesIO", "True", "True"], out
 
@@ -222,20 +187,13 @@ skipped.cancel()
 '''
 
 
-def test_finished_futures_come_back_with_their_results_and_a_pending_one_is_named(start_in_work, run_cell,
-                                                                                  control_request):
+def test_finished_futures_come_back_with_their_results_and_a_pending_one_is_named(moved, run_cell):
     """`futures = [pool.submit(f, v) ...]`, read with `f.result()` in later
     cells, failed as a whole list (cannot pickle '_thread.RLock' object)."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, FUTURES)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, FUTURES, lambda kc: run_cell(kc, "gate.set()"))
     reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
     assert "futures" not in reasons and "skipped" not in reasons, reply
     assert "not done" in reasons["waiting"], reasons
-    run_cell(kc, "gate.set()")
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print([f.result() for f in futures[:2]], repr(futures[2].exception()), futures[0].done(), "
                        "skipped.cancelled())")
     assert out["error"] is None, out
@@ -252,16 +210,11 @@ running = concurrent.futures.ThreadPoolExecutor(1)
 '''
 
 
-def test_executors_a_with_block_shut_down_come_back_shut_down(start_in_work, run_cell, control_request):
+def test_executors_a_with_block_shut_down_come_back_shut_down(moved, run_cell):
     """`with ThreadPoolExecutor() as pool:` left a shut-down pool named 'a
     pool of workers' at every restore; one still running is named."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, POOLS)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, POOLS)
     assert [item["name"] for item in reply["not_restorable"]] == ["running"], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(type(pool).__name__, pool._max_workers, type(procs).__name__)\n"
                        "try:\n    pool.submit(abs, 1)\nexcept RuntimeError as e:\n    print(e)")
     assert out["error"] is None, out
@@ -281,17 +234,11 @@ idle = engine.connect()
 '''
 
 
-def test_an_open_sqlalchemy_connection_is_open_again_and_its_lost_transaction_said(start_in_work, run_cell,
-                                                                                   control_request):
+def test_an_open_sqlalchemy_connection_is_open_again_and_its_lost_transaction_said(moved, run_cell):
     """`conn = engine.connect()`, used by every later query cell, was 'not
     restorable' (cannot pickle '_thread.RLock' object)."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, CONNECTION)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, CONNECTION)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(conn.closed, idle.closed, conn.engine is engine, setup.closed, "
                        "conn.execute(sa.text('select count(*) from marks')).scalar())")
     assert out["error"] is None and out["stdout"].split() == ["False", "False", "True", "True", "1"], out
@@ -308,16 +255,11 @@ with zipfile.ZipFile("data.zip") as archive, archive.open("marks.csv") as member
 '''
 
 
-def test_a_zip_member_a_with_block_closed_comes_back_closed(start_in_work, run_cell, control_request):
+def test_a_zip_member_a_with_block_closed_comes_back_closed(moved, run_cell):
     """`with archive.open("marks.csv") as member: pd.read_csv(member)` left
     a closed member named 'an open file handle' at every restore."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, ZIP_MEMBER)["error"] is None
-    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    reply, _, kc = moved(SESSION, ZIP_MEMBER)
     assert reply["ok"] and reply["not_restorable"] == [], reply
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
     out = run_cell(kc, "print(type(member).__name__, member.closed, member.name, int(marks.m.sum()))\n"
                        "try:\n    member.read()\nexcept ValueError as e:\n    print(e)")
     assert out["error"] is None, out
@@ -335,18 +277,12 @@ with dated.begin() as setup:
 '''
 
 
-def test_an_sqlalchemy_engine_keeps_its_connect_args_and_pool_settings(start_in_work, run_cell, control_request):
+def test_an_sqlalchemy_engine_keeps_its_connect_args_and_pool_settings(moved, run_cell):
     """An engine made with connect_args (detect_types: dates read as dates)
     came back without them, without a word: dates read as text."""
-    km, kc = start_in_work(SESSION)
-    assert run_cell(kc, ENGINE_ARGUMENTS)["error"] is None
     probe = ("with dated.connect() as c:\n    day = c.execute(sa.text('select d from days')).scalar()\n"
              "print(type(day).__name__, dated.pool.size(), dated.pool._pre_ping)")
-    before = run_cell(kc, probe)
-    assert before["stdout"].split() == ["date", "3", "True"], before
-    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
-    km, kc = start_in_work(SESSION)
+    reply, before, kc = moved(SESSION, ENGINE_ARGUMENTS, lambda kc: run_cell(kc, probe))
+    assert reply["ok"] and before["stdout"].split() == ["date", "3", "True"], before
     after = run_cell(kc, probe)
     assert after["error"] is None and after["stdout"] == before["stdout"], after
