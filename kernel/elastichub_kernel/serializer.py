@@ -38,7 +38,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-from . import deepstack, idioms, nans, views
+from . import culprit, deepstack, idioms, nans, views
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -451,7 +451,7 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
                 elif _changed_while_read(bad.exc) and raced.get(bad.name, 0) < RACE_RETRIES:
                     raced[bad.name] = raced.get(bad.name, 0) + 1
                 else:
-                    failed[bad.name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
+                    failed[bad.name] = _refused(ns, bad)
                     if not tried_alone:
                         # Each failure costs a whole dump again: find the others that fail in one pass
                         # (60 variables holding locks took 9 s, the live pre-copy's lock with them).
@@ -465,6 +465,12 @@ def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: fr
         sys.setswitchinterval(switch)
 
 
+def _refused(ns: dict, bad) -> str:
+    """Why `bad.name` failed, and where inside it the refused object is."""
+    inside = culprit.where(bad.name, ns[bad.name], bad.exc)
+    return f"cannot be pickled ({describe_error(bad.exc)}{f', at {inside}' if inside else ''})"
+
+
 def _failing_alone(ns: dict, names: list, user_ns: dict, refs=None) -> dict:
     """The names whose value cannot be pickled on its own (what a race or a
     depth limit costs is left to the full dump, which handles them)."""
@@ -474,7 +480,7 @@ def _failing_alone(ns: dict, names: list, user_ns: dict, refs=None) -> dict:
             _dump_once(ns, [name], user_ns, frozenset(), frozenset(), refs)
         except _RecordFailed as bad:
             if not (_deep_recursion(bad.exc) or _changed_while_read(bad.exc)):
-                failing[name] = "cannot be pickled (" + describe_error(bad.exc) + ")"
+                failing[name] = _refused(ns, bad)
     return failing
 
 

@@ -286,3 +286,24 @@ def test_an_sqlalchemy_engine_keeps_its_connect_args_and_pool_settings(moved, ru
     assert reply["ok"] and before["stdout"].split() == ["date", "3", "True"], before
     after = run_cell(kc, probe)
     assert after["error"] is None and after["stdout"] == before["stdout"], after
+
+
+HOLDERS = r'''
+import threading
+class Experiment:
+    def __init__(self):
+        self.name = "run 1"
+        self.results = {"trials": [1.5, 2.5], "guard": threading.Lock()}
+exp = Experiment()
+config = {"paths": ["a", "b"], "workers": [threading.RLock()]}
+'''
+
+
+def test_a_value_that_cannot_be_pickled_names_where_inside_it_the_culprit_is(moved):
+    """`exp` was 'cannot be pickled (TypeError: cannot pickle
+    '_thread.lock' object)': nothing said which of its attributes, among
+    many, held the lock."""
+    reply = moved(SESSION, HOLDERS)[0]
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert "exp.results['guard']" in reasons["exp"], reasons
+    assert "config['workers'][0]" in reasons["config"], reasons
