@@ -35,6 +35,11 @@ last; same shape: a reduce per type and its rebuild):
 - a ``ThreadPoolExecutor`` or ``ProcessPoolExecutor`` a ``with`` block shut
   down: made again (same ``max_workers``) and shut down; it was named 'a
   pool of workers' at every restore. A running one still is;
+- a chunked CSV reader of pandas (``reader = pd.read_csv(path,
+  chunksize=n)``, ``iterator=True``) that pandas opened on a file: opened
+  again with the same options (its file unchanged) and read forward to the
+  row it was at; pickle refused it ("non-trivial __cinit__"). A closed one,
+  or one over a file object of the notebook's, is named;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -80,6 +85,8 @@ def reduce_for(kind: type):
         return _future
     if kind.__module__ in _EXECUTOR_MODULES and kind.__name__.endswith("PoolExecutor"):
         return _executor
+    if idioms._is_class_of(kind, "pandas.io.parsers.readers", "TextFileReader"):  # pandas is never imported here
+        return _csv_reader
     return None
 
 
@@ -406,3 +413,39 @@ def _reconnect(engine, options, had_transaction):
         idioms._note("the SQLAlchemy connection is connected again; the transaction it had begun was rolled back "
                      "with the old kernel (what it executed since its last commit() is not in the database)")
     return conn
+
+
+# -- pandas' chunked CSV reader -------------------------------------------------------------------
+
+def _csv_reader(reader, user_ns):
+    handles = reader.handles
+    if handles is None or handles.handle.closed:
+        raise TypeError("a closed CSV reader of pandas (read_csv with chunksize= or iterator=): make it again "
+                        "after restore")
+    on_disk = next(filter(None, map(_file_on_disk, getattr(handles, "created_handles", None) or [])), None)
+    if on_disk is None:
+        raise TypeError("a CSV reader of pandas over a file object the notebook opened: open both again after "
+                        "restore")
+    return _reopen_csv_reader, (type(reader), on_disk, reader.engine, reader.orig_options, reader._currow)
+
+
+def _file_on_disk(handle):
+    """_on_disk of the file of open() under `handle`'s layers (text, buffer, compressed), or None."""
+    for _ in range(4):
+        if type(handle).__module__ == "_io" and type(handle).__name__ == "FileIO":
+            return _on_disk(handle)
+        handle = next((getattr(handle, a) for a in ("buffer", "raw", "_fp", "fileobj") if hasattr(handle, a)), None)
+    return None
+
+
+def _reopen_csv_reader(kind, on_disk, engine, options, row):
+    path, name, size, mtime_ns = on_disk
+    idioms._as_saved(f"CSV file {path}", path, size, mtime_ns)
+    reader = kind(path, engine=engine, **options)
+    step = options.get("chunksize") or 10_000
+    while reader._currow < row:  # read forward, a chunk at a time, to the row it was at
+        at = reader._currow
+        reader.read(min(step, row - at))
+        if reader._currow == at:
+            raise ValueError(f"CSV file {path}: it ends before row {row}, where its reader was")
+    return reader

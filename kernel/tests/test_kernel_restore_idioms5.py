@@ -307,3 +307,23 @@ def test_a_value_that_cannot_be_pickled_names_where_inside_it_the_culprit_is(mov
     reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
     assert "exp.results['guard']" in reasons["exp"], reasons
     assert "config['workers'][0]" in reasons["config"], reasons
+
+
+CSV_CHUNKS = r'''
+import pandas as pd
+pd.DataFrame({"id": range(10), "city": list("abcdeabcde")}).to_csv("trips.csv", index=False)
+reader = pd.read_csv("trips.csv", chunksize=4, dtype={"id": "int32"})
+first = next(reader)
+'''
+
+
+def test_a_chunked_csv_reader_comes_back_at_its_next_chunk(moved, run_cell):
+    """`reader = pd.read_csv(path, chunksize=4)`, stepped through cell by
+    cell, was 'not restorable' (no default __reduce__ due to non-trivial
+    __cinit__)."""
+    probe = "print([c.id.tolist() for c in reader], str(first.id.dtype))"
+    reply, before, kc = moved(SESSION, CSV_CHUNKS, lambda kc: run_cell(kc, probe))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    after = run_cell(kc, probe)
+    assert after["error"] is None and after["stdout"] == before["stdout"], after
+    assert before["stdout"].strip() == "[[4, 5, 6, 7], [8, 9]] int32", before
