@@ -40,6 +40,12 @@ last; same shape: a reduce per type and its rebuild):
   again with the same options (its file unchanged) and read forward to the
   row it was at; pickle refused it ("non-trivial __cinit__"). A closed one,
   or one over a file object of the notebook's, is named;
+- a part of a page BeautifulSoup parsed (``table = soup.find("table")``, a
+  tag's ``.string``): BeautifulSoup saves a page as its markup, parsed
+  again, so a part saved by itself came back a copy hanging apart from the
+  page (``table.decompose()`` left ``soup`` as it was). Saved as the page
+  and the part's place in it, and found there again (checked to be the
+  same kind of part, else the variable fails by name);
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -87,6 +93,9 @@ def reduce_for(kind: type):
         return _executor
     if idioms._is_class_of(kind, "pandas.io.parsers.readers", "TextFileReader"):  # pandas is never imported here
         return _csv_reader
+    if idioms._is_class_of(kind, "bs4.element", "PageElement") and not idioms._is_class_of(kind, "bs4",
+                                                                                           "BeautifulSoup"):
+        return _page_element
     return None
 
 
@@ -449,3 +458,43 @@ def _reopen_csv_reader(kind, on_disk, engine, options, row):
         if reader._currow == at:
             raise ValueError(f"CSV file {path}: it ends before row {row}, where its reader was")
     return reader
+
+
+# -- parts of a page BeautifulSoup parsed ---------------------------------------------------------
+
+_PLACES: dict = {}  # id(parent) -> {id(child): index}: rows = table.find_all("tr") costs one pass, not one each
+
+
+def _place(parent, node) -> int:
+    places = _PLACES.get(id(parent))
+    i = None if places is None else places.get(id(node))
+    if i is None or i >= len(parent.contents) or parent.contents[i] is not node:  # new, or stale
+        if len(_PLACES) > 10_000:
+            _PLACES.clear()
+        places = _PLACES[id(parent)] = {id(child): k for k, child in enumerate(parent.contents)}
+        i = places[id(node)]
+    return i
+
+
+def _page_element(element, user_ns):
+    path, node = [], element
+    while node.parent is not None:
+        path.append(_place(node.parent, node))
+        node = node.parent
+    if not idioms._is_class_of(type(node), "bs4", "BeautifulSoup"):
+        return None  # not in a parsed page (made by new_tag, or taken out of it): pickled as it is
+    return _element_at, (node, path[::-1], type(element), getattr(element, "name", None), _text(element))
+
+
+def _text(element):
+    return str(element) if isinstance(element, str) else None  # a NavigableString's text; a Tag's is long
+
+
+def _element_at(page, path, kind, name, text):
+    node = page
+    for i in path:
+        node = node.contents[i] if i < len(getattr(node, "contents", ())) else None
+    if node is None or type(node) is not kind or getattr(node, "name", None) != name or _text(node) != text:
+        raise ValueError(f"a part of a parsed page ({kind.__name__} {name or text!r}) is not where it was once the "
+                         "page was parsed again")
+    return node

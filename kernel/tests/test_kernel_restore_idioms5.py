@@ -327,3 +327,24 @@ def test_a_chunked_csv_reader_comes_back_at_its_next_chunk(moved, run_cell):
     after = run_cell(kc, probe)
     assert after["error"] is None and after["stdout"] == before["stdout"], after
     assert before["stdout"].strip() == "[[4, 5, 6, 7], [8, 9]] int32", before
+
+
+SOUP = r'''
+from bs4 import BeautifulSoup
+soup = BeautifulSoup("<html><body><table><tr><td>ada</td><td>5</td></tr>"
+                     "<tr><td>bob</td><td>4</td></tr></table><p>end</p></body></html>", "html.parser")
+table = soup.find("table")
+rows = table.find_all("tr")
+name = rows[1].td.string
+'''
+
+
+def test_parts_of_a_parsed_page_are_parts_of_the_restored_page(moved, run_cell):
+    """`table = soup.find("table")` came back a copy hanging apart from
+    `soup` (BeautifulSoup saves the page as its markup, parsed again):
+    `table.decompose()` no longer removed it from `soup`."""
+    reply, _, kc = moved(SESSION, SOUP)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, "print(soup.find('table') is table, rows[0].parent is table, name.parent is rows[1].td)\n"
+                       "table.decompose()\nprint(soup.find('td'), soup.body.p.string)")
+    assert out["error"] is None and out["stdout"].split() == ["True", "True", "True", "None", "end"], out
