@@ -46,6 +46,8 @@ last; same shape: a reduce per type and its rebuild):
   page (``table.decompose()`` left ``soup`` as it was). Saved as the page
   and the part's place in it, and found there again (checked to be the
   same kind of part, else the variable fails by name);
+- a text over bytes in memory (``io.TextIOWrapper(io.BytesIO(data))``): its
+  bytes and place carried, as for a compressed file's text; closed, closed;
 - a text file read with ``next()`` (``header = next(f)``, a ``for line in
   f`` left with ``break``): its ``tell()`` is off until it is read to its
   end, and it was 'not restorable'. Its place is found by reading: what is
@@ -101,10 +103,12 @@ def reduce_for(kind: type):
 
 def text_over_no_file(f):
     """The reduce of a file object of the io module over no file of open()
-    (idioms._file_handle asks): a text file over a compressed one."""
+    (idioms._file_handle asks): a text file over a compressed one, or over
+    bytes in memory (``io.TextIOWrapper(io.BytesIO(downloaded))``)."""
     buffer = getattr(f, "buffer", None)
-    if type(f).__name__ == "TextIOWrapper" and (type(buffer).__module__, type(buffer).__name__) in _COMPRESSED:
-        return _compressed_text(f)
+    if type(f).__name__ == "TextIOWrapper" and (type(buffer) is io.BytesIO or (
+            type(buffer).__module__, type(buffer).__name__) in _COMPRESSED):
+        return _text_over(f)
     raise TypeError("an open file handle over something other than a file (open it again after restore)")
 
 
@@ -199,7 +203,7 @@ def _closed_zip_member(kind, state):
 
 # -- text over a compressed file ------------------------------------------------------------
 
-def _compressed_text(text):
+def _text_over(text):
     buffer = text.buffer
     if text.closed:
         return _closed_text, (type(buffer), getattr(buffer, "name", None), getattr(buffer, "mode", None),
@@ -209,10 +213,10 @@ def _compressed_text(text):
     try:
         text.tell()
     except OSError as exc:  # next(text) turned tell() off
-        on_disk = _on_disk(_source(buffer))
+        on_disk = None if type(buffer) is io.BytesIO else _on_disk(_source(buffer))
         if on_disk is None:
-            raise TypeError(f"a compressed text over bytes in memory whose position cannot be read ({exc}): open "
-                            "it again after restore") from None
+            raise TypeError(f"a text over bytes in memory whose position cannot be read ({exc}): open it again "
+                            "after restore") from None
         position_after_next(text, exc, on_disk[0], lambda path: type(buffer)(path, "rb"))
     newline = idioms3.text_newline(text)  # seeks it to where it is: what it read ahead is read again
     return _reopen_text, (buffer, text.encoding, text.errors, text.line_buffering, text.write_through, newline,
@@ -228,7 +232,7 @@ def _reopen_text(buffer, encoding, errors, line_buffering, write_through, newlin
 
 def _closed_text(kind, name, mode, encoding, errors):
     """Made over an open stand-in of its kind (a closed one cannot be wrapped), then closed with it."""
-    buffer = _open_compressed(kind, io.BytesIO())
+    buffer = io.BytesIO() if kind is io.BytesIO else _open_compressed(kind, io.BytesIO())
     text = io.TextIOWrapper(buffer, encoding=encoding, errors=errors)
     text.close()
     _named(buffer, name, mode)

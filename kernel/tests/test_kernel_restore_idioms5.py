@@ -348,3 +348,24 @@ def test_parts_of_a_parsed_page_are_parts_of_the_restored_page(moved, run_cell):
     out = run_cell(kc, "print(soup.find('table') is table, rows[0].parent is table, name.parent is rows[1].td)\n"
                        "table.decompose()\nprint(soup.find('td'), soup.body.p.string)")
     assert out["error"] is None and out["stdout"].split() == ["True", "True", "True", "None", "end"], out
+
+
+TEXT_OVER_BYTES = r'''
+import io
+payload = "name;grade\nada;5\nbob;4\n".encode("utf-8")
+lines = io.TextIOWrapper(io.BytesIO(payload), encoding="utf-8")
+header = lines.readline()
+with io.TextIOWrapper(io.BytesIO(payload), encoding="utf-8") as done:
+    count = len(done.readlines())
+'''
+
+
+def test_a_text_file_over_bytes_in_memory_comes_back_where_it_was(moved, run_cell):
+    """`io.TextIOWrapper(io.BytesIO(downloaded), encoding=...)` (decoding a
+    download line by line) was 'not restorable' ("an open file handle over
+    something other than a file"), closed by a with block too."""
+    reply, _, kc = moved(SESSION, TEXT_OVER_BYTES)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, "print(repr(header), lines.readlines(), done.closed, count)")
+    assert out["error"] is None, out
+    assert out["stdout"].strip() == r"'name;grade\n' ['ada;5\n', 'bob;4\n'] True 3", out
