@@ -23,7 +23,7 @@ from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
-from .spawnerchecks import AdminChecks, bad_configuration
+from .spawnerchecks import INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_configuration
 from .spawnertypes import MemorySize, memory_help, with_model_preferences
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -315,6 +315,8 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
     def start(self):
         if self._config_problems:
             raise bad_configuration("; ".join(self._config_problems.values()))
+        if self.internal_ssl:  # before KubeSpawner makes the pod's certificate secret and Service
+            raise bad_configuration(INTERNAL_SSL_UNSUPPORTED)
         self._plan_announcements()
         self._watch_route_requests()
         return super().start()

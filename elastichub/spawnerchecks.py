@@ -24,6 +24,13 @@ def bad_configuration(problem: str) -> web.HTTPError:
     return error
 
 
+# Refused at the start rather than found out at the first stop or move.
+INTERNAL_SSL_UNSUPPORTED = (
+    "JupyterHub.internal_ssl is on, which ElasticHub does not support: the checkpoint before a stop and the "
+    "orchestrator's calls to the servers and the hub do not present the hub's internal certificates, so every "
+    "stop or move would go ahead with a failed checkpoint; set c.JupyterHub.internal_ssl = False")
+
+
 def _fields(model: str) -> dict[str, str]:
     return getattr(client_models, model).attribute_map
 

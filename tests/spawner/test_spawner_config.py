@@ -15,28 +15,8 @@ from traitlets.config import Config
 from elastichub import podmeta
 from elastichub.checkpoint_client import CheckpointOutcome
 from elastichub.spawner import STATE_KEY, ElasticSpawner
-
-
-@pytest.fixture(autouse=True)
-def no_kubeconfig(monkeypatch):
-    """KubeSpawner loads a kubeconfig when it is built (once per process):
-    these tests never reach a cluster, so skip that and keep the default
-    client configuration, which nothing here calls."""
-    monkeypatch.setattr("kubespawner.spawner.load_config", lambda **kw: None)
-
-
-def spawner(**settings) -> ElasticSpawner:
-    c = Config()
-    for key, value in settings.items():
-        setattr(c.ElasticSpawner, key, value)
-    return ElasticSpawner(config=c, _mock=True)
-
-
-def _said(err, words: str) -> str:
-    """The hub's answer to a refused start: one line, ElasticHub's prefix, `words` in it."""
-    message = err.value.log_message % err.value.args
-    assert message.startswith("Bad ElasticHub configuration: ") and words in message and "\n" not in message, message
-    return message
+from spawnertools import said as _said
+from spawnertools import spawner
 
 
 async def _in_profile(override: dict) -> ElasticSpawner:
