@@ -75,9 +75,15 @@ OBJECT_LIST_SETTINGS = {
     "pod_affinity_preferred": "V1WeightedPodAffinityTerm", "pod_anti_affinity_required": "V1PodAffinityTerm",
     "pod_anti_affinity_preferred": "V1WeightedPodAffinityTerm", "volumes": "V1Volume",
     "volume_mounts": "V1VolumeMount", "init_containers": "V1Container", "extra_containers": "V1Container",
+    "image_pull_secrets": "V1LocalObjectReference",
 }
-# KubeSpawner's settings merged into one object: its fields, at the top.
-OBJECT_SETTINGS = {"extra_pod_config": "V1PodSpec", "extra_container_config": "V1Container"}
+# Of those, the settings whose items may also be a bare name (a Secret's).
+NAME_ITEM_SETTINGS = {"image_pull_secrets"}
+# KubeSpawner's settings of one object: its fields, at the top. (The API server drops a field it does not
+# know: a misspelt runAsUser ran the server as root.)
+OBJECT_SETTINGS = {"extra_pod_config": "V1PodSpec", "extra_container_config": "V1Container",
+                   "lifecycle_hooks": "V1Lifecycle", "container_security_context": "V1SecurityContext",
+                   "pod_security_context": "V1PodSecurityContext"}
 
 
 def object_list_problem(setting: str, value: Any, fields: dict[str, str] | None = None,
@@ -88,6 +94,8 @@ def object_list_problem(setting: str, value: Any, fields: dict[str, str] | None 
     taken). KubeSpawner's own errors named neither the setting nor the item."""
     items = value.items() if isinstance(value, dict) else enumerate(value or [])
     for key, item in items:
+        if isinstance(item, str) and setting in NAME_ITEM_SETTINGS:
+            continue
         if not isinstance(item, dict) and not hasattr(item, "openapi_types"):
             return (f"{setting}[{key!r}]: {item!r} is not a dict: {setting} is a list of Kubernetes objects written "
                     "as dicts, or a dict of them by name (a single one goes in a list: [{...}])")

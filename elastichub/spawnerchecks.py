@@ -58,7 +58,9 @@ class AdminChecks:
                 "would be placed on the nodes ElasticHub cordons to drain them, and a moved server could come back "
                 "to the node it is moved off; give it the key of the taint it is meant for")
         for setting, model in podspec.OBJECT_SETTINGS.items():  # a misspelt key: KubeSpawner's ValueError
-            problem = podspec.unknown_field_problem(setting, getattr(self, setting) or {}, _fields(model), model[2:])
+            value = getattr(self, setting) or {}
+            problem = None if callable(value) else (  # a security context's callable: KubeSpawner calls it later
+                podspec.unknown_field_problem(setting, value, _fields(model), model[2:]))
             if problem:
                 raise bad_configuration(problem)
         for setting in ("extra_labels", "extra_annotations"):

@@ -5,6 +5,7 @@ line that names it (not a traceback, not a failure later, mid-move)."""
 from __future__ import annotations
 
 import pytest
+from kubernetes_asyncio.client import ApiClient
 from tornado import web
 
 from spawnertools import said, spawner
@@ -18,3 +19,33 @@ async def test_internal_ssl_is_refused_at_the_start_naming_the_setting():
     with pytest.raises(web.HTTPError) as err:
         s.start()
     said(err, "JupyterHub.internal_ssl")
+
+
+@pytest.mark.parametrize("setting, value, words", [
+    # KubeSpawner's ValueError named a client model, not the setting: "'V1Lifecycle' did not have an attribute
+    # matching 'prestop'"
+    ("lifecycle_hooks", {"prestop": {"exec": {"command": ["sleep", "5"]}}},
+     "lifecycle_hooks: 'prestop' is no field of a Kubernetes Lifecycle (did you mean 'preStop'?)"),
+    ("image_pull_secrets", ["campus-registry", {"nmae": "regcred"}],
+     "image_pull_secrets[1]: 'nmae' is no field of a Kubernetes LocalObjectReference (did you mean 'name'?)"),
+    # Went to the API server as written, which drops a field it does not know: the server ran as root.
+    ("container_security_context", {"runAsUsr": 1000},
+     "container_security_context: 'runAsUsr' is no field of a Kubernetes SecurityContext (did you mean 'runAsUser'?)"),
+    ("pod_security_context", {"fsGrup": 100},
+     "pod_security_context: 'fsGrup' is no field of a Kubernetes PodSecurityContext (did you mean 'fsGroup'?)"),
+])
+async def test_a_misspelt_field_of_a_pod_setting_is_one_error_naming_the_setting(setting, value, words):
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(**{setting: value}).get_pod_manifest()
+    said(err, words)
+    # Written right (a security context may be a callable, which KubeSpawner calls later), they reach the pod.
+    pod = await spawner(lifecycle_hooks={"preStop": {"exec": {"command": ["sleep", "5"]}}},
+                        image_pull_secrets=["campus-registry", {"name": "regcred"}],
+                        container_security_context={"runAsUser": 1000},
+                        pod_security_context=lambda spawner: {"fsGroup": 100}).get_pod_manifest()
+    spec = ApiClient.__new__(ApiClient).sanitize_for_serialization(pod)["spec"]  # as it goes on the wire
+    assert spec["imagePullSecrets"] == [{"name": "campus-registry"}, {"name": "regcred"}]
+    assert spec["securityContext"] == {"fsGroup": 100}
+    notebook = spec["containers"][0]
+    assert notebook["securityContext"]["runAsUser"] == 1000
+    assert notebook["lifecycle"] == {"preStop": {"exec": {"command": ["sleep", "5"]}}}
