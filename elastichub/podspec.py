@@ -122,6 +122,21 @@ def unknown_field_problem(where: str, obj: dict, fields: dict[str, str], kind: s
     return None
 
 
+def env_value_problem(name: str, value: Any, fields: dict[str, str], called: bool = False) -> str | None:
+    """Why `value` cannot be the pod's environment variable `name` (None
+    when it can): a string, None (no value: what os.environ.get gives for
+    an unset variable), or a Kubernetes EnvVar as a dict (valueFrom);
+    `called`: `value` is what the setting's callable returned."""
+    if value is None or isinstance(value, str):
+        return None
+    where = f"environment[{name!r}]"
+    if isinstance(value, dict):
+        return unknown_field_problem(where, value, fields, "EnvVar")
+    source = " (what its callable returned)" if called else ""
+    return (f"{where}: {value!r}{source} is a{'n' if type(value).__name__[0] in 'aeiou' else ''} "
+            f"{type(value).__name__}, not a string: an environment variable's value is text (e.g. '1', not 1)")
+
+
 # The taint the scheduler reads a cordoned node by (spec.unschedulable): a pod
 # tolerating it is placed on cordoned nodes, the ones the orchestrator drains.
 CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "value": ""}

@@ -69,6 +69,16 @@ class AdminChecks:
             if problem:
                 raise bad_configuration(problem)
 
+    def get_env(self):
+        # KubeSpawner's TypeError for a number (a YAML `OMP_NUM_THREADS: 1`) named no variable.
+        env = super().get_env()
+        for name, value in env.items():
+            problem = podspec.env_value_problem(name, value, _fields("V1EnvVar"),
+                                                called=callable(self.environment.get(name)))
+            if problem:
+                raise bad_configuration(problem)
+        return env
+
     def get_pvc_manifest(self):
         # KubeSpawner creates the claim before it builds the pod: checked here, or the API
         # server's 422 ("spec.resources[storage]: Required value") ends the start in a traceback.

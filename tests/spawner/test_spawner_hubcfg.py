@@ -49,3 +49,24 @@ async def test_a_misspelt_field_of_a_pod_setting_is_one_error_naming_the_setting
     notebook = spec["containers"][0]
     assert notebook["securityContext"]["runAsUser"] == 1000
     assert notebook["lifecycle"] == {"preStop": {"exec": {"command": ["sleep", "5"]}}}
+
+
+@pytest.mark.parametrize("environment, words", [
+    # KubeSpawner's "TypeError: expected string or bytes-like object, got 'int'" named no variable.
+    ({"OMP_NUM_THREADS": 1}, "environment['OMP_NUM_THREADS']: 1 is an int, not a string"),
+    ({"COURSE": lambda spawner: ["ds100"]}, "environment['COURSE']: ['ds100'] (what its callable returned) is a list"),
+    ({"TOKEN": {"valueFrm": {"secretKeyRef": {"name": "a", "key": "b"}}}},
+     "environment['TOKEN']: 'valueFrm' is no field of a Kubernetes EnvVar (did you mean 'valueFrom'?)"),
+])
+async def test_an_environment_value_the_pod_cannot_hold_is_one_error_naming_the_variable(environment, words):
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(environment=environment).get_pod_manifest()
+    said(err, words)
+    # Strings, callables returning them, a Kubernetes EnvVar's fields, and None (os.environ.get) reach the pod.
+    fine = {"OMP_NUM_THREADS": "1", "HOME_OF": lambda spawner: f"/home/{spawner.user.name}", "UNSET": None,
+            "TOKEN": {"valueFrom": {"secretKeyRef": {"name": "a", "key": "b"}}}}
+    pod = await spawner(environment=fine).get_pod_manifest()
+    env = {e["name"]: e for e in ApiClient.__new__(ApiClient).sanitize_for_serialization(pod)["spec"]["containers"][0][
+        "env"]}
+    assert env["OMP_NUM_THREADS"]["value"] == "1" and env["HOME_OF"]["value"] == "/home/mock@name"
+    assert "value" not in env["UNSET"] and env["TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "b"
