@@ -21,6 +21,11 @@ MIGRATABLE_LABEL = PREFIX + "migratable"  # "true" | "false": the orchestrator n
 USER_ANNOTATION = PREFIX + "user"  # the JupyterHub user name, unescaped
 SERVER_NAME_ANNOTATION = PREFIX + "server-name"  # "" for the default server
 VERSION_ANNOTATION = PREFIX + "spawner-version"
+# Seconds the hub gives the pod to stop (KubeSpawner's delete_grace_period): the
+# orchestrator deletes a live move's source with it too, so an admin's preStop hook
+# gets the time it was given. Absent (older pods): KubeSpawner's default.
+DELETE_GRACE_ANNOTATION = PREFIX + "delete-grace-period"
+DEFAULT_DELETE_GRACE = 1
 
 # -- nodes being drained (set by the orchestrator) -----------------------------
 # A NoSchedule taint, as Karpenter marks the nodes it disrupts: it says why the

@@ -156,14 +156,24 @@ def cordon_toleration(tolerations: Any) -> dict | None:
     return None
 
 
-def pod_annotations(user: str, server_name: str, version: str) -> dict[str, str]:
-    """Annotations naming the hub server a pod belongs to. Raw names: label
-    values cannot hold every JupyterHub user name, annotations can."""
+def pod_annotations(user: str, server_name: str, version: str,
+                    delete_grace: int = podmeta.DEFAULT_DELETE_GRACE) -> dict[str, str]:
+    """Annotations naming the hub server a pod belongs to (raw names: label
+    values cannot hold every JupyterHub user name, annotations can), and
+    how long the hub lets it stop."""
     return {
         podmeta.USER_ANNOTATION: user,
         podmeta.SERVER_NAME_ANNOTATION: server_name,
         podmeta.VERSION_ANNOTATION: version,
+        podmeta.DELETE_GRACE_ANNOTATION: str(delete_grace),
     }
+
+
+def delete_grace(pod: dict | None) -> int:
+    """The seconds a pod is given to stop, as its spawner wrote them (a
+    missing or unreadable value: KubeSpawner's default)."""
+    text = str((_meta(pod or {}).get("annotations") or {}).get(podmeta.DELETE_GRACE_ANNOTATION, ""))
+    return int(text) if text.isdigit() else podmeta.DEFAULT_DELETE_GRACE
 
 
 def tier_preferences(key: str, tiers: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:

@@ -229,7 +229,8 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
         names of those put back."""
         meta, spec, put = pod.metadata, pod.spec, []
         for field, ours in (("labels", podspec.pod_labels(self.migratable)),
-                            ("annotations", podspec.pod_annotations(self.user.name, self.name or "", __version__))):
+                            ("annotations", podspec.pod_annotations(self.user.name, self.name or "", __version__,
+                                                              self.delete_grace_period))):
             have = getattr(meta, field) or {}
             add = {k: v for k, v in ours.items() if not (missing_only and k in have)}
             put += [f"{field[:-1]} {k}" for k in add] if missing_only else []

@@ -40,6 +40,7 @@ from typing import Callable
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import podmeta
+from ..podspec import delete_grace
 from .hub import HubClient, HubError, HubServer
 from .kube import KubePods, error_line
 from .records import PodRecord
@@ -346,7 +347,8 @@ class LiveMove:
                 await self.hub.server_call(base, "POST", "/api/elastichub/live", {"phase": "release"}, timeout=10)
             except HubError as e:  # they reconnect when the pod's process ends instead
                 log.info("live move of %s: releasing the clients of the source: %s", self.entry["source"], e)
-        await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=1)
+        # The time the hub's own stop gives it (an admin's preStop hook may need it).
+        await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=delete_grace(source))
         self.entry["step"] = "done"
         await self.save()
         self.phases["source_delete_s"] = round(time.monotonic() - started, 3)

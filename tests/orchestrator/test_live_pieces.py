@@ -194,3 +194,33 @@ async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
     assert await move.run(pod=None, server=server) == "onprem-1"
     assert pods.deleted == ["jupyter-alice"]  # the source went; the destination, which serves, stays
     assert saved == [ROUTE, "done"]
+
+
+@pytest.mark.parametrize("annotation, grace", [("30", 30), (None, 1), ("soon", 1), ("-5", 1)])
+async def test_a_live_moves_source_gets_the_grace_the_spawner_gives_a_stopping_pod(annotation, grace):
+    """An admin's preStop hook (lifecycle_hooks) is given its time by
+    c.KubeSpawner.delete_grace_period: the orchestrator deleted a live
+    move's source after 1 s whatever it was, cutting the hook off."""
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.live import LiveMove
+
+    source = _source()
+    if annotation is not None:
+        source["metadata"]["annotations"][podmeta.DELETE_GRACE_ANNOTATION] = annotation
+
+    class Pods:
+        deleted = []
+
+        async def get(self, namespace, name):
+            return source
+
+        async def delete(self, namespace, name, grace_seconds=None):
+            self.deleted.append((name, grace_seconds))
+
+    async def save():
+        pass
+
+    pods = Pods()
+    entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1"}
+    await LiveMove(hub=None, pods=pods, timeouts=DrainTimeouts(), entry=entry, save=save, poll=0.01).finish()
+    assert pods.deleted == [("jupyter-alice", grace)] and entry["step"] == "done"

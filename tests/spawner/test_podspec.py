@@ -15,7 +15,8 @@ def test_labels_mark_the_pod_managed_and_say_whether_it_may_move():
 def test_annotations_carry_raw_names_that_no_label_could_hold():
     ann = podspec.pod_annotations("Zoë Ünïcode@example.org", "", "0.1.0")
     assert ann == {podmeta.USER_ANNOTATION: "Zoë Ünïcode@example.org",
-                   podmeta.SERVER_NAME_ANNOTATION: "", podmeta.VERSION_ANNOTATION: "0.1.0"}
+                   podmeta.SERVER_NAME_ANNOTATION: "", podmeta.VERSION_ANNOTATION: "0.1.0",
+                   podmeta.DELETE_GRACE_ANNOTATION: "1"}
 
 
 def test_tier_preferences_are_one_weighted_term_per_tier():

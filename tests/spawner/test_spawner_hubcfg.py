@@ -8,6 +8,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from tornado import web
 
+from elastichub import podmeta
 from spawnertools import said, spawner
 
 
@@ -70,3 +71,9 @@ async def test_an_environment_value_the_pod_cannot_hold_is_one_error_naming_the_
         "env"]}
     assert env["OMP_NUM_THREADS"]["value"] == "1" and env["HOME_OF"]["value"] == "/home/mock@name"
     assert "value" not in env["UNSET"] and env["TOKEN"]["valueFrom"]["secretKeyRef"]["key"] == "b"
+
+
+async def test_the_pod_says_how_long_a_stopping_pod_is_given():
+    """The orchestrator deletes a live move's source itself: it gives it the same time."""
+    pod = await spawner(delete_grace_period=45).get_pod_manifest()
+    assert pod.metadata.annotations[podmeta.DELETE_GRACE_ANNOTATION] == "45"
