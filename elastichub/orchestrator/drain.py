@@ -221,12 +221,17 @@ class Drain:
         if pod.started is not None:
             entry["started"] = format_time(pod.started)
         await self._save()
-        # Saved before the stop is sent, not after: a write that failed after it would leave the
-        # record saying no stop was sent, and a resumed drain would leave the server stopped.
-        entry["stop_sent"] = True  # from here a server found stopped may have been stopped by us
-        await self._save()
         down = time.monotonic()
         try:
+            # Its user (or jupyterhub-idle-culler) may have stopped it since the checkpoint: the hub
+            # answers our stop 204 all the same, and our start would override them.
+            current = await self.hub.server(pod.user, pod.server_name)
+            if current is None or not current.ready or current.pending == "stop":
+                raise NotRestarted(await self._left_stopped(pod.server))
+            # Saved before the stop is sent, not after: a write that failed after it would leave the
+            # record saying no stop was sent, and a resumed drain would leave the server stopped.
+            entry["stop_sent"] = True  # from here a server found stopped may have been stopped by us
+            await self._save()
             await self.hub.stop(pod.user, pod.server_name)
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)
@@ -390,6 +395,14 @@ class Drain:
         log.warning("%s was not started again after the drain of %s stopped it: %s", key, self.node, why)
         raise NotRestarted(why)
 
+    async def _left_stopped(self, key: str) -> str:
+        """A server its user (or a culler) stopped before the drain did:
+        off the record, never started by the drain. Returns why, for its report."""
+        log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
+        del self.record["servers"][key]
+        await self._save()
+        return "stopped by its user during the move"
+
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
         """Write on a restarted server's new pod when its user asked for it
         and when it first started, as a live move's destination carries
@@ -430,11 +443,8 @@ class Drain:
                 continue  # never stopped: the loop moves it again from the start (checkpoint included)
             if entry.get("stop_sent") is False and server is None and not here:
                 # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.
-                log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
-                del self.record["servers"][key]
-                await self._save()
                 report = MoveReport(key, self.node)
-                report.outcome, report.error = "skipped", "stopped by its user during the move"
+                report.outcome, report.error = "skipped", await self._left_stopped(key)
                 self.on_move(report)
                 continue
             log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)

@@ -345,3 +345,44 @@ async def test_a_resumed_drain_that_finds_the_server_still_stopping_starts_it_on
     drain, kube, record = _resumed_restart(hub, reports)
     assert await drain.resume(record) == "stopped"
     assert hub.posts == 1 and [(r.server, r.outcome) for r in reports] == [("carol", "moved")]
+
+
+async def test_a_server_its_user_stops_between_the_checkpoint_and_the_drains_stop_stays_stopped():
+    """Carol (or jupyterhub-idle-culler) stopped her server after the move's
+    checkpoint, before the drain's own stop: the hub answers that stop 204
+    all the same, and the drain started her server again, overriding her."""
+    from elastichub.checkpoint_client import CheckpointOutcome
+
+    events = []
+
+    class Hub:
+        async def server(self, user, name):
+            return None if "user stop" in events and "start" not in events else hub_server(ready=True)
+
+        async def terminals(self, server):
+            if "checkpoint" in events and "user stop" not in events:  # after the drain's checkpoint
+                events.append("user stop")
+            return []
+
+        async def kernels(self, server):
+            return [{"id": "k", "execution_state": "idle"}]
+
+        async def checkpoint(self, server, timeout):
+            events.append("checkpoint")
+            return CheckpointOutcome("saved", kernels=1)
+
+        async def stop(self, user, name):
+            events.append("stop")
+
+        async def start(self, user, name, options):
+            events.append("start")
+
+    kube, reports = Recorder(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    drain.move_method = "restart"
+    await drain._move(carol_pod())
+    assert "start" not in events and "stop" not in events, events
+    assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
+    assert kube.saved[-1]["servers"] == {}  # the drain is not waiting to start it
