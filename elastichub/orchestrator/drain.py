@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 DRAINING, STOPPING_VM, ABORTING = "draining", "stopping-vm", "aborting"
 RESTART, DONE = "restart", "done"  # a server's steps in the record
+USER_STOPPED = "stopped by its user during the move"  # a move's report: skipped, for this reason
 
 
 class MoveAborted(Exception):
@@ -225,8 +226,7 @@ class Drain:
         try:
             # Its user (or jupyterhub-idle-culler) may have stopped it since the checkpoint: the hub
             # answers our stop 204 all the same, and our start would override them.
-            current = await self.hub.server(pod.user, pod.server_name)
-            if current is None or not current.ready or current.pending == "stop":
+            if await self._stopped_meanwhile(pod):
                 raise NotRestarted(await self._left_stopped(pod.server))
             # Saved before the stop is sent, not after: a write that failed after it would leave the
             # record saying no stop was sent, and a resumed drain would leave the server stopped.
@@ -269,6 +269,11 @@ class Drain:
             await self._save()
             if isinstance(e, LiveUnsupported):
                 raise
+            if await self._stopped_meanwhile(pod):  # no failure: nothing is left to move
+                report.outcome, report.error = "skipped", USER_STOPPED
+                self.on_move(report)
+                await self._wait_pod_gone(pod.key, self.t.stop)
+                return
             report.outcome, report.error = "failed", str(e)
             self.on_move(report)
             raise MoveAborted(f"live move of {pod.server}: {e}") from None
@@ -395,13 +400,22 @@ class Drain:
         log.warning("%s was not started again after the drain of %s stopped it: %s", key, self.node, why)
         raise NotRestarted(why)
 
+    async def _stopped_meanwhile(self, pod: PodRecord) -> bool:
+        """Has its user (or a culler) stopped the server, or begun to (or
+        stopped and started it again: not the server the move was about)?"""
+        try:
+            server = await self.hub.server(pod.user, pod.server_name)
+        except HubError:  # unknown: the move goes on as if not
+            return False
+        return server is None or not server.ready
+
     async def _left_stopped(self, key: str) -> str:
         """A server its user (or a culler) stopped before the drain did:
         off the record, never started by the drain. Returns why, for its report."""
         log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
         del self.record["servers"][key]
         await self._save()
-        return "stopped by its user during the move"
+        return USER_STOPPED
 
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
         """Write on a restarted server's new pod when its user asked for it

@@ -358,7 +358,9 @@ class LiveMove:
         """Before the switch: the source thaws and serves on, the destination goes."""
         try:
             server = await self.hub.server(self.entry["user"], self.entry["name"])
-            if server is not None:
+            # Not when its user (or a culler) is stopping it: the hub no longer routes to it, and the stop
+            # checkpoints its kernels (a frozen kernel's state is the one the freeze wrote).
+            if server is not None and server.ready:
                 await self.hub.server_call(self.hub.proxy_base(server), "POST", "/api/elastichub/live",
                                            {"phase": "thaw"})
         except HubError as e:  # the kernels' lease thaws them anyway, unless retired: keep the record

@@ -386,3 +386,40 @@ async def test_a_server_its_user_stops_between_the_checkpoint_and_the_drains_sto
     assert "start" not in events and "stop" not in events, events
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
     assert kube.saved[-1]["servers"] == {}  # the drain is not waiting to start it
+
+
+async def test_a_server_its_user_stops_during_a_live_move_is_skipped_not_a_failed_move():
+    """A failed live move marks the server for a restart move next time and
+    rolls the drain back; one whose user (or a culler) stopped it meanwhile
+    is no failure: nothing is left to move, and the drain goes on."""
+    from elastichub.orchestrator.live import LiveMoveFailed
+
+    class Hub:
+        async def server(self, user, name):
+            return hub_server(ready=True) if not moves else None
+
+        async def terminals(self, server):
+            return []
+
+        def proxy_base(self, server):
+            return "http://proxy/user/carol/"
+
+    moves = []
+
+    class Move:
+        phases = {}
+
+        async def run(self, pod, server):
+            moves.append(pod.server)
+            raise LiveMoveFailed("the hub did not switch the route: refused: the server is stop in the hub")
+
+    kube, reports = Recorder(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [], kube_pods=object(),
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    drain.move_method, drain._live = "live", lambda entry: Move()
+    await drain._move(carol_pod())
+    assert moves == ["carol"]
+    assert (reports[-1].method, reports[-1].outcome, reports[-1].error) == (
+        "live", "skipped", "stopped by its user during the move")
+    assert kube.saved[-1]["servers"] == {}

@@ -224,3 +224,39 @@ async def test_a_live_moves_source_gets_the_grace_the_spawner_gives_a_stopping_p
     entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1"}
     await LiveMove(hub=None, pods=pods, timeouts=DrainTimeouts(), entry=entry, save=save, poll=0.01).finish()
     assert pods.deleted == [("jupyter-alice", grace)] and entry["step"] == "done"
+
+
+async def test_undoing_a_live_move_whose_server_its_user_stopped_only_deletes_the_destination():
+    """The user (or jupyterhub-idle-culler) stopped the server mid-move: the
+    undo asked the stopping server through the proxy to thaw, got the hub's
+    403 page, failed, and left the move for a resumed drain to undo again."""
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.hub import HubError, HubServer
+    from elastichub.orchestrator.live import LiveMove
+
+    class Pods:
+        deleted = []
+
+        async def delete(self, namespace, name, grace_seconds=None):
+            self.deleted.append(name)
+
+    class Hub:
+        calls = []
+
+        def proxy_base(self, server):
+            return "http://proxy/user/alice/"
+
+        async def server(self, user, name):
+            return HubServer("alice", "", False, "stop", "/user/alice/", {}, None, None)
+
+        async def server_call(self, base, method, path, body=None, timeout=None):
+            self.calls.append(body)
+            raise HubError("POST /api/elastichub/live: 403 <!DOCTYPE HTML>", 403)
+
+    async def save():
+        pass
+
+    pods, hub = Pods(), Hub()
+    entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1"}
+    await LiveMove(hub=hub, pods=pods, timeouts=DrainTimeouts(), entry=entry, save=save, poll=0.01).undo()
+    assert hub.calls == [] and pods.deleted == ["jupyter-alice-m1"]
