@@ -204,13 +204,16 @@ class Drain:
                 if not self._terminals_in_use(await self.hub.terminals(server)):
                     break
                 await self._wait_terminals_quiet(server)
-        except MoveAborted as e:
+        except (MoveAborted, HubError) as e:
+            # Stopped from the hub page (or culled) meanwhile: the hub's stop checkpointed it, and the
+            # server's answers were the hub's (a 403 page, a 424) rather than the server's.
+            if await self._stopped_meanwhile(pod):
+                await self._skip_stopped(pod, report)
+                return
             report.outcome, report.error = "aborted", str(e)
             self.on_move(report)
-            raise
-        except HubError as e:
-            report.outcome, report.error = "aborted", str(e)
-            self.on_move(report)
+            if isinstance(e, MoveAborted):
+                raise
             raise MoveAborted(f"{pod.server}: {e}") from None
 
         entry = self.record["servers"][pod.server] = {
@@ -270,9 +273,7 @@ class Drain:
             if isinstance(e, LiveUnsupported):
                 raise
             if await self._stopped_meanwhile(pod):  # no failure: nothing is left to move
-                report.outcome, report.error = "skipped", USER_STOPPED
-                self.on_move(report)
-                await self._wait_pod_gone(pod.key, self.t.stop)
+                await self._skip_stopped(pod, report)
                 return
             report.outcome, report.error = "failed", str(e)
             self.on_move(report)
@@ -408,6 +409,13 @@ class Drain:
         except HubError:  # unknown: the move goes on as if not
             return False
         return server is None or not server.ready
+
+    async def _skip_stopped(self, pod: PodRecord, report: MoveReport) -> None:
+        """The move of a server its user stopped before the drain did: said,
+        and over once the hub's stop has taken its pod."""
+        report.outcome, report.error = "skipped", USER_STOPPED
+        self.on_move(report)
+        await self._wait_pod_gone(pod.key, self.t.stop)
 
     async def _left_stopped(self, key: str) -> str:
         """A server its user (or a culler) stopped before the drain did:

@@ -423,3 +423,46 @@ async def test_a_server_its_user_stops_during_a_live_move_is_skipped_not_a_faile
     assert (reports[-1].method, reports[-1].outcome, reports[-1].error) == (
         "live", "skipped", "stopped by its user during the move")
     assert kube.saved[-1]["servers"] == {}
+
+
+@pytest.mark.parametrize("checkpoint_answer", ["failed", "saved"])
+async def test_a_server_its_user_stops_during_the_moves_checkpoint_is_skipped_not_an_aborted_drain(
+        checkpoint_answer):
+    """Stopped from the hub page while the drain checkpointed it: the
+    checkpoint (or the kernel list after it) met the hub's 403 page or its
+    424, the move was "aborted" with that page in its error and the whole
+    drain rolled back; the hub's own stop had checkpointed the server."""
+    from elastichub.checkpoint_client import CheckpointOutcome
+    from elastichub.orchestrator.hub import HubError
+
+    events = []
+
+    class Hub:
+        async def server(self, user, name):
+            return None if "user stop" in events else hub_server(ready=True)
+
+        async def terminals(self, server):
+            if "user stop" in events:
+                raise HubError("terminals of carol: 424 JupyterHub server no longer running", 424)
+            return []
+
+        async def kernels(self, server):
+            if "user stop" in events:
+                raise HubError("kernels of carol: 424 JupyterHub server no longer running", 424)
+            return [{"id": "k", "execution_state": "idle"}]
+
+        async def checkpoint(self, server, timeout):
+            events.append("user stop")
+            return CheckpointOutcome(checkpoint_answer, kernels=1, reason="HTTP 403: <!DOCTYPE HTML>")
+
+        async def stop(self, user, name):
+            events.append("stop")
+
+    kube, reports = Recorder(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    drain.move_method = "restart"
+    await drain._move(carol_pod())
+    assert events == ["user stop"]
+    assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
