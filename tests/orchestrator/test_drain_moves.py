@@ -284,18 +284,53 @@ async def test_a_server_its_user_stops_after_the_drains_start_is_not_started_aga
     assert "its checkpoint restores at its next start" in reports[0].error
 
 
+class MovingHub:
+    """A hub whose server carol runs, is checkpointed, stopped and started,
+    each step in `events`; a test overrides what it scripts."""
+
+    def __init__(self):
+        self.events = []
+
+    async def server(self, user, name):
+        return hub_server(ready=True)
+
+    async def terminals(self, server):
+        return []
+
+    async def kernels(self, server):
+        return [{"id": "k", "execution_state": "idle"}]
+
+    async def checkpoint(self, server, timeout):
+        from elastichub.checkpoint_client import CheckpointOutcome
+
+        self.events.append("checkpoint")
+        return CheckpointOutcome("saved", kernels=1)
+
+    async def stop(self, user, name):
+        self.events.append("stop")
+
+    async def start(self, user, name, options):
+        self.events.append("start")
+
+
+async def move_carol(hub, move_method: str = "restart", **settings):
+    """Drain carol's server off cloud-1 by `move_method`: the drain's Recorder and the move reports."""
+    kube, reports = Recorder(), []
+    drain = Drain("cloud-1", None, kube=kube, hub=hub, cloud=None, pods=lambda: [], move_method=move_method,
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append, **settings)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    await drain._move(carol_pod())
+    return kube, reports
+
+
 async def test_a_terminal_command_started_during_the_checkpoint_is_waited_for_before_the_stop():
     """Terminals were read once, before the wait for idle kernels and the
     checkpoint: `python train.py` started meanwhile was killed by the stop."""
-    from elastichub.checkpoint_client import CheckpointOutcome
-
-    events = []
-
-    class Hub:
+    class Hub(MovingHub):
         terminal_reads = 0
 
         async def server(self, user, name):
-            return hub_server(ready=True) if not events or events[-1] != "stop" else None
+            return hub_server(ready=True) if not self.events or self.events[-1] != "stop" else None
 
         async def terminals(self, server):
             self.terminal_reads += 1
@@ -303,26 +338,9 @@ async def test_a_terminal_command_started_during_the_checkpoint_is_waited_for_be
                 return [{"name": "1", "last_activity": None, "processes": [{"pid": 7, "command": "python train.py"}]}]
             return [{"name": "1", "last_activity": "2020-01-01T00:00:00Z", "processes": []}]
 
-        async def kernels(self, server):
-            return [{"id": "k", "execution_state": "idle"}]
-
-        async def checkpoint(self, server, timeout):
-            events.append("checkpoint")
-            return CheckpointOutcome("saved", kernels=1)
-
-        async def stop(self, user, name):
-            events.append("stop")
-
-        async def start(self, user, name, options):
-            events.append("start")
-
-    kube, reports = Recorder(), []
-    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
-                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
-    drain.record = {"v": 1, "state": "draining", "servers": {}}
-    drain.move_method = "restart"
-    await drain._move(carol_pod())
-    assert events == ["checkpoint", "checkpoint", "stop", "start"], events
+    hub = Hub()
+    _, reports = await move_carol(hub)
+    assert hub.events == ["checkpoint", "checkpoint", "stop", "start"], hub.events
     assert reports[-1].outcome == "moved"
 
 
@@ -351,75 +369,46 @@ async def test_a_server_its_user_stops_between_the_checkpoint_and_the_drains_sto
     """Carol (or jupyterhub-idle-culler) stopped her server after the move's
     checkpoint, before the drain's own stop: the hub answers that stop 204
     all the same, and the drain started her server again, overriding her."""
-    from elastichub.checkpoint_client import CheckpointOutcome
-
-    events = []
-
-    class Hub:
+    class Hub(MovingHub):
         async def server(self, user, name):
-            return None if "user stop" in events and "start" not in events else hub_server(ready=True)
+            return None if "user stop" in self.events else hub_server(ready=True)
 
         async def terminals(self, server):
-            if "checkpoint" in events and "user stop" not in events:  # after the drain's checkpoint
-                events.append("user stop")
+            if "checkpoint" in self.events and "user stop" not in self.events:  # after the drain's checkpoint
+                self.events.append("user stop")
             return []
 
-        async def kernels(self, server):
-            return [{"id": "k", "execution_state": "idle"}]
-
-        async def checkpoint(self, server, timeout):
-            events.append("checkpoint")
-            return CheckpointOutcome("saved", kernels=1)
-
-        async def stop(self, user, name):
-            events.append("stop")
-
-        async def start(self, user, name, options):
-            events.append("start")
-
-    kube, reports = Recorder(), []
-    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
-                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
-    drain.record = {"v": 1, "state": "draining", "servers": {}}
-    drain.move_method = "restart"
-    await drain._move(carol_pod())
-    assert "start" not in events and "stop" not in events, events
+    hub = Hub()
+    kube, reports = await move_carol(hub)
+    assert hub.events == ["checkpoint", "user stop"]  # neither stopped nor started by the drain
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
     assert kube.saved[-1]["servers"] == {}  # the drain is not waiting to start it
 
 
-async def test_a_server_its_user_stops_during_a_live_move_is_skipped_not_a_failed_move():
+async def test_a_server_its_user_stops_during_a_live_move_is_skipped_not_a_failed_move(monkeypatch):
     """A failed live move marks the server for a restart move next time and
     rolls the drain back; one whose user (or a culler) stopped it meanwhile
     is no failure: nothing is left to move, and the drain goes on."""
     from elastichub.orchestrator.live import LiveMoveFailed
 
-    class Hub:
+    class Hub(MovingHub):
         async def server(self, user, name):
-            return hub_server(ready=True) if not moves else None
-
-        async def terminals(self, server):
-            return []
+            return None if "live move" in self.events else hub_server(ready=True)
 
         def proxy_base(self, server):
             return "http://proxy/user/carol/"
-
-    moves = []
 
     class Move:
         phases = {}
 
         async def run(self, pod, server):
-            moves.append(pod.server)
+            hub.events.append("live move")
             raise LiveMoveFailed("the hub did not switch the route: refused: the server is stop in the hub")
 
-    kube, reports = Recorder(), []
-    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [], kube_pods=object(),
-                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
-    drain.record = {"v": 1, "state": "draining", "servers": {}}
-    drain.move_method, drain._live = "live", lambda entry: Move()
-    await drain._move(carol_pod())
-    assert moves == ["carol"]
+    hub = Hub()
+    monkeypatch.setattr(Drain, "_live", lambda self, entry: Move())
+    kube, reports = await move_carol(hub, "live", kube_pods=object())
+    assert hub.events == ["live move"]
     assert (reports[-1].method, reports[-1].outcome, reports[-1].error) == (
         "live", "skipped", "stopped by its user during the move")
     assert kube.saved[-1]["servers"] == {}
@@ -435,34 +424,20 @@ async def test_a_server_its_user_stops_during_the_moves_checkpoint_is_skipped_no
     from elastichub.checkpoint_client import CheckpointOutcome
     from elastichub.orchestrator.hub import HubError
 
-    events = []
-
-    class Hub:
+    class Hub(MovingHub):
         async def server(self, user, name):
-            return None if "user stop" in events else hub_server(ready=True)
-
-        async def terminals(self, server):
-            if "user stop" in events:
-                raise HubError("terminals of carol: 424 JupyterHub server no longer running", 424)
-            return []
+            return None if "user stop" in self.events else hub_server(ready=True)
 
         async def kernels(self, server):
-            if "user stop" in events:
+            if "user stop" in self.events:
                 raise HubError("kernels of carol: 424 JupyterHub server no longer running", 424)
-            return [{"id": "k", "execution_state": "idle"}]
+            return await super().kernels(server)
 
         async def checkpoint(self, server, timeout):
-            events.append("user stop")
+            self.events.append("user stop")
             return CheckpointOutcome(checkpoint_answer, kernels=1, reason="HTTP 403: <!DOCTYPE HTML>")
 
-        async def stop(self, user, name):
-            events.append("stop")
-
-    kube, reports = Recorder(), []
-    drain = Drain("cloud-1", None, kube=kube, hub=Hub(), cloud=None, pods=lambda: [],
-                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
-    drain.record = {"v": 1, "state": "draining", "servers": {}}
-    drain.move_method = "restart"
-    await drain._move(carol_pod())
-    assert events == ["user stop"]
+    hub = Hub()
+    _, reports = await move_carol(hub)
+    assert hub.events == ["user stop"]
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
