@@ -23,7 +23,7 @@ from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
-from .spawnerchecks import INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_configuration
+from .spawnerchecks import INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_configuration, shared_pod_name_problem
 from .spawnertypes import MemorySize, memory_help, with_model_preferences
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -318,6 +318,9 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
             raise bad_configuration("; ".join(self._config_problems.values()))
         if self.internal_ssl:  # before KubeSpawner makes the pod's certificate secret and Service
             raise bad_configuration(INTERNAL_SSL_UNSUPPORTED)
+        shared = shared_pod_name_problem(self.pod_name_template, self.name)
+        if shared:
+            raise bad_configuration(shared)
         self._plan_announcements()
         self._watch_route_requests()
         return super().start()

@@ -6,6 +6,7 @@ legal but likely unmeant is warned once per hub.
 from __future__ import annotations
 
 import json
+import string
 from typing import ClassVar
 
 from kubernetes_asyncio.client import models as client_models
@@ -29,6 +30,22 @@ INTERNAL_SSL_UNSUPPORTED = (
     "JupyterHub.internal_ssl is on, which ElasticHub does not support: the checkpoint before a stop and the "
     "orchestrator's calls to the servers and the hub do not present the hub's internal certificates, so every "
     "stop or move would go ahead with a failed checkpoint; set c.JupyterHub.internal_ssl = False")
+
+
+def shared_pod_name_problem(template: str, server_name: str) -> str | None:
+    """Why a named server may not start with this pod_name_template (None
+    when it may): without a field of the server's name every server of a
+    user gets one pod name, and KubeSpawner deletes a pod in the way of a
+    start (409) with no checkpoint: the user's other running server."""
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    except ValueError:  # KubeSpawner's own error says what is wrong with it
+        return None
+    if not server_name or any("servername" in f or "user_server" in f for f in fields):
+        return None
+    return (f"pod_name_template {template!r} names no server ({{servername}} or {{user_server}}): the named server "
+            f"{server_name!r} would take the pod name of the user's other servers, and KubeSpawner deletes the pod "
+            "in its way, with the kernels' state, to start it")
 
 
 def _fields(model: str) -> dict[str, str]:

@@ -77,3 +77,25 @@ async def test_the_pod_says_how_long_a_stopping_pod_is_given():
     """The orchestrator deletes a live move's source itself: it gives it the same time."""
     pod = await spawner(delete_grace_period=45).get_pod_manifest()
     assert pod.metadata.annotations[podmeta.DELETE_GRACE_ANNOTATION] == "45"
+
+
+@pytest.mark.parametrize("template, refused", [
+    ("jupyter-{username}", True), ("jupyter-{escaped_username}", True),
+    ("jupyter-{username}--{servername}", False), ("nb-{user_server}", False), ("{safe_user_server}", False)])
+async def test_a_pod_name_template_without_the_server_name_is_refused_for_a_named_server(
+        monkeypatch, template, refused):
+    """Every server of a user got one pod name: KubeSpawner, finding the pod
+    of the user's running server in the way (409), deleted it, without a
+    checkpoint, to start the named one."""
+    from kubespawner import KubeSpawner
+
+    monkeypatch.setattr(KubeSpawner, "start", lambda self: "started")
+    s = spawner(pod_name_template=template)
+    assert s.start() == "started"  # the default server: its name is the user's own
+    monkeypatch.setattr(type(s), "name", "gpu")  # JupyterHub's property reads the database's row
+    if not refused:
+        assert s.start() == "started"
+        return
+    with pytest.raises(web.HTTPError) as err:
+        s.start()
+    said(err, f"pod_name_template {template!r} names no server")
