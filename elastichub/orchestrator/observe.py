@@ -52,11 +52,24 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     tiers = {config.onprem_tier: Tier.ONPREM, config.cloud_tier: Tier.CLOUD}
     problems: list[str] = []
     vm_by_node: dict[str, VM] = {}
+    shared: dict[str, list[VM]] = {}  # node name -> every VM mapped to it, when more than one is
     for vm in vms or ():
         if not vm.node_name:
             problems.append(f"VM {vm.name} ({vm.id}) maps to no node name")
             continue
+        other = vm_by_node.get(vm.node_name)
+        if other is not None:
+            shared.setdefault(vm.node_name, [other]).append(vm)
+            # The one that costs money is the node's: the last listed could be a stopped twin, and the
+            # running one would then run on unknown, never stopped by a scale-in.
+            if other.on or not vm.on:
+                continue
         vm_by_node[vm.node_name] = vm
+    for name, twins in shared.items():
+        kept = vm_by_node[name]
+        problems.append(f"VMs {', '.join(sorted(v.id for v in twins))}: all map to node {name}; only {kept.id} "
+                        f"({kept.state}) is started and stopped by ElasticHub, the others are left alone: "
+                        "rename or retag them, or take them out of the pool")
     cloud_managed = vms is not None
 
     nodes = nodes if isinstance(nodes, list) else list(nodes)

@@ -402,3 +402,14 @@ def test_every_counted_label_has_its_series_from_the_first_scrape():
                    'elastichub_cycle_errors_total{stage="drain"} 0.0'):
         assert series in text, text
     assert "_created" not in text
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_two_vms_that_map_to_one_node_are_a_problem_and_the_running_one_is_managed(order):
+    # An admin replaced a VM and left the old one stopped in the pool, under the same name (EC2 allows it).
+    vms = [VM("i-new", "cloud-1", RUNNING, "cloud-1"), VM("i-old", "cloud-1", STOPPED, "cloud-1")][::order]
+    obs = observe([node("onprem-1"), node("cloud-1", "cloud")], [], vms, CONFIG, NOW)
+    assert obs.vms["cloud-1"].id == "i-new"  # the one that runs: billed, and stopped by a scale-in
+    assert obs.snapshot.node("cloud-1").status is NodeStatus.READY
+    said = [p for p in obs.problems if "i-old" in p]
+    assert said and "i-new" in said[0] and "cloud-1" in said[0], obs.problems
