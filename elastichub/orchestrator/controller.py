@@ -19,7 +19,6 @@ and the VMs' states are.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import logging
 import time
@@ -38,7 +37,7 @@ from .kube import Informer, KubeNodes, KubePods, error_line
 from .metrics import Metrics
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
-from .timetable import TimetableFile
+from .timetable import TimetableFile, classes_ahead
 
 log = logging.getLogger(__name__)
 MAX_PROBLEM_EVENTS = 5  # new problems said per cycle (a bad rollout can make thousands)
@@ -107,6 +106,7 @@ class Controller:
         self.told: dict[str, str] = {}  # waiting pod -> the situation its Event told (notices.py)
         self._tell_failing = False
         self.boot_seconds: deque[float] = deque(maxlen=5)  # the last boots, start to Ready
+        self.booting_vms: set[str] = set()  # the VMs a boot step watches (under whichever node name)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -353,8 +353,9 @@ class Controller:
                 self._start_drain(node, obs, resume=text, reason="resumed from the node's record")
                 adopted = True
         for n in obs.snapshot.nodes:
-            if n.status is NodeStatus.BOOTING and not self._busy(f"boot:{n.name}"):
-                vm = obs.vms.get(n.name)
+            vm = obs.vms.get(n.name)
+            if n.status is NodeStatus.BOOTING and not self._busy(f"boot:{n.name}") and \
+                    not (vm is not None and vm.id in self.booting_vms):
                 self.boot_started.setdefault(n.name, now)
                 self._start_boot(n.name, vm.id if vm else None, start=False)
                 adopted = True
@@ -480,19 +481,23 @@ class Controller:
         it. Not Ready within `boot_timeout` of the start: stop the VM and keep
         it out of the pool for a back-off that doubles with each failure."""
         s = self.settings
+        started = node
+        self.booting_vms.add(vm_id)
         try:
             if start:
                 await self.cloud.start(vm_id)
                 self.event("scale-out", f"started VM {vm_id} for node {node}")
-            deadline = self.boot_started.get(node, self.clock()) + s.boot_timeout
+            deadline = self.boot_started.get(started, self.clock()) + s.boot_timeout
             while True:
+                node = self.last.node_of(vm_id, started) if self.last else started  # under another name?
                 rec = self.nodes.records.get(node)
                 if rec is not None and rec.ready:
                     await self.kube.uncordon(node)
-                    took = self.clock() - self.boot_started.get(node, self.clock())
+                    took = self.clock() - self.boot_started.get(started, self.clock())
                     if start:
                         self.boot_seconds.append(took)
                     self.event("node-ready", f"{node} is Ready and schedulable ({took:.0f} s after the start)")
+                    self.backoff.pop(started, None)
                     self.backoff.pop(node, None)
                     return
                 if self.clock() > deadline:
@@ -514,7 +519,8 @@ class Controller:
             self._back_off(node, s.boot_backoff, s.boot_backoff_max)
             self.event("boot-failed", f"{node}: {e}")
         finally:
-            self.boot_started.pop(node, None)
+            self.boot_started.pop(started, None)
+            self.booting_vms.discard(vm_id)
 
     async def _hosted(self, node: str) -> list[str]:
         """The servers' pods on `node` (not finished), as the API server has
@@ -580,20 +586,8 @@ class Controller:
             "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
                         if b.until > self.clock()},
             "restart_next": dict(self.restart_next),
-            "classes": self._classes_ahead(),
+            "classes": classes_ahead(self.strategy, self.clock()),
             "history": None if self.history is None else {
                 "file": self.history.path, "written": self.history.written,
                 "unwritten": len(self.history.unwritten), "running": len(self.sessions.sessions)},
         }
-
-    def _classes_ahead(self) -> list[dict]:
-        """A timetable's classes still arriving or starting within a day."""
-        schedule_at = getattr(self.strategy, "schedule_at", None)
-        if schedule_at is None:
-            return []
-        now = self.clock()
-        zone = getattr(self.strategy, "zone", None)  # the timetable's: a class is shown at its own local time
-        return [{"name": c.name, "start": c.start_s, "users": c.users,
-                 "local": datetime.datetime.fromtimestamp(c.start_s, zone).strftime("%a %H:%M")}
-                for c in schedule_at(now) if c.start_s + c.spread_s >= now and c.start_s <= now + 86_400]
-

@@ -45,6 +45,10 @@ class Observation:
     onprem_only: dict[str, str] = field(default_factory=dict)  # waiting server -> why no cloud node can run it
     waiting: dict[str, PodRecord] = field(default_factory=dict)  # waiting server -> its pod (queued or on-prem only)
 
+    def node_of(self, vm_id: str | None, default: str) -> str:
+        """The node VM `vm_id` is (found by its providerID, it may not be the name the mapping gives)."""
+        return next((name for name, vm in self.vms.items() if vm.id == vm_id), default)
+
 
 def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterable[VM] | None,
             config: ObserveConfig, now: float, boot_started: dict[str, float] | None = None) -> Observation:
@@ -73,6 +77,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     cloud_managed = vms is not None
 
     nodes = nodes if isinstance(nodes, list) else list(nodes)
+    if vm_by_node:
+        _by_provider_id(nodes, tiers, vm_by_node, problems)
     asked = _asked_in_drains(nodes)
     # Requests on each node, and each node's single-user servers (one pass: 20,000 pods in a cycle).
     pods = pods if isinstance(pods, list) else list(pods)
@@ -198,6 +204,35 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems, onprem_only=onprem_only,
                        waiting=waiting)
+
+
+def _by_provider_id(nodes: list[NodeRecord], tiers: dict, vm_by_node: dict[str, VM], problems: list[str]) -> None:
+    """A VM whose node registered under another name than the mapping gives
+    (an EC2 node named by its private DNS name, say) is that node's, in
+    place, found by the node's providerID ("aws:///ZONE/i-0abc",
+    "gce://PROJECT/ZONE/NAME", "azure:///.../virtualMachines/NAME",
+    "openstack:///ID"): mapped by name alone, the node counted as one no VM
+    backs, its VM as a boot that never came, stopped at the boot timeout
+    with the servers that had started on the node meanwhile."""
+    names = {rec.name for rec in nodes}
+    lost = {}  # the last part of a VM's id, and its name -> VMs whose mapped node does not exist
+    for vm in vm_by_node.values():
+        if vm.node_name not in names:
+            for key in {vm.id, vm.id.rstrip("/").rsplit("/", 1)[-1], vm.name}:
+                lost.setdefault(key, vm)
+    if not lost:
+        return
+    for rec in nodes:
+        if not rec.provider_id or rec.name in vm_by_node or tiers.get(rec.tier) is not Tier.CLOUD:
+            continue
+        vm = lost.get(rec.provider_id.rstrip("/").rsplit("/", 1)[-1])
+        if vm is None or vm_by_node.get(vm.node_name) is not vm:
+            continue
+        del vm_by_node[vm.node_name]
+        vm_by_node[rec.name] = vm
+        problems.append(f"cloud node {rec.name}: the node of VM {vm.name} ({vm.id}) by its providerID, which "
+                        f"cloud_node_mapping maps to {vm.node_name}: managed as {rec.name}; set "
+                        "c.ElasticOrchestrator.cloud_node_mapping so that each VM maps to its node's name")
 
 
 def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:

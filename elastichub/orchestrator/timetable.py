@@ -180,3 +180,14 @@ class TimetableFile:
         if self._stamp_of(st) == self._stamp:
             return None
         return self.load()
+
+
+def classes_ahead(strategy, now: float) -> list[dict]:
+    """A timetabled strategy's classes still arriving or starting within a day (none for another strategy)."""
+    schedule_at = getattr(strategy, "schedule_at", None)
+    if schedule_at is None:
+        return []
+    zone = getattr(strategy, "zone", None)  # the timetable's: a class is shown at its own local time
+    return [{"name": c.name, "start": c.start_s, "users": c.users,
+             "local": datetime.fromtimestamp(c.start_s, zone).strftime("%a %H:%M")}
+            for c in schedule_at(now) if c.start_s + c.spread_s >= now and c.start_s <= now + 86_400]

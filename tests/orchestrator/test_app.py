@@ -151,10 +151,10 @@ def test_a_timetable_gives_the_calendar_strategy_its_classes(tmp_path):
     names = [c.name for c in strategy.schedule_at(monday)]
     assert names == ["stats 2027-01-12 10:00"] and strategy.schedule_at(monday)[0].users == 100
     # the status API lists the classes of the coming day
-    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.timetable import classes_ahead
 
     def classes(now):
-        return Controller(strategy, None, None, None, None, None, clock=lambda: now)._classes_ahead()
+        return classes_ahead(strategy, now)
 
     tuesday_10 = monday + 22 * 3600
     # shown at the timetable's local time, whatever the zone of the orchestrator's process (UTC in a pod)

@@ -15,9 +15,10 @@ from elastichub.policy import GiB, NodeStatus, Resources, Tier, plan_migration
 NOW = 1_800_000_000.0
 
 
-def node(name, tier="on-prem", ready=True, unschedulable=False, cpu="4", memory="8Gi", taint=False, drain=None):
+def node(name, tier="on-prem", ready=True, unschedulable=False, cpu="4", memory="8Gi", taint=False, drain=None,
+         provider_id=None):
     obj = {"metadata": {"name": name, "labels": {podmeta.TIER_LABEL: tier} if tier else {}, "annotations": {}},
-           "spec": {"unschedulable": unschedulable,
+           "spec": {"unschedulable": unschedulable, **({"providerID": provider_id} if provider_id else {}),
                     "taints": [{"key": podmeta.DRAIN_TAINT, "effect": "NoSchedule"}] if taint else []},
            "status": {"allocatable": {"cpu": cpu, "memory": memory},
                       "conditions": [{"type": "Ready", "status": "True" if ready else "Unknown"}]}}
@@ -413,3 +414,18 @@ def test_two_vms_that_map_to_one_node_are_a_problem_and_the_running_one_is_manag
     assert obs.snapshot.node("cloud-1").status is NodeStatus.READY
     said = [p for p in obs.problems if "i-old" in p]
     assert said and "i-new" in said[0] and "cloud-1" in said[0], obs.problems
+
+
+@pytest.mark.parametrize("vm_id, provider_id", [
+    ("i-0abc", "aws:///eu-west-1a/i-0abc"),
+    ("/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/worker-a",
+     "azure:///subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/worker-a"),
+])
+def test_a_vm_is_the_cloud_node_its_provider_id_names_when_the_mapping_names_no_node(vm_id, provider_id):
+    nodes = [node("onprem-1"), node("ip-10-0-0-5", "cloud", provider_id=provider_id),
+             node("ip-10-0-0-6", "on-prem", provider_id=provider_id)]
+    obs = observe(nodes, [pod("alice", "ip-10-0-0-5")], [VM(vm_id, "worker-a", RUNNING, "worker-a")], CONFIG, NOW)
+    assert obs.vms == {"ip-10-0-0-5": VM(vm_id, "worker-a", RUNNING, "worker-a")}
+    assert [n.name for n in obs.snapshot.nodes if n.tier is Tier.CLOUD] == ["ip-10-0-0-5"]  # no phantom boot
+    assert any(p.startswith("cloud node ip-10-0-0-5: the node of VM worker-a") and "cloud_node_mapping" in p
+               for p in obs.problems), obs.problems

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 from podtools import cluster_config, node_of, server_pod, until
 
+from elastichub import podmeta
 from elastichub.orchestrator.cloud import CloudPool
 from elastichub.policy import PolicyConfig, make_strategy
 
@@ -205,3 +206,50 @@ async def test_without_a_cloud_driver_no_node_is_drained(cluster_factory, wire):
     assert decision["action"] == "scale-in", decision
     assert not ctl._busy("drain:cloud-1") and decision["taken"].startswith("no cloud_driver"), decision
     assert not cluster.store.get("nodes", "cloud-1")["spec"].get("unschedulable")
+
+
+class NamedOtherwise:
+    """VMs named apart from their nodes (as EC2 instances are from nodes named by their private DNS
+    names): mapped by name, each maps to a node that never registers."""
+
+    def list_nodes(self):
+        nodes = super().list_nodes()
+        for node in nodes:
+            node.name = f"vm-{node.name}"
+        return nodes
+
+
+def set_tier(cluster, name, tier):
+    def change(node):
+        labels = node["metadata"]["labels"]
+        if tier is None:
+            labels.pop(podmeta.TIER_LABEL, None)
+        else:
+            labels[podmeta.TIER_LABEL] = tier
+    cluster.store.update("nodes", name, change)
+
+
+async def test_a_vm_whose_node_registers_under_another_name_is_that_node_and_not_stopped_under_its_servers(
+        cluster_factory, wire):
+    """The boot watched for a node of the mapped name, timed out, found no server on that name and
+    stopped the VM, under the servers that had started on its node (registered by another name)."""
+    cluster = await cluster_factory(cluster_config())
+    for name in ("cloud-1", "cloud-2"):  # a cloud node registers, with its tier label, when its VM first boots
+        set_tier(cluster, name, None)
+    await fill(cluster, [f"u{i}" for i in range(8)])  # on-prem full
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, NamedOtherwise)), boot_timeout=3)
+    await until(lambda: len(ctl.pods.records) >= 8, what="cache")
+    assert (await ctl.cycle())["nodes"] == ["vm-cloud-1"]
+    await until(lambda: any(e["kind"] == "scale-out" for e in ctl.events), what="VM cloud-1 started")
+    set_tier(cluster, "cloud-1", "cloud")
+    await until(lambda: "cloud-1" in ctl.nodes.records and ctl.nodes.records["cloud-1"].ready, what="cloud-1 up")
+    await fill(cluster, ["alice"])
+    assert node_of(cluster.store, "jupyter-alice") == "cloud-1"
+    while ctl._busy("boot:vm-cloud-1"):  # the cycles go on while the boot is watched
+        await ctl.cycle()
+        await asyncio.sleep(0.2)
+    assert {vm.id: vm.state for vm in await ctl.cloud.list()}["cloud-1"] == "running"
+    assert node_of(cluster.store, "jupyter-alice") == "cloud-1"
+    assert not any(e["kind"] == "boot-failed" for e in ctl.events), ctl.events
+    assert ctl.last.vms["cloud-1"].id == "cloud-1"  # a scale-in can drain it and stop its VM
+    assert any("the node of VM vm-cloud-1 (cloud-1) by its providerID" in p for p in ctl.last.problems)
