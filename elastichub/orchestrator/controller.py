@@ -23,7 +23,7 @@ import json
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -131,6 +131,8 @@ class Controller:
 
     async def cycle(self) -> dict:
         now = self.clock()
+        if self.last_cycle_at is not None and now < self.last_cycle_at:
+            self._clock_stepped_back(self.last_cycle_at - now)
         self._dry_before, self._dry_now = self._dry_now, set()
         vms = None
         t0 = time.perf_counter()
@@ -162,6 +164,18 @@ class Controller:
         record = self._decided(now, action, getattr(action, "reason", ""), t0)
         self._tell_waiting(obs, now)
         return record
+
+    def _clock_stepped_back(self, step: float) -> None:
+        """The wall clock went back (an NTP step): the times remembered from before are moved back with it,
+        as if no time had passed, or each would hold Tcool, a back-off or a boot's deadline as long as the step."""
+        self.event("clock", f"the clock went back {step:.0f} s: cool-down, back-offs and boots count on from here")
+        times = {f.name: v for f in fields(self.state) if isinstance(v := getattr(self.state, f.name), (int, float))
+                 and not isinstance(v, bool)}  # the policy state's times (the rest: names, None)
+        self.state = replace(self.state, **{name: v - step for name, v in times.items()})
+        for b in self.backoff.values():
+            b.until -= step
+        for node in self.boot_started:
+            self.boot_started[node] -= step
 
     def _decided(self, now: float, action, reason: str, t0: float) -> dict:
         seconds = time.perf_counter() - t0
@@ -366,20 +380,13 @@ class Controller:
             self.state = replace(self.state, last_action_at=now)
         # Our taint on a Ready node nobody is draining or booting (e.g. an
         # on-prem node of an interrupted roll-back): lift it.
-        for name in obs.tainted - set(obs.drains):
-            node = self._node(obs.snapshot, name)
-            if node is not None and node.status is NodeStatus.CORDONED and not self._busy(f"boot:{name}"):
+        cordoned = {n.name for n in obs.snapshot.nodes if n.status is NodeStatus.CORDONED}
+        for name in sorted((obs.tainted - set(obs.drains)) & cordoned):
+            if not self._busy(f"boot:{name}"):
                 if self.settings.dry_run:
                     self._dry_run_says(f"would uncordon {name} (our taint, no drain recorded)")
                 else:
                     self._spawn(f"boot:{name}", self.kube.uncordon(name))
-
-    @staticmethod
-    def _node(snapshot: ClusterSnapshot, name: str):
-        try:
-            return snapshot.node(name)
-        except KeyError:
-            return None
 
     def _without_backed_off(self, snapshot: ClusterSnapshot, now: float) -> ClusterSnapshot:
         """VMs whose last boot failed stay out of the pool until their back-off ends."""
@@ -487,7 +494,7 @@ class Controller:
             if start:
                 await self.cloud.start(vm_id)
                 self.event("scale-out", f"started VM {vm_id} for node {node}")
-            deadline = self.boot_started.get(started, self.clock()) + s.boot_timeout
+            self.boot_started.setdefault(started, self.clock())
             while True:
                 node = self.last.node_of(vm_id, started) if self.last else started  # under another name?
                 rec = self.nodes.records.get(node)
@@ -500,7 +507,7 @@ class Controller:
                     self.backoff.pop(started, None)
                     self.backoff.pop(node, None)
                     return
-                if self.clock() > deadline:
+                if self.clock() > self.boot_started[started] + s.boot_timeout:  # read again: a clock step moves it
                     break
                 await asyncio.sleep(s.poll)
             hosted = await self._hosted(node)

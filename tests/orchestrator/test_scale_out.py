@@ -253,3 +253,31 @@ async def test_a_vm_whose_node_registers_under_another_name_is_that_node_and_not
     assert not any(e["kind"] == "boot-failed" for e in ctl.events), ctl.events
     assert ctl.last.vms["cloud-1"].id == "cloud-1"  # a scale-in can drain it and stop its VM
     assert any("the node of VM vm-cloud-1 (cloud-1) by its providerID" in p for p in ctl.last.problems)
+
+
+async def test_a_clock_stepped_back_holds_neither_the_cooldown_nor_a_back_off_for_the_length_of_the_step(
+        cluster_factory, wire):
+    """An NTP step of a day back: every time remembered was a day in the future, and Tcool held every
+    scale-out (and a back-off its VM) for a day while users queued."""
+    from elastichub.orchestrator.controller import Backoff
+
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(7)])  # 87.5 % on-prem
+    now = [1_800_000_000.0]
+    ctl = await wire(cluster, paper(tcool=600))
+    ctl.clock = lambda: now[0]
+    await until(lambda: len(ctl.pods.records) >= 7, what="cache")
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: not ctl._busy("boot:cloud-1") and ctl.nodes.records["cloud-1"].ready, what="cloud-1 up")
+    await fill(cluster, ["late1", "late2", "late3"])  # 20 of 24 GiB: above theta_out again
+    await until(lambda: len(ctl.pods.records) >= 10, what="cache")
+    now[0] += 100
+    assert (await ctl.cycle())["action"] == "none"  # within Tcool of the scale-out
+    ctl.backoff["cloud-2"] = Backoff(failures=1, until=now[0] + 60)
+    now[0] -= 86_400  # the step: no time passed for the loop
+    await ctl.cycle()
+    assert any(e["kind"] == "clock" and "86400 s" in e["message"] for e in ctl.events), ctl.events
+    assert ctl.backoff["cloud-2"].until == now[0] + 60  # what was left of it, no more
+    now[0] += 500  # Tcool after the scale-out
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-out", decision
