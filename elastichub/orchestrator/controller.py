@@ -440,15 +440,22 @@ class Controller:
             self._dry_run_says(f"would {'resume' if resume else 'start'} the drain of {node}")
             return
         vm = obs.vms.get(node)
+        # An earlier run's drain, its VM not in this run's pool (its tags or the pool's changed, or no
+        # cloud_driver now): moving its servers would give nothing back.
+        abandon = resume is not None and (vm is None or self.cloud is None)
+        if abandon:
+            reason = f"{node} has no VM in the cloud pool: nothing to give back, its servers stay"
         drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
                       pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
                       clock=self.clock, on_move=self._on_move, move_method=self.settings.move_method,
                       kube_pods=self.kube_pods, restart_only=self.restart_next)
-        self.event("drain", f"{'resuming' if resume else 'starting'} the drain of {node}: {reason}")
+        verb = "rolling back" if abandon else "resuming" if resume else "starting"
+        self.event("drain", f"{verb} the drain of {node}: {reason}")
 
         async def run():
             try:
-                outcome = await (drain.resume(resume) if resume is not None else drain.start())
+                outcome = await (drain.resume(resume, abandon=reason if abandon else "") if resume is not None
+                                 else drain.start())
             except MoveAborted as e:  # the node vanished before it was marked
                 outcome = f"not started ({e})"
             except (HubError, CloudError, ApiException) as e:

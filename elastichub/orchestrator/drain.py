@@ -121,13 +121,14 @@ class Drain:
             raise MoveAborted(f"node {self.node} is gone")
         return await self._run()
 
-    async def resume(self, text: str) -> str:
+    async def resume(self, text: str, abandon: str = "") -> str:
+        """Go on with a drain from its record; `abandon`: why it is rolled back instead."""
         self.record = load_drain(text) or {}
         self.record.setdefault("servers", {})
         log.info("resuming the drain of %s (state %s)", self.node, self.record.get("state"))
-        if self.record.get("state") == ABORTING:
-            await self._roll_back("finishing a roll-back left unfinished (a restart, or the hub or cloud "
-                                  "out of reach)")
+        if abandon or self.record.get("state") == ABORTING:
+            await self._roll_back(abandon or "finishing a roll-back left unfinished (a restart, or the hub or "
+                                             "cloud out of reach)")
             return self.outcome
         return await self._run()
 

@@ -11,6 +11,7 @@ from podtools import cluster_config, node_of, server_pod, until
 
 from elastichub import podmeta
 from elastichub.orchestrator.cloud import CloudPool
+from elastichub.orchestrator.drain import DrainTimeouts
 from elastichub.policy import PolicyConfig, make_strategy
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -281,3 +282,59 @@ async def test_a_clock_stepped_back_holds_neither_the_cooldown_nor_a_back_off_fo
     now[0] += 500  # Tcool after the scale-out
     decision = await ctl.cycle()
     assert decision["action"] == "scale-out", decision
+
+
+class RecordingHub:
+    """A hub where every server runs, idle, and checkpoints: it records what it is asked."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def server(self, user, name):
+        from elastichub.orchestrator.hub import HubServer
+        return HubServer(user, name, True, None, f"/user/{user}/", {}, None, None)
+
+    async def kernels(self, server):
+        return []
+
+    async def terminals(self, server):
+        return []
+
+    async def checkpoint(self, server, timeout):
+        from elastichub.checkpoint_client import SAVED, CheckpointOutcome
+        self.calls.append(("checkpoint", server.user))
+        return CheckpointOutcome(SAVED, kernels=1)
+
+    async def stop(self, user, name):
+        self.calls.append(("stop", user))
+
+    async def start(self, user, name, options):
+        self.calls.append(("start", user))
+
+
+@pytest.mark.parametrize("pool", ["none", "without it"])
+async def test_a_drain_recorded_on_a_node_whose_vm_is_not_in_the_pool_is_rolled_back_not_resumed(
+        cluster_factory, wire, pool):
+    """A run with a cloud driver began draining cloud-1; the next has none, or a pool that no longer
+    holds cloud-1's VM (its tags or cloud_vm_tags changed). The resumed drain moved alice off for
+    nothing, as no VM could be stopped, and left the node cordoned."""
+    cluster = await cluster_factory(cluster_config(onprem=2, cloud=2))
+    driver = cluster.cloud_driver()
+    vm = next(n for n in await asyncio.to_thread(driver.list_nodes) if n.name == "cloud-1")
+    await asyncio.to_thread(driver.start_node, vm)
+    alice = server_pod("alice", "1Gi")
+    alice["spec"]["nodeName"] = "cloud-1"
+    cluster.store.create("pods", alice)
+    hub = RecordingHub()
+    cloud = None if pool == "none" else CloudPool(driver, name_prefix="cloud-2")
+    ctl = await wire(cluster, paper(theta=101), hub=hub, cloud=cloud, drain=DrainTimeouts(stop=0.5, poll=0.05))
+    await until(lambda: any(p.node == "cloud-1" and p.phase == "Running" for p in ctl.pods.records.values()),
+                what="alice running on cloud-1")
+    await ctl.kube.mark_drain("cloud-1", {"v": 1, "state": "draining", "started": ctl.clock(), "servers": {}})
+    await until(lambda: ctl.nodes.records["cloud-1"].drain is not None, what="the record in the cache")
+    await ctl.cycle()
+    await until(lambda: not ctl._busy("drain:cloud-1"), what="the drain's end")
+    assert hub.calls == [], hub.calls
+    node = cluster.store.get("nodes", "cloud-1")
+    assert not node["spec"].get("unschedulable") and podmeta.DRAIN_ANNOTATION not in node["metadata"]["annotations"]
+    assert any("cloud-1 has no VM in the cloud pool" in e["message"] for e in ctl.events), ctl.events
