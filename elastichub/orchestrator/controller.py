@@ -305,24 +305,12 @@ class Controller:
 
     def _account(self, obs: Observation, now: float) -> None:
         snap = obs.snapshot
-        counts: dict[tuple[str, str], int] = {}
-        for n in snap.nodes:
-            counts[(n.tier.value, n.status.value)] = counts.get((n.tier.value, n.status.value), 0) + 1
-        self.metrics.nodes.clear()
-        for (tier, status), count in counts.items():
-            self.metrics.nodes.labels(tier, status).set(count)
         on = sum(1 for vm in obs.vms.values() if vm.on)
         # Since the last count, not the last cycle: a cycle that could not list the VMs counts none.
         if self.billed_until is not None and now > self.billed_until:
             self.metrics.cloud_node_seconds.inc(on * (now - self.billed_until))
         self.billed_until = now
-        self.metrics.cloud_vms_on.set(on)
-        active = snap.active_nodes
-        ram, cpu = occupancy(active, "ram"), occupancy(active, "cpu")
-        self.metrics.occupancy.labels("ram").set(ram / 100)
-        self.metrics.occupancy.labels("cpu").set(cpu / 100)
-        self.metrics.theta_out.set(self.strategy.config.theta_out / 100)
-        self.metrics.pending.set(len(snap.pending))
+        ram = self.metrics.observed(snap, on, self.strategy.config.theta_out)
         self.timeline.append({"time": now, "cloud_on": on, "pending": len(snap.pending),
                               "occupancy_ram": round(ram, 2), "moving": self.draining() is not None,
                               "servers": sum(len(n.servers) for n in snap.nodes)})

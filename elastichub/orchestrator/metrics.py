@@ -6,7 +6,11 @@ the demo) never mixes its numbers with anyone else's.
 
 from __future__ import annotations
 
+from collections import Counter as Tally
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+
+from ..policy import ClusterSnapshot, occupancy
 
 # Every label value a counter is incremented with: their series exist (at 0)
 # from the first scrape, so `increase(...[5m]) > 0` sees the first failure too.
@@ -55,3 +59,17 @@ class Metrics:
                 self.migrations.labels(outcome, method)
         for stage in CYCLE_STAGES:
             self.cycle_errors.labels(stage)
+
+    def observed(self, snapshot: ClusterSnapshot, vms_on: int, theta_out: float) -> float:
+        """The gauges of one cycle's snapshot; returns the active nodes' RAM occupancy (percent)."""
+        self.nodes.clear()
+        for (tier, status), count in Tally((n.tier.value, n.status.value) for n in snapshot.nodes).items():
+            self.nodes.labels(tier, status).set(count)
+        self.cloud_vms_on.set(vms_on)
+        active = snapshot.active_nodes
+        ram = occupancy(active, "ram")
+        self.occupancy.labels("ram").set(ram / 100)
+        self.occupancy.labels("cpu").set(occupancy(active, "cpu") / 100)
+        self.theta_out.set(theta_out / 100)
+        self.pending.set(len(snapshot.pending))
+        return ram
