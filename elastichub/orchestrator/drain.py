@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 DRAINING, STOPPING_VM, ABORTING = "draining", "stopping-vm", "aborting"
 RESTART, DONE = "restart", "done"  # a server's steps in the record
 USER_STOPPED = "stopped by its user during the move"  # a move's report: skipped, for this reason
+TRY_AGAIN = (0, 429, 502, 503, 504)  # hub answers (0: none) that a moment later can be different
 
 
 class MoveAborted(Exception):
@@ -341,9 +342,24 @@ class Drain:
                 raise MoveAborted(f"{pod.server} is still starting in the hub after {self.t.start:g} s")
             await asyncio.sleep(self.t.poll / 4)
 
+    async def _server(self, user: str, name: str, deadline: float) -> HubServer | None:
+        """The hub's model of a server the drain stopped, or is stopping. An answer that a moment later
+        can be different (TRY_AGAIN: a hub restarting, its spawn limits) is asked again until `deadline`,
+        less often each time: the server is down, and a roll-back would try only after a back-off."""
+        wait = self.t.poll / 4
+        while True:
+            try:
+                return await self.hub.server(user, name)
+            except HubError as e:
+                if e.code not in TRY_AGAIN or time.monotonic() + wait > deadline:
+                    raise
+                log.info("the hub's model of %s: %s; asking again in %.1f s", user, e, wait)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, 30.0)
+
     async def _wait_stopped(self, pod: PodRecord) -> None:
         deadline = time.monotonic() + self.t.stop
-        while await self.hub.server(pod.user, pod.server_name) is not None:
+        while await self._server(pod.user, pod.server_name, deadline) is not None:
             if time.monotonic() > deadline:
                 raise HubError(f"{pod.server} did not stop within {self.t.stop:g} s")
             await asyncio.sleep(self.t.poll / 4)
@@ -369,7 +385,7 @@ class Drain:
         deadline = time.monotonic() + self.t.start
         posted = False
         while True:
-            current = await self.hub.server(user, name)
+            current = await self._server(user, name, deadline)
             if current is not None and current.ready:
                 break
             if current is None and posted:
@@ -378,11 +394,14 @@ class Drain:
             if current is None:  # stopped (a stop still under way when a resumed drain got here is waited for)
                 try:
                     await self.hub.start(user, name, entry.get("options") or {})
+                    posted = True
                 except HubError as e:
                     if e.code == 404:  # its user is gone (deleted by an admin): nobody to start it for
                         await self._not_restarted(key, f"its user is gone ({e})")
-                    raise
-                posted = True
+                    if e.code not in TRY_AGAIN or time.monotonic() > deadline:
+                        raise
+                    log.info("starting %s again: %s; trying again", key, e)
+                    await asyncio.sleep(min(self.t.poll * 4, max(deadline - time.monotonic(), 0)))
             if time.monotonic() > deadline:
                 raise HubError(f"{key} did not start again within {self.t.start:g} s")
             await asyncio.sleep(self.t.poll / 4)
@@ -461,7 +480,7 @@ class Drain:
                 continue
             here = [p for p in self.pods() if p.managed and p.server == key and p.node == self.node
                     and p.holds_resources]
-            server = await self.hub.server(entry["user"], entry["name"])
+            server = await self._server(entry["user"], entry["name"], time.monotonic() + self.t.start)
             if server is not None and server.ready and here and not any(p.terminating for p in here):
                 continue  # never stopped: the loop moves it again from the start (checkpoint included)
             if entry.get("stop_sent") is False and server is None and not here:

@@ -441,3 +441,37 @@ async def test_a_server_its_user_stops_during_the_moves_checkpoint_is_skipped_no
     _, reports = await move_carol(hub)
     assert hub.events == ["user stop"]
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
+
+
+@pytest.mark.parametrize("code, message", [
+    (429, "POST /users/carol/server: 429 Too many users trying to log in right now. Try again in 1 minute."),
+    (0, "GET /users/carol: HTTP 599: Connection refused"),  # the hub restarting
+    (503, "GET /users/carol: 503 Service Unavailable"),  # a proxy in front of it, meanwhile
+])
+async def test_a_start_the_hub_cannot_take_now_is_tried_again_not_given_up(code, message):
+    """carol was stopped for her move; the hub then refused her start for a moment (its concurrent
+    spawn limit, or a restart). The move failed, the drain rolled back and tried her start again only
+    after a back-off: she stayed stopped meanwhile, though her start was seconds away."""
+    from elastichub.orchestrator.hub import HubError
+
+    class Hub:
+        posts, refused, started = 0, 0, False
+
+        async def server(self, user, name):
+            if code != 429 and not self.refused:
+                self.refused += 1
+                raise HubError(message, code)
+            return hub_server(ready=True) if self.started else None
+
+        async def start(self, user, name, options):
+            self.posts += 1
+            if code == 429 and not self.refused:
+                self.refused += 1
+                raise HubError(message, code)
+            self.started = True
+
+    hub, reports = Hub(), []
+    drain, kube, record = _resumed_restart(hub, reports)
+    assert await drain.resume(record) == "stopped"
+    assert [(r.server, r.outcome) for r in reports] == [("carol", "moved")]
+    assert hub.refused == 1 and hub.posts == (2 if code == 429 else 1)
