@@ -107,6 +107,7 @@ class CloudPool:
         self.tags = dict(tags or {})
         self.timeout = timeout
         self._nodes: dict[str, object] = {}  # VM id -> libcloud Node, for start/stop
+        self.listed = 0  # VMs the cloud listed last (terminated ones aside), in the pool or not
 
     async def _call(self, what: str, fn, *args):
         try:
@@ -121,19 +122,30 @@ class CloudPool:
 
     async def list(self) -> list[VM]:
         nodes = await self._call("list VMs", self.driver.list_nodes)
-        vms, seen = [], {}
+        vms, seen, listed = [], {}, 0
         for node in nodes:
-            tags = vm_tags(node)
-            if not self._in_pool(node, tags):
-                continue
             state = _STATES.get(node.state, UNKNOWN)
             if state == GONE:
+                continue
+            listed += 1
+            tags = vm_tags(node)
+            if not self._in_pool(node, tags):
                 continue
             seen[node.id] = node
             vms.append(VM(id=str(node.id), name=node.name, state=state,
                           node_name=node_name_from(self.mapping, node.name, tags), tags=tags))
         self._nodes = seen
+        self.listed = listed
         return vms
+
+    def empty_problem(self) -> str:
+        """Why the pool holds no VM, as its last listing tells: what the cloud listed, and the filter."""
+        wanted = [f"tagged {', '.join(f'{k}={v}' for k, v in sorted(self.tags.items()))}"] if self.tags else []
+        wanted += [f"named {self.name_prefix}*"] if self.name_prefix else []
+        found = (f"the cloud lists {self.listed} VM(s), none {' and '.join(wanted)}" if self.listed
+                 else "the cloud lists no VM (check the region or project in cloud_driver_kwargs)")
+        return (f"cloud pool: no VM in it: {found}; no cloud node can start, waiting servers wait for "
+                "on-prem room (check c.ElasticOrchestrator.cloud_vm_tags and cloud_vm_name_prefix)")
 
     async def _node(self, vm_id: str):
         if vm_id not in self._nodes:

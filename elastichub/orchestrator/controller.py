@@ -148,6 +148,8 @@ class Controller:
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
                       self.boot_started)
         self.last = obs
+        if vms == []:
+            obs.problems.append(self.cloud.empty_problem())
         if getattr(self.strategy, "name", "") == "paper":  # the other strategies start a cloud node for them
             unserved = cloud_only_unserved_problem(obs.snapshot.pending)
             if unserved:

@@ -338,3 +338,20 @@ async def test_a_drain_recorded_on_a_node_whose_vm_is_not_in_the_pool_is_rolled_
     node = cluster.store.get("nodes", "cloud-1")
     assert not node["spec"].get("unschedulable") and podmeta.DRAIN_ANNOTATION not in node["metadata"]["annotations"]
     assert any("cloud-1 has no VM in the cloud pool" in e["message"] for e in ctl.events), ctl.events
+
+
+@pytest.mark.parametrize("pool, said", [
+    ({"tags": {"elastichub.io/pool": "cloud"}}, "the cloud lists 2 VM(s), none tagged elastichub.io/pool=cloud"),
+    ({"name_prefix": "elastic-"}, "the cloud lists 2 VM(s), none named elastic-*"),
+])
+async def test_a_cloud_pool_that_holds_no_vm_is_a_problem_naming_its_filter(cluster_factory, wire, pool, said):
+    """cloud_vm_tags with a typo: no VM is in the pool, nothing can scale out, and nothing said why
+    (the waiting users were told every node is full)."""
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(8)])  # on-prem full
+    ctl = await wire(cluster, paper(), cloud=CloudPool(cluster.cloud_driver(), **pool))
+    await until(lambda: len(ctl.pods.records) >= 8, what="cache")
+    assert (await ctl.cycle())["action"] == "none"
+    problem = next((p for p in ctl.last.problems if p.startswith("cloud pool: no VM in it")), "")
+    assert said in problem and "no cloud node can start" in problem, ctl.last.problems
+    assert any(e["kind"] == "problem" and e["message"] == problem for e in ctl.events)
