@@ -57,9 +57,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     problems: list[str] = []
     vm_by_node: dict[str, VM] = {}
     shared: dict[str, list[VM]] = {}  # node name -> every VM mapped to it, when more than one is
+    unnamed: list[VM] = []  # VMs the mapping gives no node name (a VM without the mapping's tag)
     for vm in vms or ():
         if not vm.node_name:
-            problems.append(f"VM {vm.name} ({vm.id}) maps to no node name")
+            unnamed.append(vm)
             continue
         other = vm_by_node.get(vm.node_name)
         if other is not None:
@@ -77,8 +78,9 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     cloud_managed = vms is not None
 
     nodes = nodes if isinstance(nodes, list) else list(nodes)
-    if vm_by_node:
-        _by_provider_id(nodes, tiers, vm_by_node, problems)
+    if vm_by_node or unnamed:
+        unnamed = _by_provider_id(nodes, tiers, vm_by_node, unnamed, problems)
+    problems += [f"VM {vm.name} ({vm.id}) maps to no node name" for vm in unnamed]
     asked = _asked_in_drains(nodes)
     # Requests on each node, and each node's single-user servers (one pass: 20,000 pods in a cycle).
     pods = pods if isinstance(pods, list) else list(pods)
@@ -206,33 +208,36 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                        waiting=waiting)
 
 
-def _by_provider_id(nodes: list[NodeRecord], tiers: dict, vm_by_node: dict[str, VM], problems: list[str]) -> None:
+def _by_provider_id(nodes: list[NodeRecord], tiers: dict, vm_by_node: dict[str, VM], unnamed: list[VM],
+                    problems: list[str]) -> list[VM]:
     """A VM whose node registered under another name than the mapping gives
-    (an EC2 node named by its private DNS name, say) is that node's, in
-    place, found by the node's providerID ("aws:///ZONE/i-0abc",
-    "gce://PROJECT/ZONE/NAME", "azure:///.../virtualMachines/NAME",
-    "openstack:///ID"): mapped by name alone, the node counted as one no VM
-    backs, its VM as a boot that never came, stopped at the boot timeout
-    with the servers that had started on the node meanwhile."""
+    (an EC2 node named by its private DNS name, say), or under none (a VM
+    without the mapping's tag), is that node's, in place, found by the
+    node's providerID ("aws:///ZONE/i-0abc", "gce://PROJECT/ZONE/NAME",
+    "azure:///.../virtualMachines/NAME", "openstack:///ID"): mapped by name
+    alone, the node counted as one no VM backs, and its VM as a boot that
+    never came, stopped at the boot timeout with the servers that had
+    started on the node meanwhile (or, unnamed, ran on unknown). Returns
+    the unnamed VMs no node names."""
     names = {rec.name for rec in nodes}
     lost = {}  # the last part of a VM's id, and its name -> VMs whose mapped node does not exist
-    for vm in vm_by_node.values():
-        if vm.node_name not in names:
-            for key in {vm.id, vm.id.rstrip("/").rsplit("/", 1)[-1], vm.name}:
-                lost.setdefault(key, vm)
-    if not lost:
-        return
+    for vm in [vm for vm in vm_by_node.values() if vm.node_name not in names] + unnamed:
+        for key in {vm.id, vm.id.rstrip("/").rsplit("/", 1)[-1], vm.name}:
+            lost.setdefault(key, vm)
+    found: set[str] = set()
     for rec in nodes:
         if not rec.provider_id or rec.name in vm_by_node or tiers.get(rec.tier) is not Tier.CLOUD:
             continue
         vm = lost.get(rec.provider_id.rstrip("/").rsplit("/", 1)[-1])
-        if vm is None or vm_by_node.get(vm.node_name) is not vm:
+        if vm is None or vm.id in found or (vm.node_name and vm_by_node.get(vm.node_name) is not vm):
             continue
-        del vm_by_node[vm.node_name]
+        found.add(vm.id)
+        vm_by_node.pop(vm.node_name, None)
         vm_by_node[rec.name] = vm
         problems.append(f"cloud node {rec.name}: the node of VM {vm.name} ({vm.id}) by its providerID, which "
-                        f"cloud_node_mapping maps to {vm.node_name}: managed as {rec.name}; set "
-                        "c.ElasticOrchestrator.cloud_node_mapping so that each VM maps to its node's name")
+                        f"cloud_node_mapping maps to {vm.node_name or 'no node name'}: managed as {rec.name}; "
+                        "set c.ElasticOrchestrator.cloud_node_mapping so that each VM maps to its node's name")
+    return [vm for vm in unnamed if vm.id not in found]
 
 
 def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:

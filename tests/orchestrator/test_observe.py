@@ -429,3 +429,16 @@ def test_a_vm_is_the_cloud_node_its_provider_id_names_when_the_mapping_names_no_
     assert [n.name for n in obs.snapshot.nodes if n.tier is Tier.CLOUD] == ["ip-10-0-0-5"]  # no phantom boot
     assert any(p.startswith("cloud node ip-10-0-0-5: the node of VM worker-a") and "cloud_node_mapping" in p
                for p in obs.problems), obs.problems
+
+
+def test_a_vm_the_mapping_names_no_node_is_the_cloud_node_its_provider_id_names():
+    """mapping tag:KEY and a VM cloned without the tag: its node ran, its VM was no one's (never
+    stopped by a scale-in, not billed)."""
+    vms = [VM("i-0abc", "worker-a", RUNNING, ""), VM("i-0def", "worker-b", STOPPED, "")]
+    nodes = [node("onprem-1"), node("ip-10-0-0-5", "cloud", provider_id="aws:///eu-west-1a/i-0abc")]
+    obs = observe(nodes, [], vms, CONFIG, NOW)
+    assert obs.vms == {"ip-10-0-0-5": vms[0]}
+    assert any(p.startswith("cloud node ip-10-0-0-5: the node of VM worker-a (i-0abc)") and "no node name" in p
+               for p in obs.problems), obs.problems
+    assert "VM worker-b (i-0def) maps to no node name" in obs.problems
+    assert not any("worker-a (i-0abc) maps to no node name" in p for p in obs.problems)
