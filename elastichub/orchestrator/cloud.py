@@ -156,9 +156,15 @@ class CloudPool:
             raise CloudError(f"VM {vm_id!r} is not in the cloud pool") from None
 
     async def start(self, vm_id: str) -> None:
-        node = await self._node(vm_id)
-        await self._call(f"start VM {vm_id}", self.driver.start_node, node)
+        await self._act("start", vm_id, self.driver.start_node)
 
     async def stop(self, vm_id: str) -> None:
+        await self._act("stop", vm_id, self.driver.stop_node)
+
+    async def _act(self, what: str, vm_id: str, call) -> None:
         node = await self._node(vm_id)
-        await self._call(f"stop VM {vm_id}", self.driver.stop_node, node)
+        # libcloud's drivers answer False for a call the cloud did not take (a state it cannot start or
+        # stop from, an answer other than "accepted"); taken for done, a start was watched for the whole
+        # boot timeout while users waited.
+        if await self._call(f"{what} VM {vm_id}", call, node) is False:
+            raise CloudError(f"{what} VM {vm_id}: the cloud did not take it (the driver answered False)")

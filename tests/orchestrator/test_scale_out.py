@@ -10,7 +10,7 @@ import pytest
 from podtools import cluster_config, node_of, server_pod, until
 
 from elastichub import podmeta
-from elastichub.orchestrator.cloud import CloudPool
+from elastichub.orchestrator.cloud import CloudError, CloudPool
 from elastichub.orchestrator.drain import DrainTimeouts
 from elastichub.policy import PolicyConfig, make_strategy
 
@@ -355,3 +355,31 @@ async def test_a_cloud_pool_that_holds_no_vm_is_a_problem_naming_its_filter(clus
     problem = next((p for p in ctl.last.problems if p.startswith("cloud pool: no VM in it")), "")
     assert said in problem and "no cloud node can start" in problem, ctl.last.problems
     assert any(e["kind"] == "problem" and e["message"] == problem for e in ctl.events)
+
+
+class AnswersFalse:
+    """libcloud's start_node/stop_node answer False for a start or stop the cloud did not take."""
+
+    def start_node(self, node):
+        return False
+
+    def stop_node(self, node):
+        return False
+
+
+async def test_a_start_the_cloud_answers_false_to_is_a_failed_boot_at_once_not_after_the_boot_timeout(
+        cluster_factory, wire):
+    """The VM was said started and watched for the whole boot timeout while the users waited;
+    the next VM is tried at once instead."""
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, AnswersFalse)), boot_timeout=600)
+    await until(lambda: len(ctl.pods.records) >= 7, what="cache")
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: not ctl._busy("boot:cloud-1"), what="the boot step")
+    failed = [e["message"] for e in ctl.events if e["kind"] == "boot-failed"]
+    assert failed and "start VM cloud-1: the cloud did not take it (the driver answered False)" in failed[0], ctl.events
+    assert not any(e["kind"] == "scale-out" for e in ctl.events)
+    assert (await ctl.cycle())["nodes"] == ["cloud-2"]
+    with pytest.raises(CloudError, match="stop VM cloud-2: the cloud did not take it"):
+        await ctl.cloud.stop("cloud-2")
