@@ -457,7 +457,8 @@ class Controller:
                 # Its users were disturbed for nothing: the node is not drained again at once (a hub
                 # answering 503 made that every Tmon), but after a back-off that doubles.
                 delay = self._drain_backoff(node)
-                self.event("drain", f"drain of {node}: {outcome}; not drained again for {delay:.0f} s")
+                why = f" ({drain.record['why']})" if drain.record.get("why") else ""
+                self.event("drain", f"drain of {node}: {outcome}{why}; not drained again for {delay:.0f} s")
                 return
             self.backoff.pop(f"drain:{node}", None)
             self.event("drain", f"drain of {node}: {outcome}")

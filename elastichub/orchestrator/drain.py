@@ -137,6 +137,7 @@ class Drain:
         try:
             if self.record.get("state") != STOPPING_VM:
                 await self._restart_pending()
+                await self._all_quiet()
                 while True:
                     here = self._servers_here()
                     if not here:
@@ -149,6 +150,25 @@ class Drain:
         except MoveAborted as e:
             await self._roll_back(str(e))
         return self.outcome
+
+    async def _all_quiet(self) -> None:
+        """Before anyone moves, every server here that will move by a restart
+        without a running cell, and none with a terminal in use: one that
+        outlasted `busy` after others had moved rolled the drain back, and
+        they were paused for nothing (a live move waits for a cell itself)."""
+        for pod in self._servers_here():
+            if not pod.migratable:
+                return  # the loop refuses the drain before any move
+            server = await self.hub.server(pod.user, pod.server_name)
+            if server is None or not server.ready or server.pending:
+                continue  # not running in the hub: no move waits for it
+            try:
+                if self.move_method != "live" or self.kube_pods is None or pod.server in self.restart_only:
+                    await self._wait_idle(server)
+                await self._wait_terminals_quiet(server)
+            except MoveAborted as e:  # its move ends before it began, and says why (the status page)
+                self.on_move(MoveReport(pod.server, self.node, outcome="aborted", error=str(e)))
+                raise
 
     # -- one server ---------------------------------------------------------------------
 

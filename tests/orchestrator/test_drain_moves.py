@@ -475,3 +475,56 @@ async def test_a_start_the_hub_cannot_take_now_is_tried_again_not_given_up(code,
     assert await drain.resume(record) == "stopped"
     assert [(r.server, r.outcome) for r in reports] == [("carol", "moved")]
     assert hub.refused == 1 and hub.posts == (2 if code == 429 else 1)
+
+
+def server_pod(user, memory):
+    return pod_record({"metadata": {"name": f"jupyter-{user}", "namespace": "jh",
+                                    "labels": {podmeta.MANAGED_LABEL: "true"},
+                                    "annotations": {podmeta.USER_ANNOTATION: user}},
+                       "spec": {"nodeName": "cloud-1", "containers": [{"name": "n", "resources": {
+                           "requests": {"memory": memory}}}]}, "status": {"phase": "Running"}})
+
+
+async def test_a_cell_running_on_the_node_holds_the_drain_before_anyone_is_moved():
+    """bob runs a long cell; alice (more RAM, so moved first) was checkpointed, stopped and started
+    again, then bob's cell outlasted busy_timeout and the drain rolled back: alice was paused for
+    nothing, and again at every later try while bob's cell ran."""
+    from elastichub.checkpoint_client import CheckpointOutcome
+
+    calls = []
+
+    class Hub:
+        async def server(self, user, name):
+            return HubServer(user, "", True, None, f"/user/{user}/", {}, None, None)
+
+        async def kernels(self, server):
+            return [{"id": "k", "execution_state": "busy" if server.user == "bob" else "idle"}]
+
+        async def terminals(self, server):
+            return []
+
+        async def checkpoint(self, server, timeout):
+            calls.append(("checkpoint", server.user))
+            return CheckpointOutcome("saved", kernels=1)
+
+        async def stop(self, user, name):
+            calls.append(("stop", user))
+
+        async def start(self, user, name, options):
+            calls.append(("start", user))
+
+    class Kube(Recorder):
+        async def mark_drain(self, node, record):
+            self.saved.append(dict(record))
+            return {}
+
+        async def uncordon(self, node):
+            calls.append(("uncordon", node))
+
+    pods, reports = [server_pod("alice", "4Gi"), server_pod("bob", "1Gi")], []
+    drain = Drain("cloud-1", None, kube=Kube(), hub=Hub(), cloud=None, pods=lambda: list(pods),
+                  timeouts=DrainTimeouts(busy=0.2, start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    assert await drain.start() == "rolled-back"
+    assert calls == [("uncordon", "cloud-1")], calls
+    assert "bob has a kernel still running a cell" in drain.record["why"]
+    assert [(r.server, r.outcome) for r in reports] == [("bob", "aborted")]  # the status page says why
