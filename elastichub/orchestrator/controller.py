@@ -169,7 +169,7 @@ class Controller:
 
     def _clock_stepped_back(self, step: float) -> None:
         """The wall clock went back (an NTP step): the times remembered from before are moved back with it,
-        as if no time had passed, or each would hold Tcool, a back-off or a boot's deadline as long as the step."""
+        as if no time had passed, or Tcool and back-offs would hold as long as the step (boots are timed apart)."""
         self.event("clock", f"the clock went back {step:.0f} s: cool-down, back-offs and boots count on from here")
         times = {f.name: v for f in fields(self.state) if isinstance(v := getattr(self.state, f.name), (int, float))
                  and not isinstance(v, bool)}  # the policy state's times (the rest: names, None)
@@ -492,20 +492,22 @@ class Controller:
             if start:
                 await self.cloud.start(vm_id)
                 self.event("scale-out", f"started VM {vm_id} for node {node}")
-            self.boot_started.setdefault(started, self.clock())
+            # Timed by the monotonic clock from when the boot began: a wall clock stepped forward stopped a
+            # booting VM as failed, and counted the step in the boot times users are told.
+            began = time.monotonic() - max(self.clock() - self.boot_started.setdefault(started, self.clock()), 0.0)
             while True:
                 node = self.last.node_of(vm_id, started) if self.last else started  # under another name?
                 rec = self.nodes.records.get(node)
                 if rec is not None and rec.ready:
                     await self.kube.uncordon(node)
-                    took = self.clock() - self.boot_started.get(started, self.clock())
+                    took = time.monotonic() - began
                     if start:
                         self.boot_seconds.append(took)
                     self.event("node-ready", f"{node} is Ready and schedulable ({took:.0f} s after the start)")
                     self.backoff.pop(started, None)
                     self.backoff.pop(node, None)
                     return
-                if self.clock() > self.boot_started[started] + s.boot_timeout:  # read again: a clock step moves it
+                if time.monotonic() - began > s.boot_timeout:
                     break
                 await asyncio.sleep(s.poll)
             hosted = await self._hosted(node)

@@ -383,3 +383,21 @@ async def test_a_start_the_cloud_answers_false_to_is_a_failed_boot_at_once_not_a
     assert (await ctl.cycle())["nodes"] == ["cloud-2"]
     with pytest.raises(CloudError, match="stop VM cloud-2: the cloud did not take it"):
         await ctl.cloud.stop("cloud-2")
+
+
+async def test_a_clock_stepped_forward_mid_boot_stops_no_vm(cluster_factory, wire):
+    """An NTP step of a day forward while cloud-1 booted: past its deadline by the wall clock, the
+    VM was stopped as a failed boot and kept out of the pool, and the waiting users waited longer."""
+    cluster = await cluster_factory(cluster_config(boot_delay=1.5))
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    now = [1_800_000_000.0]
+    ctl = await wire(cluster, paper(), boot_timeout=600)
+    ctl.clock = lambda: now[0]
+    await until(lambda: len(ctl.pods.records) >= 7, what="cache")
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: any(e["kind"] == "scale-out" for e in ctl.events), what="VM cloud-1 started")
+    now[0] += 86_400
+    await until(lambda: not ctl._busy("boot:cloud-1"), what="the boot step")
+    assert not any(e["kind"] == "boot-failed" for e in ctl.events), ctl.events
+    assert {vm.id: vm.state for vm in await ctl.cloud.list()}["cloud-1"] == "running"
+    assert [b for b in ctl.boot_seconds] and max(ctl.boot_seconds) < 600  # the boot's real time, not the step
