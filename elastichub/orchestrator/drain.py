@@ -195,7 +195,9 @@ class Drain:
                 server = await self._wait_spawned(pod)
             if server is None or not server.ready:
                 # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
-                await self._wait_pod_gone(pod.key, self.t.stop)
+                await self._wait_pod_gone(pod.key, self.t.stop, "the hub is stopping its server" if server else (
+                    f"the hub runs no server {pod.server} (an orphan pod, or a user the orchestrator's token may "
+                    "not see: its role's scopes filtered, e.g. servers!group=..., the hub answers 404)"))
                 report.outcome, report.error = "skipped", "not running in the hub"
                 self.on_move(report)
                 return
@@ -385,13 +387,15 @@ class Drain:
             await asyncio.sleep(self.t.poll / 4)
         await self._wait_pod_gone(pod.key, self.t.stop)
 
-    async def _wait_pod_gone(self, key: str, timeout: float) -> None:
+    async def _wait_pod_gone(self, key: str, timeout: float, why: str = "") -> None:
         """Until the pod cache shows the pod `key` off this node: a pod we
-        just deleted may still look alive in the cache for a moment."""
+        just deleted may still look alive in the cache for a moment. `why`
+        it should go, said if it does not."""
         deadline = time.monotonic() + timeout
         while any(p.key == key and p.node == self.node and p.holds_resources for p in self.pods()):
             if time.monotonic() > deadline:
-                raise MoveAborted(f"pod {key} is still on {self.node} after {timeout:g} s")
+                said = f"; {why}" if why else ""
+                raise MoveAborted(f"pod {key} is still on {self.node} after {timeout:g} s{said}")
             await asyncio.sleep(self.t.poll / 4)
 
     async def _start(self, key: str) -> str | None:

@@ -528,3 +528,15 @@ async def test_a_cell_running_on_the_node_holds_the_drain_before_anyone_is_moved
     assert calls == [("uncordon", "cloud-1")], calls
     assert "bob has a kernel still running a cell" in drain.record["why"]
     assert [(r.server, r.outcome) for r in reports] == [("bob", "aborted")]  # the status page says why
+
+
+async def test_a_pod_of_a_server_the_hub_does_not_run_names_why_the_drain_gives_up():
+    """The orchestrator's role filtered to a group (servers!group=...): the hub answers 404 for a user
+    outside it, whose pod runs on the node. The drain gave up saying only that the pod stayed."""
+    drain, reports = job(ScriptedHub(None), pods=[carol_pod()])
+    with pytest.raises(MoveAborted, match="pod jh/jupyter-carol is still on cloud-1 after 0.3 s; the hub runs "
+                                          "no server carol .*scopes filtered"):
+        await drain._move(carol_pod())
+    drain, reports = job(ScriptedHub(hub_server(pending="stop")), pods=[carol_pod()])
+    with pytest.raises(MoveAborted, match="after 0.3 s; the hub is stopping its server"):
+        await drain._move(carol_pod())
