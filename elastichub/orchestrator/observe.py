@@ -158,7 +158,12 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         status = _status(rec, tier, vm, cloud_managed, hosting=bool(servers.get(rec.name)))
         if status is None:
             continue
-        if status is NodeStatus.NOT_READY and tier is Tier.CLOUD and vm is not None and servers.get(rec.name):
+        if tier is Tier.CLOUD and vm is not None and vm.state in (STOPPED, STOPPING) and servers.get(rec.name):
+            # Never ours: a drain stops a VM once no server is left on it, a boot watch never one that hosts.
+            problems.append(f"cloud node {rec.name}: its VM {vm.id} is {vm.state} (not by ElasticHub) while "
+                            f"{_servers_on(servers[rec.name])} are bound to it: their sessions ended; start the "
+                            "VM again, or Kubernetes evicts their pods and their users start anew")
+        elif status is NodeStatus.NOT_READY and tier is Tier.CLOUD and vm is not None and servers.get(rec.name):
             problems.append(f"cloud node {rec.name}: not Ready while {_servers_on(servers[rec.name])} run on it; "
                             f"its VM {vm.id} is left running (stopping it would end their sessions unsaved)")
         if status is NodeStatus.CORDONED and vm is not None and not rec.drain_taint:

@@ -442,3 +442,13 @@ def test_a_vm_the_mapping_names_no_node_is_the_cloud_node_its_provider_id_names(
                for p in obs.problems), obs.problems
     assert "VM worker-b (i-0def) maps to no node name" in obs.problems
     assert not any("worker-a (i-0abc) maps to no node name" in p for p in obs.problems)
+
+
+@pytest.mark.parametrize("drain", [None, {"v": 1, "state": "draining", "servers": {}}])
+def test_a_cloud_vm_stopped_by_someone_else_under_servers_is_a_problem_saying_so(drain):
+    """Stopped in the cloud's console while alice ran there: nothing was said (or, mid-drain, that
+    its VM was left running)."""
+    nodes = [node("onprem-1"), node("cloud-1", "cloud", ready=False, drain=drain)]
+    obs = observe(nodes, [pod("alice", "cloud-1")], [VM("i-1", "cloud-1", STOPPED, "cloud-1")], CONFIG, NOW)
+    said = [p for p in obs.problems if p.startswith("cloud node cloud-1:")]
+    assert len(said) == 1 and "its VM i-1 is stopped (not by ElasticHub) while 1 server(s) (alice)" in said[0], said
