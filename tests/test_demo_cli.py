@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 
 import pytest
@@ -45,6 +46,19 @@ def test_a_port_another_program_holds_is_refused_by_number():
         with pytest.raises(StageError, match=rf"port {port} is in use by another program"):
             check_port_free(port)
     check_port_free(port)  # free again once the other program is gone
+
+
+def test_a_failed_start_in_json_mode_still_prints_one_object(capsys):
+    """A script reading `elastichub demo --json` got nothing on stdout when the
+    demo could not start, only the error on stderr."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        assert cli.run(args("--json", "--port", str(port))) == 1
+    out = capsys.readouterr().out
+    said = json.loads(out)
+    assert list(said) == ["error"] and said["error"].startswith(f"port {port} is in use by another program"), out
 
 
 def test_a_workdir_that_cannot_be_created_is_one_line(tmp_path):

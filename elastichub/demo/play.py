@@ -142,8 +142,12 @@ async def play(settings: DemoSettings) -> int:
         return 1 if failed else 0
     except asyncio.CancelledError:
         console.print("interrupted: stopping everything")
+        if settings.json:
+            print(json.dumps({"error": "interrupted"}))
         return 130
     except (StageError, RuntimeError) as e:
+        if settings.json:  # a script reading stdout gets its one object, failed or not
+            print(json.dumps({"error": str(e)}))
         console.print("[bold red]demo failed:[/bold red]", end=" ")
         console.print(str(e), markup=False, highlight=False)  # log lines have brackets: no markup
         if stage.workdir is not None and settings.workdir is not None:
