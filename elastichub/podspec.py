@@ -84,6 +84,9 @@ NAME_ITEM_SETTINGS = {"image_pull_secrets"}
 OBJECT_SETTINGS = {"extra_pod_config": "V1PodSpec", "extra_container_config": "V1Container",
                    "lifecycle_hooks": "V1Lifecycle", "container_security_context": "V1SecurityContext",
                    "pod_security_context": "V1PodSecurityContext"}
+# Of those, the ones KubeSpawner puts on the pod as written, so only the API's camelCase names are taken
+# (a client model's snake_case name ended in KubeSpawner's ValueError).
+CAMEL_CASE_SETTINGS = {"container_security_context", "pod_security_context"}
 
 
 def object_list_problem(setting: str, value: Any, fields: dict[str, str] | None = None,
@@ -106,10 +109,15 @@ def object_list_problem(setting: str, value: Any, fields: dict[str, str] | None 
     return None
 
 
-def unknown_field_problem(where: str, obj: dict, fields: dict[str, str], kind: str) -> str | None:
+def unknown_field_problem(where: str, obj: dict, fields: dict[str, str], kind: str,
+                          camel_case: bool = False) -> str | None:
     """Why `obj`, a Kubernetes `kind` as a dict, has a key that is no field of
-    it (`fields`, its model's attribute_map), or None."""
+    it (`fields`, its model's attribute_map), or None; with `camel_case`, a
+    field's snake_case name is refused too."""
     for name in obj:
+        if camel_case and name in fields and fields[name] != name:
+            return (f"{where}: {name!r} is a snake_case name; it takes the Kubernetes API's camelCase names "
+                    f"(did you mean {fields[name]!r}?)")
         if name not in fields and name not in fields.values():
             close = difflib.get_close_matches(str(name), list(fields.values()), n=1)
             if close:

@@ -77,7 +77,8 @@ class AdminChecks:
         for setting, model in podspec.OBJECT_SETTINGS.items():  # a misspelt key: KubeSpawner's ValueError
             value = getattr(self, setting) or {}
             problem = None if callable(value) else (  # a security context's callable: KubeSpawner calls it later
-                podspec.unknown_field_problem(setting, value, _fields(model), model[2:]))
+                podspec.unknown_field_problem(setting, value, _fields(model), model[2:],
+                                              camel_case=setting in podspec.CAMEL_CASE_SETTINGS))
             if problem:
                 raise bad_configuration(problem)
         for setting in ("extra_labels", "extra_annotations"):

@@ -34,6 +34,12 @@ async def test_internal_ssl_is_refused_at_the_start_naming_the_setting():
      "container_security_context: 'runAsUsr' is no field of a Kubernetes SecurityContext (did you mean 'runAsUser'?)"),
     ("pod_security_context", {"fsGrup": 100},
      "pod_security_context: 'fsGrup' is no field of a Kubernetes PodSecurityContext (did you mean 'fsGroup'?)"),
+    # A client model's snake_case name: KubeSpawner's ValueError ("keys should have k8s camelCase names").
+    ("pod_security_context", {"run_as_user": 1000},
+     "pod_security_context: 'run_as_user' is a snake_case name; it takes the Kubernetes API's camelCase names "
+     "(did you mean 'runAsUser'?)"),
+    ("container_security_context", {"runAsNonRoot": True, "read_only_root_filesystem": True},
+     "container_security_context: 'read_only_root_filesystem' is a snake_case name"),
 ])
 async def test_a_misspelt_field_of_a_pod_setting_is_one_error_naming_the_setting(setting, value, words):
     with pytest.raises(web.HTTPError) as err:
