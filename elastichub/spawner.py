@@ -193,6 +193,11 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
         except TraitError as e:
             raise self._bad_override(spawner_override, str(e)) from None
         added = {name: p for name, p in self._config_problems.items() if before.get(name) != p}
+        # start() checked the hub's template; a profile's names the pods from the next clear_state on.
+        shared = "pod_name_template" in spawner_override and shared_pod_name_problem(self.pod_name_template,
+                                                                                     self.name)
+        if shared:
+            added["pod_name_template"] = shared
         if added:
             # The profile is refused; the hub's own settings stand for the next start (this spawner may be reused).
             for name in added:

@@ -105,3 +105,23 @@ async def test_a_pod_name_template_without_the_server_name_is_refused_for_a_name
     with pytest.raises(web.HTTPError) as err:
         s.start()
     said(err, f"pod_name_template {template!r} names no server")
+
+
+async def test_a_profiles_pod_name_template_without_the_server_name_is_refused_for_a_named_server(monkeypatch):
+    """The hub-level check read only the hub's own template: a profile's
+    kubespawner_override gave the named server the pod name of the user's
+    default server (from its next start on), whose pod KubeSpawner deleted."""
+    s = spawner(profile_list=[
+        {"display_name": "GPU", "slug": "gpu", "kubespawner_override": {"pod_name_template": "jupyter-{username}"}},
+        {"display_name": "Plain", "slug": "plain"}])
+    default_pod = s.pod_name
+    monkeypatch.setattr(type(s), "name", "gpu")  # JupyterHub's property reads the database's row
+    s.user_options = {"profile": "gpu"}
+    with pytest.raises(web.HTTPError) as err:
+        await s.load_user_options()
+    said(err, "profile_list: kubespawner_override: pod_name_template 'jupyter-{username}' names no server")
+    # The profile is refused whole: the hub's template stands, for this start and the next.
+    s.user_options = {"profile": "plain"}
+    await s.load_user_options()
+    s.clear_state()
+    assert s.pod_name != default_pod and "gpu" in s.pod_name
