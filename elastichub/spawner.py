@@ -25,6 +25,7 @@ from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_configuration, shared_pod_name_problem
 from .spawnertypes import MemorySize, memory_help, with_model_preferences
+from .spawnerway import PodInTheWay
 
 # Bump when the shape of the "elastichub" entry of the state changes;
 # load_state ignores what it does not understand rather than failing a hub.
@@ -32,7 +33,7 @@ STATE_VERSION = 1
 STATE_KEY = "elastichub"
 
 
-class ElasticSpawner(AdminChecks, KubeSpawner):
+class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
     """KubeSpawner for ElasticHub's hybrid clusters (see docs/spawner.md)."""
 
     tier_label = Unicode(
@@ -170,6 +171,7 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
         # Snapshot taken when a start begins: what progress() announces.
         self._moved_from: str | None = None
         self._restoring: CheckpointOutcome | None = None
+        self._creating_pod: str | None = None  # the pod a start is creating: one of its name is in the way
         if getattr(self, "user", None) is not None:
             ElasticSpawner._servers[(self.user.name, self.name or "")] = self
 
@@ -272,7 +274,12 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
                              "finds and counts servers by them, and they place servers on-prem first); a hook should "
                              "add to the pod's labels, annotations and affinity, not replace them",
                              ", ".join(put), self._log_name)
-        return await super()._make_create_pod_request(pod, request_timeout)
+        # KubeSpawner answers a 409 with stop(now=True): see stop().
+        self._creating_pod = pod.metadata.name
+        try:
+            return await super()._make_create_pod_request(pod, request_timeout)
+        finally:
+            self._creating_pod = None
 
     def _current_pod(self) -> dict | None:
         """This server's live pod: the one of its pod name, as KubeSpawner
@@ -395,6 +402,11 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
     # -- stop ----------------------------------------------------------------------------------------
 
     async def stop(self, now=False):
+        if now and self._creating_pod:  # not a stop: KubeSpawner's deletion of a pod in the way of the start
+            delete_now = await self._clear_the_way(self._creating_pod)
+            if delete_now is not None:
+                await super().stop(now=delete_now)
+            return
         await self._start_watching_pods()
         pod = self._current_pod()
         if pod is not None:
@@ -405,7 +417,7 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
             self.log.warning("ElasticHub: stopping %s without a checkpoint: %s", self._log_name, why)
         elif not now and self.server is not None:
             try:
-                self.last_checkpoint = await self._checkpoint()
+                self.last_checkpoint = await self._checkpoint(self.server.url, "before stopping")
                 self._persist_state()
             except Exception as e:  # the stop proceeds whatever happened (docs/spawner.md)
                 self.last_checkpoint = CheckpointOutcome(FAILED, reason=f"{type(e).__name__}: {e}", at=time.time())
@@ -413,23 +425,25 @@ class ElasticSpawner(AdminChecks, KubeSpawner):
                                  self.last_checkpoint.summary())
         await super().stop(now=now)
 
-    async def _checkpoint(self) -> CheckpointOutcome:
+    async def _checkpoint(self, url: str, purpose: str) -> CheckpointOutcome:
+        """Checkpoint the kernels of this server's pod at `url`; `purpose`,
+        for the log, is followed by the server's name."""
         token, minted = self.api_token, None
         if not token:
             # After a hub restart the server's own token is gone from memory
             # (the hub stores only its hash): mint a short-lived one with the
             # same reach, access to this one server.
             token = minted = self.user.new_api_token(
-                note=f"elastichub checkpoint before stopping {self._log_name}",
+                note=f"elastichub checkpoint {purpose} {self._log_name}",
                 scopes=[f"access:servers!server={self.user.name}/{self.name or ''}"],
                 expires_in=int(self.checkpoint_timeout) + 60)
         try:
-            outcome = await request_checkpoint(AsyncHTTPClient(), self.server.url, token, self.checkpoint_timeout)
+            outcome = await request_checkpoint(AsyncHTTPClient(), url, token, self.checkpoint_timeout)
         finally:
             if minted:
                 self._revoke(minted)
         log = self.log.warning if outcome.status == FAILED else self.log.info
-        log("ElasticHub checkpoint before stopping %s: %s", self._log_name, outcome.summary())
+        log("ElasticHub checkpoint %s %s: %s", purpose, self._log_name, outcome.summary())
         return outcome
 
     def _revoke(self, token: str) -> None:

@@ -35,8 +35,8 @@ INTERNAL_SSL_UNSUPPORTED = (
 def shared_pod_name_problem(template: str, server_name: str) -> str | None:
     """Why a named server may not start with this pod_name_template (None
     when it may): without a field of the server's name every server of a
-    user gets one pod name, and KubeSpawner deletes a pod in the way of a
-    start (409) with no checkpoint: the user's other running server."""
+    user gets one pod name: one server's running pod stops the others'
+    starts (spawnerway refuses to delete it)."""
     try:
         fields = {name for _, name, _, _ in string.Formatter().parse(template) if name}
     except ValueError:  # KubeSpawner's own error says what is wrong with it
@@ -44,8 +44,8 @@ def shared_pod_name_problem(template: str, server_name: str) -> str | None:
     if not server_name or any("servername" in f or "user_server" in f for f in fields):
         return None
     return (f"pod_name_template {template!r} names no server ({{servername}} or {{user_server}}): the named server "
-            f"{server_name!r} would take the pod name of the user's other servers, and KubeSpawner deletes the pod "
-            "in its way, with the kernels' state, to start it")
+            f"{server_name!r} would take the pod name of the user's other servers, so the pod of one would be in "
+            "the way of the others' starts")
 
 
 def _fields(model: str) -> dict[str, str]:

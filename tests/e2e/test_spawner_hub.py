@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 
 import pytest
 from hubtools import open_notebook
@@ -237,3 +238,34 @@ c.KubeSpawner.volume_mounts = [{"name": "home", "mountPath": "/home/jovyan"}]
     assert moved["spec"]["nodeName"] != old_node and claims_of(moved) == claim
     stored, _ = cluster.store.list("persistentvolumeclaims", "default")
     assert [c["metadata"]["name"] for c in stored] == claim and stored[0]["status"]["phase"] == "Bound"
+
+
+async def test_a_running_pod_the_hub_lost_track_of_is_checkpointed_before_it_makes_way(
+        cluster_factory, hub_factory, tmp_path):
+    """KubeSpawner, finding a pod of the server's name in the way of its start
+    (409), deleted it at once, without grace or checkpoint: the kernels that
+    ran there, which the hub no longer knew of, were lost."""
+    cluster = await cluster_factory(default_config())
+    hub = await hub_factory(cluster, elastic_config(tmp_path, "c.JupyterHub.cleanup_servers = False\n"),
+                            spawner_class="elastic")
+    await hub.start_server("alice")
+    lost = pod_of(cluster, "alice")
+    nb = await open_notebook(hub, "alice", "lost.ipynb")
+    assert (await nb.run("x = 6 * 7"))["status"] == "ok"
+    nb.close()
+    # The hub loses track of the running server (its database restored from before the start).
+    await hub.stop()
+    db = sqlite3.connect(hub.workdir / "jupyterhub.sqlite")
+    with db:
+        db.execute("UPDATE spawners SET server_id = NULL")
+        db.execute("DELETE FROM servers")
+    db.close()
+    await hub.start()
+    assert await hub.server("alice") is None
+    await hub.start_server("alice")
+    assert pod_of(cluster, "alice")["metadata"]["uid"] != lost["metadata"]["uid"]
+    nb = await open_notebook(hub, "alice", "lost.ipynb")
+    out = await nb.run("x")
+    nb.close()
+    assert out["status"] == "ok" and "42" in json.dumps(out["results"]), out
+    assert "checkpoint before deleting the running pod in the way of the start of alice: saved" in hub.log_text(10**6)

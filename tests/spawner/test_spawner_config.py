@@ -481,7 +481,7 @@ async def stoppable(monkeypatch):
 async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypatch):
     s, calls = stoppable
 
-    async def checkpoint():
+    async def checkpoint(url, purpose):
         calls.append(("checkpoint",))
         return CheckpointOutcome("saved", kernels=1, bytes=5)
 
@@ -494,7 +494,7 @@ async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypa
 async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, monkeypatch):
     s, calls = stoppable
 
-    async def broken():
+    async def broken(url, purpose):
         raise RuntimeError("database is locked")
 
     monkeypatch.setattr(s, "_checkpoint", broken)
@@ -506,7 +506,7 @@ async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, mo
 async def test_stop_now_and_a_pod_not_running_skip_the_checkpoint(stoppable, monkeypatch):
     s, calls = stoppable
 
-    async def checkpoint():
+    async def checkpoint(url, purpose):
         raise AssertionError("no checkpoint expected")
 
     monkeypatch.setattr(s, "_checkpoint", checkpoint)
@@ -548,7 +548,7 @@ async def test_a_pod_without_elastichub_annotations_is_still_checkpointed_before
     async def deleted(self, now=False):
         calls.append("delete")
 
-    async def checkpoint():
+    async def checkpoint(url, purpose):
         calls.append("checkpoint")
         return CheckpointOutcome("saved", kernels=1)
 
