@@ -61,7 +61,7 @@ from __future__ import annotations
 import io
 import os
 
-from . import idioms, idioms3
+from . import idioms, idioms3, idioms5
 
 _COMPRESSED = {("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile")}
 _COMPRESSED_NAMES = frozenset(f"{module}.{name}" for module, name in _COMPRESSED)
@@ -98,7 +98,7 @@ def reduce_for(kind: type):
     if idioms._is_class_of(kind, "bs4.element", "PageElement") and not idioms._is_class_of(kind, "bs4",
                                                                                            "BeautifulSoup"):
         return _page_element
-    return None
+    return idioms5.reduce_for(kind)  # struct.Struct, random.SystemRandom
 
 
 def text_over_no_file(f):

@@ -1,0 +1,33 @@
+"""Idioms of an eighth probe round, checkpointed in one real kernel and
+restored in the next: a struct.Struct, a random.SystemRandom."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms6.ipynb"
+
+STRUCTS = r'''
+import struct
+header = struct.Struct("<IHf")
+class Record(struct.Struct):
+    def __init__(self, fields):
+        super().__init__("<" + fields)
+        self.fields = fields
+rec = Record("2d")
+same = [header, header]
+'''
+STRUCTS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([header.format, header.size, header.pack(7, 2, 1.5).hex(), header.unpack(header.pack(7, 2, 1.5)),
+    type(rec).__name__, rec.fields, rec.unpack(rec.pack(1.0, 2.0)), same[0] is same[1] is header]))
+'''
+
+
+def test_a_struct_comes_back_with_its_format(moved, run_cell):
+    """`header = struct.Struct("<IHf")`, kept to pack records, was 'not
+    restorable' (pickle: "cannot pickle '_struct.Struct' object")."""
+    reply, before, kc = moved(SESSION, STRUCTS, lambda kc: run_cell.facts(kc, STRUCTS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert run_cell.facts(kc, STRUCTS_PROBE) == before
+    assert before[:2] == ["<IHf", 10] and before[4:6] == ["Record", "2d"], before
