@@ -4,7 +4,12 @@ last; same shape: a reduce per type and its rebuild):
 - a ``struct.Struct`` (``header = struct.Struct("<IHf")``, kept to pack and
   unpack records in later cells of a course on binary files or networks):
   made again from its format (a subclass's attributes too); pickle refused
-  it ("cannot pickle '_struct.Struct' object").
+  it ("cannot pickle '_struct.Struct' object");
+- a ``random.SystemRandom`` (``secrets.SystemRandom()``, a course's dice or
+  password examples): it draws from the operating system and has no state
+  to save, so it is made again with its attributes (the ``gauss()`` value it
+  keeps for the next call, a subclass's own); pickle refused it ("System
+  entropy source does not have state").
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms4.reduce_for asks last)."""
     if idioms._is_class_of(kind, "_struct", "Struct"):  # struct.Struct's module is _struct
         return _struct
+    if idioms._is_class_of(kind, "random", "SystemRandom"):
+        return _system_random
     return None
 
 
@@ -31,3 +38,14 @@ def _made_struct(kind, fmt, attrs):
     if attrs:
         s.__dict__.update(attrs)
     return s
+
+
+def _system_random(r, user_ns):
+    # Random.__reduce__ asks getstate(), which SystemRandom refuses: its draws are the OS's, its state the attributes.
+    return _made_system_random, (type(r), dict(r.__dict__))
+
+
+def _made_system_random(kind, attrs):
+    r = kind.__new__(kind)
+    r.__dict__.update(attrs)
+    return r

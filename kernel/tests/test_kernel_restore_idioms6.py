@@ -31,3 +31,31 @@ def test_a_struct_comes_back_with_its_format(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert run_cell.facts(kc, STRUCTS_PROBE) == before
     assert before[:2] == ["<IHf", 10] and before[4:6] == ["Record", "2d"], before
+
+
+RANDOMS = r'''
+import random, secrets
+dice = random.SystemRandom()
+dice.gauss()
+class Dealer(random.SystemRandom):
+    def __init__(self, deck):
+        super().__init__()
+        self.deck = deck
+dealer = Dealer(list("AKQJ"))
+token_rng = secrets.SystemRandom()
+'''
+RANDOMS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([type(dice).__name__, dice.gauss_next, type(dealer).__name__, dealer.deck, type(token_rng).__name__,
+    0 <= dice.random() < 1, dealer.choice(dealer.deck) in dealer.deck, token_rng.randint(1, 6) in range(1, 7)]))
+'''
+
+
+def test_a_system_random_comes_back_with_its_attributes(moved, run_cell):
+    """`dice = random.SystemRandom()` was 'not restorable' (pickle: "System
+    entropy source does not have state"), so was a subclass of it."""
+    reply, before, kc = moved(SESSION, RANDOMS, lambda kc: run_cell.facts(kc, RANDOMS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    after = run_cell.facts(kc, RANDOMS_PROBE)
+    assert after == before and isinstance(before[1], float), (before, after)
+    assert before[2:5] == ["Dealer", list("AKQJ"), "SystemRandom"] and all(before[5:]), before
