@@ -9,12 +9,43 @@ last; same shape: a reduce per type and its rebuild):
   password examples): it draws from the operating system and has no state
   to save, so it is made again with its attributes (the ``gauss()`` value it
   keeps for the next call, a subclass's own); pickle refused it ("System
-  entropy source does not have state").
+  entropy source does not have state");
+- what a cell leaves part-way through and no Python can read back: a hash
+  being fed (``h = hashlib.sha256()``, ``h.update(chunk)`` in a loop over a
+  file; ``hmac.new``), a compressor or decompressor stream
+  (``zlib.compressobj()``, ``bz2.BZ2Compressor()``), a ``re.finditer()``
+  iterator not read to its end. They were named with pickle's words
+  ("cannot pickle '_hashlib.HASH' object", "'_sre.SRE_Scanner'"), which
+  say neither what the variable is nor what to do; the reason says both.
 """
 
 from __future__ import annotations
 
 from . import idioms
+
+
+# Modules of hashlib's hash objects (OpenSSL's, or Python's own builtins: their names vary by version).
+_HASH_MODULES = frozenset({"_hashlib", "_md5", "_sha1", "_sha2", "_sha256", "_sha512", "_sha3", "_blake2", "hmac"})
+_STREAM_CLASSES = frozenset({"zlib.Compress", "zlib.Decompress", "_bz2.BZ2Compressor", "_bz2.BZ2Decompressor",
+                             "_lzma.LZMACompressor", "_lzma.LZMADecompressor"})
+
+
+def in_progress_reason(obj) -> str | None:
+    """Why `obj`, something part-way through whose state no Python API
+    reads, cannot be carried (typeprobe asks), or None."""
+    kind = type(obj)
+    if kind.__module__ in _HASH_MODULES and hasattr(obj, "hexdigest"):
+        return (f"a {getattr(obj, 'name', 'hash')} hash being computed (its state cannot be read: keep its "
+                "hexdigest(), or hash the data again after restore)")
+    if f"{kind.__module__}.{kind.__qualname__}" in _STREAM_CLASSES:
+        return ("a compression stream part-way through (its state cannot be read: compress or decompress the data "
+                "again after restore)")
+    if kind.__name__ == "callable_iterator" and kind.__module__ == "builtins":
+        search = obj.__reduce__()[1][0]  # (iter, (callable, sentinel)); ((),) once read to its end: it pickles
+        if type(getattr(search, "__self__", None)).__name__ == "SRE_Scanner":
+            return ("a re.finditer() iterator part-way through (re keeps its place hidden: call finditer again "
+                    "after restore, or keep list(...) of it)")
+    return None
 
 
 def reduce_for(kind: type):

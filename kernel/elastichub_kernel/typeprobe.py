@@ -12,6 +12,7 @@ import types
 
 from .idioms3 import restorable_generator, standard_stream
 from .idioms4 import shut_down_executor, tried_file
+from .idioms5 import in_progress_reason
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing.
@@ -95,4 +96,4 @@ def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
         reason = _UNRESTORABLE_CLASSES.get(name)
         if reason is not None:
             return reason
-    return None
+    return in_progress_reason(obj)  # a hash being fed, a compressor, a finditer (idioms5)

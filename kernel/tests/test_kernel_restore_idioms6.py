@@ -19,7 +19,8 @@ same = [header, header]
 '''
 STRUCTS_PROBE = r'''
 import json
-print("FACTS" + json.dumps([header.format, header.size, header.pack(7, 2, 1.5).hex(), header.unpack(header.pack(7, 2, 1.5)),
+print("FACTS" + json.dumps([header.format, header.size, header.pack(7, 2, 1.5).hex(),
+    header.unpack(header.pack(7, 2, 1.5)),
     type(rec).__name__, rec.fields, rec.unpack(rec.pack(1.0, 2.0)), same[0] is same[1] is header]))
 '''
 
@@ -46,7 +47,8 @@ token_rng = secrets.SystemRandom()
 '''
 RANDOMS_PROBE = r'''
 import json
-print("FACTS" + json.dumps([type(dice).__name__, dice.gauss_next, type(dealer).__name__, dealer.deck, type(token_rng).__name__,
+print("FACTS" + json.dumps([type(dice).__name__, dice.gauss_next, type(dealer).__name__, dealer.deck,
+    type(token_rng).__name__,
     0 <= dice.random() < 1, dealer.choice(dealer.deck) in dealer.deck, token_rng.randint(1, 6) in range(1, 7)]))
 '''
 
@@ -59,3 +61,37 @@ def test_a_system_random_comes_back_with_its_attributes(moved, run_cell):
     after = run_cell.facts(kc, RANDOMS_PROBE)
     assert after == before and isinstance(before[1], float), (before, after)
     assert before[2:5] == ["Dealer", list("AKQJ"), "SystemRandom"] and all(before[5:]), before
+
+
+IN_PROGRESS = r'''
+import bz2, hashlib, hmac, re, zlib
+h = hashlib.sha256()
+for chunk in (b"lecture ", b"notes"):
+    h.update(chunk)
+blake = hashlib.blake2b(b"x")
+mac = hmac.new(b"key", b"msg", "sha256")
+packer = zlib.compressobj()
+head = packer.compress(b"abc" * 100)
+unbz = bz2.BZ2Decompressor()
+words = re.finditer(r"\w+", "to be or not")
+first = next(words)
+done = re.finditer(r"\w+", "read to its end")
+all_words = [m.group() for m in done]
+digest = h.hexdigest()
+'''
+
+
+def test_what_no_python_can_read_back_is_named_with_what_it_is_and_what_to_do(moved, run_cell):
+    """A hash being fed, a compression stream, a finditer part-way through
+    were named with pickle's words ("cannot pickle '_hashlib.HASH' object")."""
+    reply, _, kc = moved(SESSION, IN_PROGRESS)
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert sorted(reasons) == ["blake", "h", "mac", "packer", "unbz", "words"], reply
+    for name in ("h", "blake", "mac"):
+        assert "hash being computed" in reasons[name] and "hash the data again" in reasons[name], reasons
+    assert "sha256" in reasons["h"] and "hmac-sha256" in reasons["mac"], reasons
+    for name in ("packer", "unbz"):
+        assert "compression stream" in reasons[name], reasons
+    assert "finditer" in reasons["words"] and "call finditer again" in reasons["words"], reasons
+    out = run_cell(kc, "print(digest, first.group(), all_words)")
+    assert out["stdout"].split()[1:] == ["to", "['read',", "'to',", "'its',", "'end']"], out
