@@ -10,6 +10,10 @@ last; same shape: a reduce per type and its rebuild):
   to save, so it is made again with its attributes (the ``gauss()`` value it
   keeps for the next call, a subclass's own); pickle refused it ("System
   entropy source does not have state");
+- numpy's ``a.flat`` kept as an iterator (``cells = grid.flat``, read with
+  ``next(cells)`` across cells of a simulation): made again over its array
+  (the same array, shared as saved) at the same place; pickle refused it
+  ("cannot pickle 'numpy.flatiter' object");
 - what a cell leaves part-way through and no Python can read back: a hash
   being fed (``h = hashlib.sha256()``, ``h.update(chunk)`` in a loop over a
   file; ``hmac.new``), a compressor or decompressor stream
@@ -20,6 +24,9 @@ last; same shape: a reduce per type and its rebuild):
 """
 
 from __future__ import annotations
+
+import collections
+import itertools
 
 from . import idioms
 
@@ -52,6 +59,8 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms4.reduce_for asks last)."""
     if idioms._is_class_of(kind, "_struct", "Struct"):  # struct.Struct's module is _struct
         return _struct
+    if kind.__name__ == "flatiter" and kind.__module__ == "numpy":  # numpy is never imported here
+        return _flat_iterator
     if idioms._is_class_of(kind, "random", "SystemRandom"):
         return _system_random
     return None
@@ -80,3 +89,14 @@ def _made_system_random(kind, attrs):
     r = kind.__new__(kind)
     r.__dict__.update(attrs)
     return r
+
+
+def _flat_iterator(it, user_ns):
+    return _made_flat_iterator, (it.base, it.index)
+
+
+def _made_flat_iterator(array, index):
+    it = array.flat
+    # Consumed at C speed: a flatiter's place can only be moved by reading.
+    collections.deque(itertools.islice(it, index), maxlen=0)
+    return it

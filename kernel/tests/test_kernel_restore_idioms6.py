@@ -95,3 +95,30 @@ def test_what_no_python_can_read_back_is_named_with_what_it_is_and_what_to_do(mo
     assert "finditer" in reasons["words"] and "call finditer again" in reasons["words"], reasons
     out = run_cell(kc, "print(digest, first.group(), all_words)")
     assert out["stdout"].split()[1:] == ["to", "['read',", "'to',", "'its',", "'end']"], out
+
+
+FLAT = r'''
+import numpy as np
+grid = np.arange(12).reshape(3, 4)
+cells = grid.flat
+next(cells); next(cells); next(cells)
+cols = grid[:, ::2].flat
+next(cols)
+fresh = grid.flat
+'''
+FLAT_PROBE = r'''
+import json
+print("FACTS" + json.dumps([cells.index, list(cells.coords), int(next(cells)), cells.base is grid, int(next(cols)),
+    cols.index, fresh.index, int(next(fresh))]))
+'''
+
+
+def test_a_flat_iterator_comes_back_over_its_array_where_it_was(moved, run_cell):
+    """`cells = grid.flat` read with next() was 'not restorable' (pickle:
+    "cannot pickle 'numpy.flatiter' object")."""
+    reply, before, kc = moved(SESSION, FLAT, lambda kc: run_cell.facts(kc, FLAT_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert run_cell.facts(kc, FLAT_PROBE) == before
+    assert before == [3, [0, 3], 3, True, 2, 2, 0, 0], before
+    grid_shared = run_cell(kc, "grid[1, 0] = 40\nprint(next(cells))")
+    assert grid_shared["stdout"].strip() == "40", grid_shared
