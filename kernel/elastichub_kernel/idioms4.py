@@ -98,7 +98,7 @@ def reduce_for(kind: type):
     if idioms._is_class_of(kind, "bs4.element", "PageElement") and not idioms._is_class_of(kind, "bs4",
                                                                                            "BeautifulSoup"):
         return _page_element
-    return idioms5.reduce_for(kind)  # struct.Struct, random.SystemRandom
+    return idioms5.reduce_for(kind)  # struct.Struct, random.Random, numpy flatiter
 
 
 def text_over_no_file(f):

@@ -10,6 +10,13 @@ last; same shape: a reduce per type and its rebuild):
   to save, so it is made again with its attributes (the ``gauss()`` value it
   keeps for the next call, a subclass's own); pickle refused it ("System
   entropy source does not have state");
+- a ``random.Random`` of a class of the notebook's (``class Dice(random.
+  Random)`` whose ``__init__(self, sides, seed=None)`` keeps ``sides``) or
+  one given attributes: Random's own pickling makes it again with
+  ``Dice()``, no arguments, which failed the variable at every restore
+  (the checkpoint said nothing), and carries its generator's state but not
+  its attributes, which were lost. Made again without ``__init__``, with
+  its state and its attributes. A class with its own ``__reduce__`` keeps it;
 - numpy's ``a.flat`` kept as an iterator (``cells = grid.flat``, read with
   ``next(cells)`` across cells of a simulation): made again over its array
   (the same array, shared as saved) at the same place; pickle refused it
@@ -61,8 +68,8 @@ def reduce_for(kind: type):
         return _struct
     if kind.__name__ == "flatiter" and kind.__module__ == "numpy":  # numpy is never imported here
         return _flat_iterator
-    if idioms._is_class_of(kind, "random", "SystemRandom"):
-        return _system_random
+    if _random_pickled_by_random(kind):
+        return _random
     return None
 
 
@@ -80,13 +87,21 @@ def _made_struct(kind, fmt, attrs):
     return s
 
 
-def _system_random(r, user_ns):
-    # Random.__reduce__ asks getstate(), which SystemRandom refuses: its draws are the OS's, its state the attributes.
-    return _made_system_random, (type(r), dict(r.__dict__))
+def _random_pickled_by_random(kind: type) -> bool:
+    base = next((c for c in kind.__mro__ if c.__module__ == "random" and c.__name__ == "Random"), None)
+    return base is not None and kind.__reduce__ is base.__reduce__
 
 
-def _made_system_random(kind, attrs):
-    r = kind.__new__(kind)
+def _random(r, user_ns):
+    # SystemRandom's getstate() refuses: its draws are the OS's, its state only its attributes.
+    system = idioms._is_class_of(type(r), "random", "SystemRandom")
+    return _made_random, (type(r), None if system else r.getstate(), dict(r.__dict__))
+
+
+def _made_random(kind, state, attrs):
+    r = kind.__new__(kind)  # not kind(): a notebook's __init__ may ask for arguments, or draw
+    if state is not None:
+        r.setstate(state)
     r.__dict__.update(attrs)
     return r
 

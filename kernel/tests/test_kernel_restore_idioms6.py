@@ -122,3 +122,41 @@ def test_a_flat_iterator_comes_back_over_its_array_where_it_was(moved, run_cell)
     assert before == [3, [0, 3], 3, True, 2, 2, 0, 0], before
     grid_shared = run_cell(kc, "grid[1, 0] = 40\nprint(next(cells))")
     assert grid_shared["stdout"].strip() == "40", grid_shared
+
+
+RANDOM_CLASSES = r'''
+import random
+class Dice(random.Random):
+    def __init__(self, sides, seed=None):
+        super().__init__(seed)
+        self.sides = sides
+    def roll(self):
+        return self.randint(1, self.sides)
+d6 = Dice(6, seed=1)
+d6.roll()
+class Coin(random.Random):
+    pass
+coin = Coin(3)
+coin.flips = 2
+plain = random.Random(5)
+plain.label = "lab 3"
+plain.random()
+'''
+RANDOM_CLASSES_PROBE = r'''
+import json
+print("FACTS" + json.dumps([type(d6).__name__, d6.sides, [d6.roll() for _ in range(5)], coin.flips, coin.random(),
+    plain.label, plain.random()]))
+'''
+
+
+def test_a_random_of_a_notebook_class_comes_back_with_its_state_and_attributes(moved, run_cell):
+    """`d6 = Dice(6, seed=1)` of `class Dice(random.Random)` with an
+    `__init__(self, sides, ...)` failed at every restore ("missing 1
+    required positional argument: 'sides'"), though its checkpoint said
+    nothing; `coin.flips` set on a Random came back lost."""
+    reply, before, kc = moved(SESSION, RANDOM_CLASSES, lambda kc: run_cell.facts(kc, RANDOM_CLASSES_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    first = run_cell(kc, "pass")
+    assert "Not restored" not in first["stderr"], first
+    assert run_cell.facts(kc, RANDOM_CLASSES_PROBE) == before
+    assert before[:2] == ["Dice", 6] and before[3] == 2 and before[5] == "lab 3", before
