@@ -17,6 +17,16 @@ last; same shape: a reduce per type and its rebuild):
   (the checkpoint said nothing), and carries its generator's state but not
   its attributes, which were lost. Made again without ``__init__``, with
   its state and its attributes. A class with its own ``__reduce__`` keeps it;
+- an object of a notebook class with an ``__init__`` of its own over a
+  library class whose pickling calls the class again with the library's
+  arguments (``class LRU(OrderedDict): def __init__(self, cap)``, ``class
+  Stack(deque): def __init__(self, limit)``, a ``Counter`` with an owner):
+  that ``__init__`` got the library's arguments, which failed the variable
+  at every restore though its checkpoint said nothing (``missing 1
+  required positional argument: 'cap'``), or took them for its own. Made
+  by the library class's ``__new__`` and ``__init__`` with them, then its
+  items and attributes, as pickle makes any other object (idioms2 does
+  the same for a notebook ``__new__``);
 - numpy's ``a.flat`` kept as an iterator (``cells = grid.flat``, read with
   ``next(cells)`` across cells of a simulation): made again over its array
   (the same array, shared as saved) at the same place; pickle refused it
@@ -34,8 +44,9 @@ from __future__ import annotations
 
 import collections
 import itertools
+import pickle
 
-from . import idioms
+from . import idioms, idioms2
 
 
 # Modules of hashlib's hash objects (OpenSSL's, or Python's own builtins: their names vary by version).
@@ -70,6 +81,8 @@ def reduce_for(kind: type):
         return _flat_iterator
     if _random_pickled_by_random(kind):
         return _random
+    if _notebook_init_over_library_pickling(kind):
+        return _past_notebook_init
     return None
 
 
@@ -104,6 +117,35 @@ def _made_random(kind, state, attrs):
         r.setstate(state)
     r.__dict__.update(attrs)
     return r
+
+
+def _notebook_init_over_library_pickling(kind: type) -> bool:
+    if kind.__module__ != "__main__":
+        return False
+    own = [c for c in kind.__mro__ if c.__module__ == "__main__"]
+    base = next(c for c in kind.__mro__ if c not in own)
+    # A base pickled by object's own reduce makes it by __new__ (copyreg), never calling the class.
+    own_pickling = base.__reduce__ is not object.__reduce__ or base.__reduce_ex__ is not object.__reduce_ex__
+    return (own_pickling and any("__init__" in vars(c) for c in own)
+            and not any(name in vars(c) for c in own for name in (*idioms2._OWN_PICKLING, "__new__")))
+
+
+def _past_notebook_init(obj, user_ns):
+    make, args, *rest = obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    if make is not type(obj):
+        return None
+    attrs = getattr(obj, "__dict__", None)
+    if attrs and (not rest or rest[0] is None):  # Counter's reduce gives its counts only
+        rest = [dict(attrs), *rest[1:]]
+    return (_made_past_notebook_init, (make, tuple(args)), *rest)
+
+
+def _made_past_notebook_init(cls, args):
+    base = next(c for c in cls.__mro__ if c.__module__ != "__main__")
+    maker = next(c for c in cls.__mro__ if c.__module__ != "__main__" and "__new__" in vars(c))
+    obj = maker.__new__(cls) if maker is object else maker.__new__(cls, *args)
+    base.__init__(obj, *args)  # the library's __init__ with its own arguments, never the notebook's
+    return obj
 
 
 def _flat_iterator(it, user_ns):
