@@ -48,6 +48,10 @@ class MoveAborted(Exception):
     """This drain cannot go on (busy kernel, failed checkpoint, pinned server...): roll back."""
 
 
+class NodeGone(MoveAborted):
+    """The Node was deleted: the drain's record can no longer be written."""
+
+
 class NotRestarted(Exception):
     """A server the drain stopped will not be started again by it (its user
     is gone, stopped it, or the hub dropped the start): reported, not retried."""
@@ -106,8 +110,16 @@ class Drain:
 
     # -- the record on the Node ---------------------------------------------------------
 
-    async def _save(self) -> None:
-        await self.kube.record_drain(self.node, self.record)
+    async def _save(self, needed: bool = True) -> None:
+        """Write the record on the Node. A Node deleted meanwhile takes no record, and without one a crash
+        would leave the servers this drain stops stopped: a `needed` write (one a next step relies on)
+        ends the drain then (NodeGone: the roll-back starts what it stopped); one made while rolling back,
+        or after the step it was for, goes on with the record held here alone."""
+        if await self.kube.record_drain(self.node, self.record) is not None:
+            return
+        if needed and self.record.get("state") != ABORTING:
+            raise NodeGone(f"node {self.node} is gone (deleted mid-drain): its drain record cannot be written")
+        log.warning("node %s is gone: the record of its drain is kept in memory only", self.node)
 
     def _servers_here(self) -> list[PodRecord]:
         """Single-user pods still on the node (not finished), RAM descending."""
@@ -293,7 +305,7 @@ class Drain:
         except (LiveMoveFailed, LiveUnsupported) as e:
             report.phases = move.phases
             del self.record["servers"][pod.server]
-            await self._save()
+            await self._save(needed=False)
             if isinstance(e, LiveUnsupported):
                 raise
             if await self._stopped_meanwhile(pod):  # no failure: nothing is left to move
@@ -434,14 +446,14 @@ class Drain:
         if landed is not None:
             await self._keep_times(landed, entry)
         entry.update(step=DONE, to=landed.node if landed else None)
-        await self._save()
+        await self._save(needed=False)  # the server runs again
         return entry["to"]
 
     async def _not_restarted(self, key: str, why: str):
         """The server will not be started again by this drain: off its
         record (the drain can end), and raised to the caller to report."""
         del self.record["servers"][key]
-        await self._save()
+        await self._save(needed=False)
         log.warning("%s was not started again after the drain of %s stopped it: %s", key, self.node, why)
         raise NotRestarted(why)
 
@@ -466,7 +478,7 @@ class Drain:
         off the record, never started by the drain. Returns why, for its report."""
         log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
         del self.record["servers"][key]
-        await self._save()
+        await self._save(needed=False)
         return USER_STOPPED
 
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
@@ -495,7 +507,7 @@ class Drain:
                     await self._wait_pod_gone(f"{entry['ns']}/{entry['source']}", self.t.stop)
                 else:
                     del self.record["servers"][key]
-                    await self._save()
+                    await self._save(needed=False)
                     # Aborted, not failed: the crash was ours, the server can move live next time.
                     report.outcome, report.error = "aborted", "interrupted before the route switched: undone"
                 self.on_move(report)
@@ -536,7 +548,7 @@ class Drain:
             # meanwhile): stopping it would end their sessions unsaved.
             raise MoveAborted(f"{', '.join(here)} run on {self.node} again")
         self.record["state"] = STOPPING_VM
-        await self._save()
+        await self._save(needed=False)  # no Node: its VM still stops
         if self.cloud is not None and self.vm_id is not None:
             await self.cloud.stop(self.vm_id)
             deadline = time.monotonic() + self.t.stop

@@ -78,6 +78,7 @@ async def test_a_drain_resumed_at_its_vm_stop_never_stops_a_vm_that_hosts_server
 
         async def record_drain(self, node, record):
             self.saved.append(dict(record))
+            return {}  # the Node, as written
 
         async def end_drain(self, node, uncordon):
             self.ended.append(uncordon)
@@ -108,6 +109,7 @@ class Recorder:
 
     async def record_drain(self, node, record):
         self.saved.append(dict(record))
+        return {}  # the Node, as written (None: it is gone)
 
     async def end_drain(self, node, uncordon):
         self.ended.append(uncordon)
@@ -540,3 +542,56 @@ async def test_a_pod_of_a_server_the_hub_does_not_run_names_why_the_drain_gives_
     drain, reports = job(ScriptedHub(hub_server(pending="stop")), pods=[carol_pod()])
     with pytest.raises(MoveAborted, match="after 0.3 s; the hub is stopping its server"):
         await drain._move(carol_pod())
+
+
+class IdleHub:
+    """carol's server runs, idle, and checkpoints; the stops and starts asked for are in `calls`."""
+
+    def __init__(self):
+        self.calls = []
+
+    async def server(self, user, name):
+        return hub_server(ready=True)
+
+    async def kernels(self, server):
+        return []
+
+    async def terminals(self, server):
+        return []
+
+    async def checkpoint(self, server, timeout):
+        from elastichub.checkpoint_client import SAVED, CheckpointOutcome
+        return CheckpointOutcome(SAVED, kernels=1)
+
+    async def stop(self, user, name):
+        self.calls.append(("stop", user))
+
+    async def start(self, user, name, options):
+        self.calls.append(("start", user))
+
+
+async def test_a_node_deleted_mid_drain_stops_no_server_it_could_not_record():
+    """The Node was deleted while its drain ran: the record of carol's restart was not written
+    (KubeNodes answers None), and the drain went on and stopped her server all the same; a crash
+    then left it stopped, with no record for a next run to start it from."""
+    hub = IdleHub()
+
+    class Kube(Recorder):
+        async def mark_drain(self, node, record):
+            return {}
+
+        async def record_drain(self, node, record):
+            self.saved.append(dict(record))
+            return None  # deleted since the drain began
+
+        async def uncordon(self, node):
+            return None
+
+    reports = []
+    drain = Drain("cloud-1", None, kube=Kube(), hub=hub, cloud=None, pods=lambda: [carol_pod()],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    assert await drain.start() == "rolled-back"
+    assert hub.calls == [], hub.calls  # carol's server runs on, untouched
+    assert "node cloud-1 is gone" in drain.record["why"]
+    assert (reports[-1].server, reports[-1].outcome) == ("carol", "interrupted")
+    assert "cannot be written" in reports[-1].error
