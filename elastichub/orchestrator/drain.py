@@ -165,16 +165,19 @@ class Drain:
 
     async def _all_quiet(self) -> None:
         """Before anyone moves, every server here that will move by a restart
-        without a running cell, and none with a terminal in use: one that
-        outlasted `busy` after others had moved rolled the drain back, and
-        they were paused for nothing (a live move waits for a cell itself)."""
+        without a running cell, none with a terminal in use, and no pod left
+        that the hub runs no server for: one that outlasted `busy` after
+        others had moved rolled the drain back, and they were paused for
+        nothing (a live move waits for a cell itself)."""
         for pod in self._servers_here():
             if not pod.migratable:
                 return  # the loop refuses the drain before any move
             server = await self.hub.server(pod.user, pod.server_name)
-            if server is None or not server.ready or server.pending:
-                continue  # not running in the hub: no move waits for it
             try:
+                if server is None:  # refused before anyone moves, as a busy kernel is
+                    await self._refuse_orphan(pod)
+                if server is None or not server.ready or server.pending:
+                    continue  # not running in the hub: no move waits for it
                 if self.move_method != "live" or self.kube_pods is None or pod.server in self.restart_only:
                     await self._wait_idle(server)
                 await self._wait_terminals_quiet(server)
@@ -207,9 +210,10 @@ class Drain:
                 server = await self._wait_spawned(pod)
             if server is None or not server.ready:
                 # A pod the hub does not count as running (stopping, or orphaned): wait for it to go.
-                await self._wait_pod_gone(pod.key, self.t.stop, "the hub is stopping its server" if server else (
-                    f"the hub runs no server {pod.server} (an orphan pod, or a user the orchestrator's token may "
-                    "not see: its role's scopes filtered, e.g. servers!group=..., the hub answers 404)"))
+                if server is None:
+                    await self._refuse_orphan(pod)
+                await self._wait_pod_gone(pod.key, self.t.stop, "the hub is stopping its server" if server else
+                                          _no_server(pod))
                 report.outcome, report.error = "skipped", "not running in the hub"
                 self.on_move(report)
                 return
@@ -390,6 +394,14 @@ class Drain:
                 log.info("the hub's model of %s: %s; asking again in %.1f s", user, e, wait)
             await asyncio.sleep(wait)
             wait = min(wait * 2, 30.0)
+
+    async def _refuse_orphan(self, pod: PodRecord) -> None:
+        """MoveAborted when the API server (not the cache, which may lag)
+        shows the pod of a server the hub does not run on this node, not
+        being deleted: the hub's stop ends once the pod is deleted, so this
+        one is nobody's to stop, and waiting `stop` s for it would only hold the drain."""
+        if self.kube_pods is not None and await self.kube_pods.stays_on(*pod.key.split("/", 1), self.node):
+            raise MoveAborted(f"pod {pod.key} stays on {self.node}, not deleted: {_no_server(pod)}")
 
     async def _wait_stopped(self, pod: PodRecord) -> None:
         deadline = time.monotonic() + self.t.stop
@@ -580,3 +592,8 @@ class Drain:
             return
         await self.kube.end_drain(self.node, uncordon=True)
         self.outcome = "rolled-back"
+
+
+def _no_server(pod: PodRecord) -> str:
+    return (f"the hub runs no server {pod.server} (an orphan pod, or a user the orchestrator's token may not see: "
+            "its role's scopes filtered, e.g. servers!group=..., the hub answers 404)")

@@ -262,6 +262,10 @@ async def _read_or_none(read: Callable, *args) -> dict | None:
         raise
 
 
+def _holds_resources(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
 def _without_our_taint(node: dict) -> list[dict]:
     return [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != podmeta.DRAIN_TAINT]
 
@@ -287,14 +291,19 @@ class KubePods:
     async def get(self, namespace: str, name: str) -> dict | None:
         return await _read_or_none(self.core.read_namespaced_pod, name, namespace)
 
+    async def stays_on(self, namespace: str, name: str, node: str) -> bool:
+        """Is the pod bound to `node`, running or waiting, and not being deleted?"""
+        pod = await self.get(namespace, name)
+        return pod is not None and not (pod.get("metadata") or {}).get("deletionTimestamp") and (
+            (pod.get("spec") or {}).get("nodeName") == node and _holds_resources(pod))
+
     async def servers_on(self, node: str) -> list[dict]:
         """The ElasticHub server pods bound to `node` that hold resources,
         read from the API server, not a cache: asked before a VM is stopped."""
         body = await _raw_json(await self.core.list_pod_for_all_namespaces(
             field_selector=f"spec.nodeName={node}", label_selector=f"{podmeta.MANAGED_LABEL}={podmeta.TRUE}",
             _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
-        return [p for p in body.get("items") or []
-                if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        return [p for p in body.get("items") or [] if _holds_resources(p)]
 
     async def create(self, namespace: str, manifest: dict) -> None:
         await self.core.create_namespaced_pod(namespace, manifest, _request_timeout=REQUEST_TIMEOUT)

@@ -10,6 +10,7 @@ import pytest
 from elastichub import podmeta
 from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
 from elastichub.orchestrator.hub import HubServer
+from elastichub.orchestrator.kube import KubePods
 from elastichub.orchestrator.records import pod_record
 
 pytestmark = [pytest.mark.timeout(30)]
@@ -595,3 +596,71 @@ async def test_a_node_deleted_mid_drain_stops_no_server_it_could_not_record():
     assert "node cloud-1 is gone" in drain.record["why"]
     assert (reports[-1].server, reports[-1].outcome) == ("carol", "interrupted")
     assert "cannot be written" in reports[-1].error
+
+
+class OrphanPods(KubePods):
+    """The API server's answer for a pod on cloud-1, `deleting` or not."""
+
+    def __init__(self, deleting):
+        super().__init__(None)
+        self.deleting = deleting
+
+    async def get(self, namespace, name):
+        meta = {"name": name, "namespace": namespace}
+        if self.deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta, "spec": {"nodeName": "cloud-1"}, "status": {"phase": "Running"}}
+
+
+async def test_a_pod_the_hub_runs_no_server_for_that_is_not_going_refuses_the_drain_at_once():
+    """A user out of the reach of the orchestrator's token (the hub answers 404), whose pod runs on the
+    node: the drain waited the whole stop timeout for a pod nobody deletes before it gave up."""
+    for deleting in (False, True):
+        polled, reports = [], []
+        drain = Drain("cloud-1", None, kube=None, hub=ScriptedHub(None), cloud=None, kube_pods=OrphanPods(deleting),
+                      pods=lambda: polled.append(1) or [carol_pod()], on_move=reports.append,
+                      timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02))
+        with pytest.raises(MoveAborted) as raised:
+            await drain._move(carol_pod())
+        if deleting:  # going: the hub's stop (or Kubernetes) is taking it, and that is waited for
+            assert "is still on cloud-1 after 0.3 s" in str(raised.value) and polled
+        else:
+            assert str(raised.value).startswith("pod jh/jupyter-carol stays on cloud-1, not deleted: the hub runs "
+                                                "no server carol"), raised.value
+            assert polled == []  # refused without waiting for it
+        assert reports[-1].outcome == "aborted"
+
+
+async def test_a_pod_the_hub_runs_no_server_for_refuses_the_drain_before_anyone_is_moved():
+    """alice (more RAM, moved first) was checkpointed, stopped and started again before the drain
+    reached carol's pod, which the hub runs no server for, and gave the node up: alice paused for nothing."""
+    calls = []
+
+    class Hub:
+        async def server(self, user, name):
+            return HubServer(user, "", True, None, f"/user/{user}/", {}, None, None) if user == "alice" else None
+
+        async def kernels(self, server):
+            return []
+
+        async def terminals(self, server):
+            return []
+
+        async def checkpoint(self, server, timeout):
+            calls.append(("checkpoint", server.user))
+            raise AssertionError("nobody moves")
+
+    class Kube(Recorder):
+        async def mark_drain(self, node, record):
+            return {}
+
+        async def uncordon(self, node):
+            return None
+
+    reports = []
+    drain = Drain("cloud-1", None, kube=Kube(), hub=Hub(), cloud=None, kube_pods=OrphanPods(False),
+                  pods=lambda: [server_pod("alice", "4Gi"), server_pod("carol", "1Gi")], on_move=reports.append,
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02))
+    assert await drain.start() == "rolled-back"
+    assert calls == [] and "pod jh/jupyter-carol stays on cloud-1" in drain.record["why"], drain.record
+    assert [(r.server, r.outcome) for r in reports] == [("carol", "aborted")]
