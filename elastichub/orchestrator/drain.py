@@ -275,6 +275,10 @@ class Drain:
             # record saying no stop was sent, and a resumed drain would leave the server stopped.
             entry["stop_sent"] = True  # from here a server found stopped may have been stopped by us
             await self._save()
+            # Asked again after the write's round trip, just before the stop: the hub answers a stop
+            # already pending or done (its user's) as it answers ours, and can never tell us later.
+            if await self._stopped_meanwhile(pod):
+                raise NotRestarted(await self._left_stopped(pod.server))
             await self.hub.stop(pod.user, pod.server_name)
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)

@@ -664,3 +664,30 @@ async def test_a_pod_the_hub_runs_no_server_for_refuses_the_drain_before_anyone_
     assert await drain.start() == "rolled-back"
     assert calls == [] and "pod jh/jupyter-carol stays on cloud-1" in drain.record["why"], drain.record
     assert [(r.server, r.outcome) for r in reports] == [("carol", "aborted")]
+
+
+async def test_a_stop_by_its_user_while_the_drain_records_its_own_is_not_overridden():
+    """carol stopped her server while the drain wrote "stop_sent" on the Node: the hub answered the
+    drain's stop 204 (nothing to stop), and the drain started her server again."""
+    class Hub(IdleHub):
+        stopped_by_carol = False
+
+        async def server(self, user, name):
+            return None if self.stopped_by_carol else hub_server(ready=True)
+
+    hub = Hub()
+
+    class Kube(Recorder):
+        async def record_drain(self, node, record):
+            if (record["servers"].get("carol") or {}).get("stop_sent"):
+                hub.stopped_by_carol = True  # her click lands during this write
+            return await super().record_drain(node, record)
+
+    reports = []
+    drain = Drain("cloud-1", None, kube=Kube(), hub=hub, cloud=None, pods=lambda: [],
+                  timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    await drain._move(carol_pod())
+    assert hub.calls == [], hub.calls  # neither our stop nor, above all, a start overriding hers
+    assert drain.record["servers"] == {}
+    assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
