@@ -137,6 +137,17 @@ def failures(results, phase: str) -> list[str]:
     return [f"kernel {r.get('kernel_id')}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
 
 
+def kernel_drift(frozen: list, kernels: set) -> list[str]:
+    """The source's kernels that differ from those the destination re-created
+    (the freeze goes to every kernel the source runs now). One shut down
+    since (its notebook closed, its last state saved) would live on at the
+    destination with the older pre-copy state; one started since would have
+    no kernel there: either way the move is undone and tried afresh."""
+    frozen_ids = {r.get("kernel_id") for r in frozen}
+    return ([f"kernel {k}: shut down since the move began" for k in sorted(kernels - frozen_ids)]
+            + [f"kernel {k}: started since the move began" for k in sorted(map(str, frozen_ids - kernels))])
+
+
 def adoption(status, kernel_ids: set) -> tuple[bool, str | None]:
     """(every session re-created and restored?, a failure) from the
     destination's /api/elastichub/status."""
@@ -206,7 +217,7 @@ class LiveMove:
             # Recorded before the pause, not in it: recover() asks the pod whether the route switched.
             self.entry["step"] = ROUTE
             await self.save()
-            paused = await self._final_step(source_base, dest_base, lap)
+            paused = await self._final_step(source_base, dest_base, kernels, lap)
             await self.pods.annotate(self.namespace, self.entry["dest"],
                                      {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
             answer = await self._route_answer()
@@ -226,7 +237,7 @@ class LiveMove:
             raise LiveMoveFailed(why) from None
         return await self.finish()
 
-    async def _final_step(self, source_base: str, dest_base: str, lap) -> float:
+    async def _final_step(self, source_base: str, dest_base: str, kernels: set, lap) -> float:
         """freeze, apply, retire; returns when the pause began. A cell (or
         widget message) that arrives during the pause makes retire refuse:
         the source thaws and runs it, and the step is tried again (the
@@ -239,7 +250,7 @@ class LiveMove:
             frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
                 "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
                 timeout=self.t.busy + self.t.checkpoint)
-            bad = failures(frozen, "freeze")
+            bad = failures(frozen, "freeze") or kernel_drift(frozen, kernels)
             if bad:
                 raise LiveMoveFailed("freeze: " + "; ".join(bad))
             self.phases["delta_bytes"] = sum(int(r.get("bytes") or 0) for r in frozen)

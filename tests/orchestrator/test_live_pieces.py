@@ -186,7 +186,7 @@ async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
     async def ready(kernels, prefix):
         return "http://10.0.0.8:8888/user/alice/"
 
-    async def final_step(source_base, dest_base, lap):
+    async def final_step(source_base, dest_base, kernels, lap):
         return 0.0
 
     move._wait_destination, move._final_step = ready, final_step
@@ -260,3 +260,75 @@ async def test_undoing_a_live_move_whose_server_its_user_stopped_only_deletes_th
     entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1"}
     await LiveMove(hub=hub, pods=pods, timeouts=DrainTimeouts(), entry=entry, save=save, poll=0.01).undo()
     assert hub.calls == [] and pods.deleted == ["jupyter-alice-m1"]
+
+
+@pytest.mark.parametrize("frozen_ids, why", [(["k1"], "k2"), (["k1", "k2", "k3"], "k3")])
+async def test_a_kernel_shut_down_or_started_during_a_live_move_undoes_it(frozen_ids, why):
+    """alice closed notebook B (its kernel k2 shut down, saving its last
+    state) while the destination started: the freeze answered for k1 only,
+    the move went on, and the destination kept k2 as re-created from the
+    older pre-copy: reopening B gave its older variables, and its next
+    checkpoint overwrote the newer one. (A kernel started meanwhile has no
+    destination kernel at all.) The freeze must answer for exactly the
+    kernels the destination re-created, else the move is undone."""
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.hub import HubServer
+    from elastichub.orchestrator.live import LiveMove
+
+    source = _source()
+    dest = {"metadata": {"name": "jupyter-alice-m1", "annotations": {}}, "spec": {"nodeName": "onprem-1"}}
+    sessions = [{"id": f"s{k}", "path": f"{k}.ipynb", "kernel": {"id": k}} for k in ("k1", "k2")]
+
+    class Pods:
+        deleted = []
+
+        async def get(self, namespace, name):
+            return source if name == source["metadata"]["name"] else dest
+
+        async def create(self, namespace, manifest):
+            pass
+
+        async def annotate(self, namespace, name, annotations):  # the hub switches at once
+            dest["metadata"]["annotations"][podmeta.ROUTE_ANNOTATION] = "switched"
+
+        async def delete(self, namespace, name, grace_seconds=None):
+            self.deleted.append(name)
+
+    class Hub:
+        phases = []
+
+        def proxy_base(self, server):
+            return "http://proxy/user/alice/"
+
+        async def server_call(self, base, method, path, body=None, timeout=None):
+            if path == "/api/sessions":
+                return sessions
+            self.phases.append(body["phase"])
+            if body["phase"] == "freeze":
+                return [{"kernel_id": k, "ok": True, "delta_id": f"d-{k}", "bytes": 1} for k in frozen_ids]
+            if body["phase"] in ("apply", "thaw") and body.get("kernel_id"):
+                return [{"kernel_id": body["kernel_id"], "ok": True}]
+            return [{"kernel_id": k, "ok": True} for k in frozen_ids]
+
+        async def kernels(self, server):
+            return [{"id": "k1"}, {"id": "k2"}]
+
+        async def server(self, user, name):
+            return HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
+
+    async def save():
+        pass
+
+    pods, hub = Pods(), Hub()
+    entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1",
+             "prefix": "/user/alice/"}
+    move = LiveMove(hub=hub, pods=pods, timeouts=DrainTimeouts(route=5), entry=entry, save=save, poll=0.01)
+
+    async def ready(kernels, prefix):
+        return "http://10.0.0.8:8888/user/alice/"
+
+    move._wait_destination = ready
+    with pytest.raises(LiveMoveFailed, match=why):
+        await move.run(pod=None, server=await hub.server("alice", ""))
+    assert "retire" not in hub.phases and hub.phases[-1] == "thaw"
+    assert pods.deleted == ["jupyter-alice-m1"]  # the source serves on, with all its kernels
