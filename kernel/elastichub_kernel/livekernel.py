@@ -268,11 +268,8 @@ class LiveMigrationMixin:
         timer.start()
 
     def _lease_ran_out(self) -> None:
-        with self._live_lock:
-            if self._live_phase != "frozen" or self._live_timer is not threading.current_thread():
-                return
-        self.log.warning("ElasticHub: live-migration lease ran out; thawing")
-        self._phase_thaw({}, lease_ran_out=True)
+        if self._phase_thaw({}, lease=threading.current_thread()).get("was") == "frozen":
+            self.log.warning("ElasticHub: live-migration lease ran out; thawed")
 
     def _phase_retire(self, content) -> dict:
         with self._live_lock:
@@ -291,9 +288,14 @@ class LiveMigrationMixin:
             self._cancel_lease()
         return {"ok": True, "retired": True, "delta_id": self._live_delta_id, "activity": activity}
 
-    def _phase_thaw(self, content, lease_ran_out: bool = False) -> dict:
+    def _phase_thaw(self, content, lease: threading.Thread | None = None) -> dict:
+        """``lease``: the lease timer thawing; decided under the lock, as a
+        retire served meanwhile must stay (the destination owns the state)."""
+        lease_ran_out = lease is not None
         with self._live_lock:
             was = self._live_phase
+            if lease_ran_out and (was != "frozen" or self._live_timer is not lease):
+                return {"ok": True, "was": was, "delta_removed": False}
             self._live_phase = "running"
             self._cancel_lease()
             delta_id, self._live_delta_id = self._live_delta_id, None
