@@ -217,7 +217,7 @@ class LiveMove:
             # Recorded before the pause, not in it: recover() asks the pod whether the route switched.
             self.entry["step"] = ROUTE
             await self.save()
-            paused = await self._final_step(source_base, dest_base, kernels, lap)
+            paused = await self._final_step(source_base, dest_base, kernels, lap, server)
             await self.pods.annotate(self.namespace, self.entry["dest"],
                                      {podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED})
             answer = await self._route_answer()
@@ -237,7 +237,7 @@ class LiveMove:
             raise LiveMoveFailed(why) from None
         return await self.finish()
 
-    async def _final_step(self, source_base: str, dest_base: str, kernels: set, lap) -> float:
+    async def _final_step(self, source_base: str, dest_base: str, kernels: set, lap, server=None) -> float:
         """freeze, apply, retire; returns when the pause began. A cell (or
         widget message) that arrives during the pause makes retire refuse:
         the source thaws and runs it, and the step is tried again (the
@@ -246,6 +246,8 @@ class LiveMove:
         moved too: a cell sent during that pause is answered "it did not run.
         Run it again" (never run twice, never lost silently)."""
         for attempt in range(1, FINAL_ATTEMPTS + 1):
+            if server is not None:
+                await self._wait_quiet(server)
             paused = time.monotonic()
             frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
                 "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
@@ -277,6 +279,20 @@ class LiveMove:
             await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {"phase": "thaw"})
             lap("retry_s")
         raise LiveMoveFailed("retire did not succeed")  # not reached: the last try forces it
+
+    async def _wait_quiet(self, server: HubServer) -> None:
+        """Until no kernel of the server runs a cell (at most the busy
+        timeout). The freeze goes to every kernel at once, each waiting for
+        its own cell: an idle kernel frozen beside a busy one would hold its
+        user's cells until its lease ran out, thaw, and fail the move."""
+        deadline = time.monotonic() + self.t.busy
+        while True:
+            busy = [str(k.get("id")) for k in await self.hub.kernels(server) if k.get("execution_state") == "busy"]
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                raise LiveMoveFailed(f"kernel(s) {', '.join(busy)} still running a cell after {self.t.busy:g} s")
+            await asyncio.sleep(self.poll)
 
     async def _wait_destination(self, kernels: set, prefix: str) -> str:
         deadline = time.monotonic() + self.t.start

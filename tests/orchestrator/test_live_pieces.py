@@ -186,7 +186,7 @@ async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
     async def ready(kernels, prefix):
         return "http://10.0.0.8:8888/user/alice/"
 
-    async def final_step(source_base, dest_base, kernels, lap):
+    async def final_step(source_base, dest_base, kernels, lap, server=None):
         return 0.0
 
     move._wait_destination, move._final_step = ready, final_step
@@ -332,3 +332,32 @@ async def test_a_kernel_shut_down_or_started_during_a_live_move_undoes_it(frozen
         await move.run(pod=None, server=await hub.server("alice", ""))
     assert "retire" not in hub.phases and hub.phases[-1] == "thaw"
     assert pods.deleted == ["jupyter-alice-m1"]  # the source serves on, with all its kernels
+
+
+async def test_no_kernel_is_frozen_while_another_of_the_server_still_runs_a_cell():
+    """Notebook B ran a long cell when the pause came: the freeze reached A
+    and B at once, A froze at once and B waited for its cell, so A held its
+    user's cells until its lease ran out, thawed (its delta gone) and the
+    move failed. The freeze now waits until no kernel of the server is busy."""
+    from elastichub.orchestrator.drain import DrainTimeouts
+    from elastichub.orchestrator.hub import HubServer
+    from elastichub.orchestrator.live import LiveMove
+
+    class Hub:
+        polls, busy_at_freeze = 0, None
+
+        async def kernels(self, server):
+            self.polls += 1
+            return [{"id": "k1", "execution_state": "idle"},
+                    {"id": "k2", "execution_state": "busy" if self.polls < 4 else "idle"}]
+
+        async def server_call(self, base, method, path, body=None, timeout=None):
+            if body["phase"] == "freeze":
+                self.busy_at_freeze = self.polls < 4
+            return [{"kernel_id": k, "ok": True, "delta_id": f"d-{k}"} for k in ("k1", "k2")]
+
+    hub = Hub()
+    move = LiveMove(hub=hub, pods=None, timeouts=DrainTimeouts(), entry={"ns": "jhub"}, save=None, poll=0.001)
+    server = HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
+    await move._final_step("http://src/", "http://dst/", {"k1", "k2"}, lambda name: None, server)
+    assert hub.busy_at_freeze is False and move.phases["attempts"] == 1
