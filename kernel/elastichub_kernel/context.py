@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from . import libstate, logstate, procstate, shellstate, usermagics
+from . import libstate, logstate, procstate, shellmodes, shellstate, usermagics
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -394,7 +394,7 @@ def checked(saved) -> None:
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                            "history", "process", "magics", "magics_lost"}
+                            "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -433,6 +433,7 @@ def checked(saved) -> None:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
     usermagics.checked(saved)
+    shellmodes.checked(saved)
     if "process" in saved:
         procstate.checked(saved["process"])
     limit = saved.get("recursion_limit", 1)

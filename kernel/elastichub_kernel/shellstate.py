@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import warnings
 
-from . import outputs, usermagics
+from . import outputs, shellmodes, usermagics
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
@@ -54,6 +54,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
         saved["history"] = history
     saved.update(usermagics.capture(shell))
     if config_at_start is not None:
+        saved.update(shellmodes.capture(shell, config_at_start.get("modes")))
         changed, unsaved = _config_changes(shell, config_at_start)
         if changed:
             saved["config"] = changed
@@ -68,10 +69,12 @@ _UNSET = object()
 def config_baseline(shell) -> dict:
     """{id(part): (part, {setting: value})}: every configurable setting of
     the shell's parts at start (what %config changes), and under None the
-    shell's config (where %config puts settings of a part not made yet)."""
+    shell's config (where %config puts settings of a part not made yet);
+    under "modes" the aliases and %pdb (shellmodes.py)."""
     baseline = {id(part): (part, {name: _plain(getattr(part, name, _UNSET)) for name in _settings(part)})
                 for part in _parts(shell)}
     baseline[None] = _config_sections(shell)
+    baseline["modes"] = shellmodes.baseline(shell)
     return baseline
 
 
@@ -268,7 +271,8 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
-    return problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
+    return (problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
+            + shellmodes.restore(shell, saved))
 
 
 def _restore_config(shell, saved: dict) -> list[str]:
