@@ -15,7 +15,10 @@ from the library's defaults, for the libraries the session loaded (none is
 imported here), and set again once the variables are loaded (the library
 is imported again by then). A matplotlib value JSON cannot hold (a
 cycler) is saved as its rc text, as a matplotlibrc file holds it; any other
-(a pandas callable, a numpy formatter) is named as not carried.
+is pickled as the variables are (``pd.options.display.float_format =
+"{:.2f}".format``, a numpy ``formatter`` of the notebook's lambdas: before,
+a moved notebook's tables and arrays printed in full precision again), and
+one that cannot be is named as not carried.
 
 pyplot's backend, once the session's first plot loaded it, is saved too
 (as ``"pyplot": {"set": {"backend": ...}}``) and loaded again by the
@@ -34,8 +37,10 @@ context, and sets restored ones again before the next cell
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
+import pickle
 import sys
 import warnings
 
@@ -142,7 +147,34 @@ def _put(out: dict, key: str, value, as_text: bool = False) -> None:
     elif as_text:
         out.setdefault("set", {})[key] = str(value)
     else:
-        out.setdefault("unsaved", []).append(key)
+        pickled = _pickled(value)
+        if pickled is None:
+            out.setdefault("unsaved", []).append(key)
+        else:
+            out.setdefault("pickled", {})[key] = pickled
+
+
+def _pickled(value) -> str | None:
+    """`value` pickled (a notebook function by value, as the variables are), as base64 text; None when it
+    cannot be."""
+    from .ownimports import dependency
+
+    try:
+        return base64.b64encode(dependency("cloudpickle").dumps(value, protocol=5)).decode("ascii")
+    except Exception:  # a formatter holding an open file, a lock...: named as not carried
+        return None
+
+
+def _unpickled(name: str, changed: dict, problems: list) -> dict:
+    """The options `changed` sets, its pickled ones loaded; one that does not load is named in `problems`."""
+    options = dict(changed.get("set", {}))
+    for key, text in changed.get("pickled", {}).items():
+        try:
+            options[key] = pickle.loads(base64.b64decode(text, validate=True))
+        except Exception as exc:  # a function of a module this node lacks, a damaged text
+            problems.append(f"the {name} option {key} was not set again (its saved value does not load: "
+                            f"{type(exc).__name__}: {exc}): set it again")
+    return options
 
 
 def _plain(value) -> bool:
@@ -309,9 +341,9 @@ def restore(saved: dict) -> list[str]:
         except ImportError as exc:
             problems.append(f"{name}'s options were not set again ({exc})")
             continue
-        options = changed.get("set", {})
+        options = _unpickled(name, changed, problems)
         if name in IN_CELLS_CONTEXT:
-            problems += _restore_in_cells(name, module, options)
+            problems += _restore_in_cells(name, module, options, changed)
         else:
             for key, value in options.items():
                 try:
@@ -326,9 +358,10 @@ def restore(saved: dict) -> list[str]:
     return problems
 
 
-def _restore_in_cells(name: str, module, options: dict) -> list[str]:
+def _restore_in_cells(name: str, module, options: dict, saved: dict) -> list[str]:
     """Set `options` of an IN_CELLS_CONTEXT library now (a value recomputed
-    while restoring sees them) and queue them for the cells' context."""
+    while restoring sees them) and queue them for the cells' context;
+    `saved` is how they were saved (a checkpoint before the next cell saves that)."""
     global _seen_in_cells
     if not options:
         return []
@@ -340,7 +373,7 @@ def _restore_in_cells(name: str, module, options: dict) -> list[str]:
         return [f"the {name} options {options} were not set again ({type(exc).__name__}: {exc})"]
     _to_apply[name] = {"set": options}
     if _seen_in_cells is not None:  # in a kernel: what the next cell will see
-        _seen_in_cells = {**_seen_in_cells, name: {"set": options}}
+        _seen_in_cells = {**_seen_in_cells, name: {k: v for k, v in saved.items() if k != "unsaved"}}
     return []
 
 
@@ -349,7 +382,11 @@ def checked(options) -> None:
     if not isinstance(options, dict) or set(options) - set(LIBRARIES) - set(IN_CELLS_CONTEXT) - {"pyplot"}:
         raise ValueError("library_options")
     for name, changed in options.items():
-        if not (isinstance(changed, dict) and not set(changed) - {"set", "unsaved"}
+        pickled = changed.get("pickled", {}) if isinstance(changed, dict) else None
+        if not (isinstance(pickled, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in pickled.items())):
+            raise ValueError(f"library_options: {name}")
+        if not (isinstance(changed, dict) and not set(changed) - {"set", "unsaved", "pickled"}
                 and isinstance(changed.get("set", {}), dict) and all(isinstance(k, str) for k in changed.get("set", {}))
                 and isinstance(changed.get("unsaved", []), list)
                 and all(isinstance(k, str) for k in changed.get("unsaved", []))):

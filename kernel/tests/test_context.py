@@ -11,6 +11,7 @@ import random
 import re
 import socket
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -394,13 +395,13 @@ def test_pandas_and_matplotlib_options_are_saved_as_their_changes_and_set_again(
     try:
         pd.set_option("display.max_columns", None)
         pd.set_option("display.precision", 2)
-        pd.set_option("display.float_format", "{:.1f}".format)  # a function: named, not carried
+        pd.set_option("display.float_format", "{:.1f}".format)  # a function: pickled
         matplotlib.rcParams["figure.figsize"] = (12, 6)
         matplotlib.rcParams["axes.prop_cycle"] = matplotlib.cycler(color=["#E24A33", "#348ABD"])
         saved = json.loads(json.dumps(SessionContext.now().capture()))
         options = saved["library_options"]
-        assert options["pandas"] == {"set": {"display.max_columns": None, "display.precision": 2},
-                                     "unsaved": ["display.float_format"]}
+        assert options["pandas"]["set"] == {"display.max_columns": None, "display.precision": 2}
+        assert list(options["pandas"]["pickled"]) == ["display.float_format"] and "unsaved" not in options["pandas"]
         assert options["matplotlib"]["set"]["figure.figsize"] == [12.0, 6.0]
         assert options["matplotlib"]["set"]["axes.prop_cycle"].startswith("cycler(")  # its rc text
         checked(saved)
@@ -410,9 +411,8 @@ def test_pandas_and_matplotlib_options_are_saved_as_their_changes_and_set_again(
         matplotlib.rcParams.update(matplotlib.rcParamsDefault)
         left = libstate.capture().get("library_options", {})
         assert not set(keys) & set(left.get("pandas", {}).get("set", {})) and "matplotlib" not in left  # defaults
-        problems = SessionContext.now().restore_after_load(saved)
-        assert problems == ["the pandas option display.float_format is not carried (its value cannot be saved): "
-                            "set it again"]
+        assert SessionContext.now().restore_after_load(saved) == []
+        assert pd.get_option("display.float_format")(2.25) == "2.2"
         assert pd.get_option("display.max_columns") is None and pd.get_option("display.precision") == 2
         assert list(matplotlib.rcParams["figure.figsize"]) == [12.0, 6.0]
         assert matplotlib.rcParams["axes.prop_cycle"].by_key()["color"] == ["#E24A33", "#348ABD"]
@@ -481,9 +481,18 @@ def test_numpys_print_and_error_options_and_decimals_context_are_saved_and_set_a
     assert contextvars.Context().run(SessionContext.now().restore_after_load, formatter) == [
         "the numpy options {'precision': 'three'} were not set again (TypeError: precision must be an integer)",
         "the numpy option formatter is not carried (its value cannot be saved): set it again"]
+    lock = threading.Lock()  # a formatter holding one cannot be pickled: named, not carried
     assert contextvars.Context().run(lambda: (
-        np.set_printoptions(formatter={"float": "{:.2f}".format}), libstate.capture())[1])["library_options"][
-        "numpy"] == {"unsaved": ["formatter"]}
+        np.set_printoptions(formatter={"float": lambda x, lock=lock: str(x)}), libstate.capture())[1])[
+        "library_options"]["numpy"] == {"unsaved": ["formatter"]}
+    kept = contextvars.Context().run(lambda: (
+        np.set_printoptions(formatter={"float": "{:.2f}".format}), libstate.capture())[1])["library_options"]
+    assert list(kept["numpy"]["pickled"]) == ["formatter"]
+    assert contextvars.Context().run(lambda: (SessionContext.now().restore_after_load({"library_options": kept}),
+                                              repr(np.array([1.005, 2.0])))) == ([], "array([1.00, 2.00])")
+    damaged = {"library_options": {"numpy": {"pickled": {"formatter": "bm90IGEgcGlja2xl"}}}}
+    assert contextvars.Context().run(SessionContext.now().restore_after_load, damaged)[0].startswith(
+        "the numpy option formatter was not set again (its saved value does not load: ")
     bad = {"library_options": {"decimal": {"set": {"traps": ["getcontext"]}}}}
     assert contextvars.Context().run(SessionContext.now().restore_after_load, bad) == [
         "the decimal options {'traps': ['getcontext']} were not set again (ValueError: traps: not a decimal signal: "

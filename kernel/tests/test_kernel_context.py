@@ -223,12 +223,13 @@ def test_pandas_display_options_and_the_plot_style_hold_after_a_move(tmp_path, s
              "plt.rcParams['figure.figsize'] = (12, 6)\n"
              "plt.style.use('ggplot')\n")
     probe = ("print(pd.get_option('display.max_columns'), list(plt.rcParams['figure.figsize']), "
-             "plt.rcParams['axes.facecolor'], plt.rcParams['axes.prop_cycle'].by_key()['color'][0])")
+             "plt.rcParams['axes.facecolor'], plt.rcParams['axes.prop_cycle'].by_key()['color'][0], "
+             "pd.get_option('display.float_format')(2.25))")
     move = _Move(tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell)
     before, first = move.probed(setup, probe)
-    assert before.split()[0] == "None"
+    assert before.split()[0] == "None" and before.split()[-1] == "2.2"
     assert first["error"] is None and first["stdout"] == before, first
-    assert "WARNING: the pandas option display.float_format is not carried" in first["stderr"]
+    assert "not carried" not in first["stderr"].split("(Not carried by a restore")[0], first
 
 
 def test_numpys_print_and_error_options_and_decimals_precision_hold_after_a_move(tmp_path, start_elastic_kernel,
