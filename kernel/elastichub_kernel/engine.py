@@ -158,7 +158,8 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
         "readonly_buffers": [i for i, b in enumerate(dumped.buffers) if b.readonly],
     }
     if own:
-        fields["user_modules"] = [{"module": m, "file": f, "stamp": usermodules.file_stamp(f)} for m, f in own.items()]
+        fields["user_modules"] = [{"module": m, "file": f, "stamp": usermodules.loaded_stamp(m, f)}
+                                  for m, f in own.items()]
         users: dict = {}
         for name, modules in dumped.uses.items():
             if not name.startswith("\x00"):

@@ -47,6 +47,10 @@ _SEEN: dict[str, tuple[int, str | None]] = {}
 # and dropped once the attribute is found rebound (_REBOUND).
 _FIRST: dict[str, dict] = {}
 _REBOUND: dict[str, set] = {}
+# module name -> (its __spec__, its file's stamp) when it was loaded (importlib.reload makes a new spec):
+# a checkpoint saves that stamp, so a file edited after the import, whose code the session never ran, is
+# named at restore rather than silently run in its place.
+_LOADED: dict[str, tuple] = {}
 SMALL_BYTES = 1 << 20  # a mutable value never rebound is saved when its pickle is smaller
 _LIBRARY_DIRS: dict = {}
 _COUNT = [0]  # len(sys.modules) at the last scan after a cell
@@ -98,6 +102,21 @@ def own_namespaces() -> dict[str, dict]:
 def _first_seen(name: str, module) -> None:
     _FIRST[name] = dict(vars(module))
     _REBOUND[name] = set()
+    _note_loaded(name, module)
+
+
+def _note_loaded(name: str, module) -> None:
+    file = (_SEEN.get(name) or (None, None))[1] or getattr(module, "__file__", None)
+    _LOADED[name] = (getattr(module, "__spec__", None), file_stamp(file) if isinstance(file, str) else None)
+
+
+def loaded_stamp(name: str, file: str) -> list | None:
+    """The stamp of `file` when module `name` was last loaded (its stamp now if not noted)."""
+    noted = _LOADED.get(name)
+    module = sys.modules.get(name)
+    if noted is None or module is None or getattr(module, "__spec__", None) is not noted[0]:
+        return file_stamp(file)
+    return noted[1]
 
 
 def note_rebindings(own) -> None:
@@ -107,6 +126,8 @@ def note_rebindings(own) -> None:
         first, module = _FIRST.get(name), sys.modules.get(name)
         if first is None or module is None:
             continue
+        if getattr(module, "__spec__", None) is not _LOADED.get(name, (None,))[0]:
+            _note_loaded(name, module)  # importlib.reload: the file's code as it is now
         rebound = _REBOUND[name]
         for attr, value in list(vars(module).items()):
             if first.get(attr, _MISSING) is not value and attr not in rebound:
@@ -315,7 +336,8 @@ def load_again(entries: list) -> dict:
             if stamp is None:
                 report["changed"][name] = f"its file {file} is gone"
             elif stamp != entry.get("stamp"):
-                report["changed"][name] = f"its file {file} changed since the checkpoint"
+                report["changed"][name] = (f"its file {file} changed since the session loaded it (the session "
+                                           "ran its code as it was then; this is the file's code now)")
             try:
                 if stamp is not None:
                     _load_from(name, file)

@@ -57,3 +57,54 @@ def test_display_formatters_come_back(moved, run_cell):
     out = run_cell(kc, FORMATS_PROBE)
     assert "not carried" not in out["stderr"], out
     assert run_cell.facts(kc, FORMATS_PROBE) == before
+
+
+EDITED = r'''
+import importlib, os, sys
+os.makedirs("course", exist_ok=True)
+sys.path.append(os.path.abspath("course"))
+def write(area):
+    with open("course/shapes.py", "w") as f:
+        f.write(f"class Square:\n    def __init__(self, side):\n        self.side = side\n"
+                f"    def area(self):\n        return {area}\n")
+    st = os.stat("course/shapes.py")
+    os.utime("course/shapes.py", ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))  # a later edit
+write("self.side ** 2")
+import shapes
+square = shapes.Square(3)
+'''
+EDIT_AFTER_IMPORT = "write('-1')  # edited in the editor, not imported again"
+EDIT_AND_RELOAD = "write('self.side * 4'); importlib.reload(shapes)"
+
+
+def _moved_after(start_in_work, run_cell, control_request, cells):
+    """Runs `cells` one by one (as a student does), checkpoints, kills the kernel; the next one restores."""
+    km, kc = start_in_work(SESSION)
+    for cell in cells:
+        assert run_cell(kc, cell)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    return reply, start_in_work(SESSION)[1]
+
+
+def test_a_module_edited_after_its_import_is_named_at_restore(start_in_work, run_cell, control_request):
+    """`import shapes`, then `shapes.py` edited on disk (not reloaded) before
+    the move: the session's `square.area()` was 9, the restore loaded the
+    edited file and it gave -1, without a word (the checkpoint stamped the
+    file as it was at the checkpoint, so nothing looked changed)."""
+    reply, kc = _moved_after(start_in_work, run_cell, control_request,
+                             [EDITED, "assert square.area() == 9", EDIT_AFTER_IMPORT, "assert square.area() == 9"])
+    assert reply["ok"], reply
+    first = run_cell(kc, "print(square.area())")
+    assert "WARNING: module shapes: its file" in first["stderr"] and "square" in first["stderr"], first
+
+
+def test_a_module_reloaded_after_an_edit_is_not_named(start_in_work, run_cell, control_request):
+    """The same edit followed by importlib.reload: the session runs the
+    file's code, so the restore says nothing of a change."""
+    reply, kc = _moved_after(start_in_work, run_cell, control_request,
+                             [EDITED, EDIT_AND_RELOAD, "assert shapes.Square(3).area() == 12"])
+    assert reply["ok"], reply
+    first = run_cell(kc, "print(shapes.Square(3).area())")
+    assert first["stdout"] == "12\n" and "WARNING: module shapes" not in first["stderr"], first
