@@ -103,7 +103,8 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     for name in names:
         value = ns[name]
         if is_module(value):
-            if sys.modules.get(value.__name__) is value and value.__name__ != "__main__":
+            # __main__ only as the notebook's own module (`import __main__`): the next kernel's is that again
+            if sys.modules.get(value.__name__) is value and (value.__name__ != "__main__" or vars(value) is ns):
                 imports.append({"name": name, **module_fingerprint(value)})
                 submodules = loaded_submodules(value, baseline)
                 if submodules:

@@ -108,3 +108,24 @@ def test_a_module_reloaded_after_an_edit_is_not_named(start_in_work, run_cell, c
     assert reply["ok"], reply
     first = run_cell(kc, "print(shapes.Square(3).area())")
     assert first["stdout"] == "12\n" and "WARNING: module shapes" not in first["stderr"], first
+
+
+MAIN = r'''
+import __main__, sys
+me = sys.modules["__main__"]
+__main__.course = "week3"
+'''
+MAIN_PROBE = r'''
+import json
+print("FACTS" + json.dumps([__main__ is me, vars(me) is globals(), me.course]))
+'''
+
+
+def test_the_notebooks_own_module_comes_back_as_itself(moved, run_cell):
+    """`import __main__` (or `sys.modules["__main__"]`), the module whose
+    namespace the cells run in, was 'not restorable' ("a module that cannot
+    be imported by name"): the next cell's `__main__.course` was a NameError."""
+    reply, before, kc = moved(SESSION, MAIN, lambda kc: run_cell.facts(kc, MAIN_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == [True, True, "week3"], before
+    assert run_cell.facts(kc, MAIN_PROBE) == before
