@@ -14,7 +14,7 @@ then one row per server:
   either may be a Kubernetes quantity as kubectl shows it (500m, 512Mi, 2Gi)
 - ended (optional, as `elastichub trace` writes it): how the session ended;
   `log-end` and `hub-shutdown` mark sessions their users did not end, which
-  the lifetime model leaves out (`workload.lifetime_estimate`)
+  the lifetime model counts as lower bounds (`workload.lifetime_estimate`)
 
 Rows need not be sorted (a repeated header, files joined, is skipped).
 Columns may be separated by ';' or tabs instead of ',', numbers then

@@ -84,7 +84,7 @@ def replay_command(args: argparse.Namespace, spec, params, seed: int) -> str:
 
 def _lifetime_note(workload, spec, params) -> str | None:
     """How the lifetime model the strategy is told was estimated from a
-    trace, and what it left out; None where nothing was estimated."""
+    trace, and what it rests on; None where nothing was estimated."""
     from .runner import strategy_options
     from .workload import lifetime_estimate
 
@@ -102,8 +102,8 @@ def _lifetime_note(workload, spec, params) -> str | None:
                 f"{told['lifetime_sd_s']:g} s SD (the median and interquartile range of {estimate.sessions} {noun}"
                 + (f"; {' and '.join(k[9:-2] for k in given)} from --option" if given else "") + ")")
     if estimate.censored:
-        note += (f"; left out: {estimate.censored} session(s) their users did not end (cut by the log's end or a "
-                 "hub shutdown)")
+        note += (f"; {estimate.censored} session(s) their users did not end (cut by the log's end or a hub "
+                 "shutdown) count as lasting at least as long as they ran")
     if estimate.far:
         note += f"; {estimate.far} far longer than the rest (always-on servers?) count only as long ones"
     return note

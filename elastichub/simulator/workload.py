@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import math
 import random
-import statistics
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,7 +36,7 @@ class Request:
     requests: Resources
     kind: str = "user"  # "ordinary", "class", "trace": lets reports split waits by source
     # a replayed session its user did not end (cut by the log's end or a hub
-    # shutdown): replayed as it ran, left out of the lifetime model
+    # shutdown): replayed as it ran, a lower bound in the lifetime model
     censored: bool = False
 
 
@@ -240,7 +239,7 @@ class LifetimeEstimate:
     mean_s: float
     sd_s: float
     sessions: int = 0  # sessions it was estimated from (0: the model they were drawn from)
-    censored: int = 0  # left out: sessions their users did not end
+    censored: int = 0  # sessions their users did not end: lower bounds
     far: int = 0  # beyond 3 IQRs above the upper quartile (always-on servers): counted, barely weighing
 
 
@@ -248,21 +247,57 @@ def lifetime_estimate(workload: Workload) -> LifetimeEstimate:
     """The session lifetime model a lifetime-aware strategy is configured
     with: the model a generated workload was drawn from, or for a replayed
     trace an estimate from its durations, to the second. The estimate is
-    robust: sessions their users did not end are left out (censored: they
-    would have run on), and the mean and SD are those of a normal with the
-    durations' median and interquartile range (SD = IQR / 1.349), so a few
-    always-on servers do not take the model over, as they would a plain mean
-    and SD."""
+    robust: the mean and SD are those of a normal with the durations' median
+    and interquartile range (SD = IQR / 1.349), so a few always-on servers do
+    not take the model over, as they would a plain mean and SD. Sessions
+    their users did not end (censored) ran at least as long as they did:
+    the quartiles are the Kaplan-Meier estimate's, since leaving them out
+    keeps the sessions short enough to end before a cut, not a sample (a
+    restart every 3 h made 3 h sessions look like 1.9 h)."""
     if workload.lifetime is not None:
         return LifetimeEstimate(*workload.lifetime)
-    durations = sorted(r.duration_s for r in workload.requests if not r.censored)
+    ended = sorted(r.duration_s for r in workload.requests if not r.censored)
     censored = sum(1 for r in workload.requests if r.censored)
-    if not durations:
+    if not ended:
         return LifetimeEstimate(LifetimeModel().mean_s, LifetimeModel().sd_s, 0, censored)
-    q1, median, q3 = statistics.quantiles(durations, n=4, method="inclusive") if len(durations) > 1 else durations * 3
-    far = sum(1 for d in durations if d > q3 + 3 * (q3 - q1))
-    return LifetimeEstimate(float(round(median)), float(round((q3 - q1) / IQR_PER_SD)), len(durations),
-                            censored, far)
+    # to the microsecond: the masses' float sums must not tip a median of n.5 s the other way
+    q1, median, q3 = (round(_quantile(_product_limit(workload.requests), p), 6) for p in (0.25, 0.5, 0.75))
+    far = sum(1 for d in ended if d > q3 + 3 * (q3 - q1))
+    return LifetimeEstimate(float(round(median)), float(round((q3 - q1) / IQR_PER_SD)), len(ended), censored, far)
+
+
+def _product_limit(requests) -> list[tuple[float, float]]:
+    """(duration, probability mass) of the Kaplan-Meier estimate of the
+    lifetimes; what it cannot place (censored after the last ended session)
+    sits on the longest duration, a floor. Without censoring: 1/n each."""
+    # At a tie an ended session counts before a censored one (it was still at risk then).
+    ordered = sorted(((r.duration_s, r.censored) for r in requests))
+    points, survival = [], 1.0
+    for i, (duration, cut) in enumerate(ordered):
+        if not cut:
+            mass = survival / (len(ordered) - i)
+            survival -= mass
+            points.append((duration, mass))
+    if survival > 1e-12 and ordered[-1][1]:
+        points.append((ordered[-1][0], survival))
+    return points
+
+
+def _quantile(points: list[tuple[float, float]], p: float) -> float:
+    """Quantile `p` of weighted points, interpolated as
+    `statistics.quantiles(method="inclusive")` does for equal weights: the
+    point after mass C stands at C / (1 - the last point's mass)."""
+    if len(points) == 1:
+        return points[0][0]
+    span = 1.0 - points[-1][1]
+    before, at = 0.0, []
+    for x, w in points:
+        at.append((before / span, x))
+        before += w
+    for (p0, x0), (p1, x1) in zip(at, at[1:]):
+        if p <= p1:
+            return x0 if p1 <= p0 else x0 + (x1 - x0) * (p - p0) / (p1 - p0)
+    return at[-1][1]
 
 
 IQR_PER_SD = 1.349  # a normal's interquartile range, in standard deviations
