@@ -142,6 +142,8 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
         warning = _idle_warning(path, rows, horizon_s)
     else:
         _check_cut(path, rows, horizon_s, since)
+        # as a generated workload: what the replay never reaches is in neither its counts nor its lifetime model
+        requests = [r for r in requests if r.arrival_s < horizon_s]
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})",
                     meta={"warnings": [warning] if warning else []})

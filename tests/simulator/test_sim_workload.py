@@ -112,6 +112,19 @@ def test_a_spreadsheets_export_reads_as_the_same_trace(tmp_path, text):
                                                                                   (30, 600, 2 * GiB)]
 
 
+def test_a_trace_cut_by_days_holds_only_the_servers_it_replays(tmp_path):
+    """--days 14 of a 90-day history: the replay ran 4,232 servers while the
+    header said 25,440 and the lifetime model told to the strategy (and
+    printed into the orchestrator's config) came from sessions never replayed,
+    as a generated workload's would not."""
+    path = write_csv(tmp_path / "t.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n3600,700,1,2\n"
+                                         "86400,90000,1,2\n90000,80000,1,2\n")
+    cut = load_trace(path, LARGEST, horizon_s=DAY_S)
+    assert [r.arrival_s for r in cut.requests] == [0, 3600]
+    assert "(2 servers" in cut.description
+    assert session_lifetime(cut) == (650, 37)
+
+
 def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
     # As the orchestrator's history_file writes it; a week of history crosses a daylight-saving change.
     path = write_csv(tmp_path / "h.csv",
@@ -265,4 +278,4 @@ def test_a_replay_shorter_than_the_trace_says_what_it_leaves_out(tmp_path):
                                          r"replay's start at 2026-12-01 00:00\+00:00, after its end at 43,200 s "
                                          r"\(--days\): nothing to replay"):
         load_trace(path, LARGEST, horizon_s=43_200)
-    assert len(load_trace(path, LARGEST, horizon_s=68_400).requests) == 2  # the engine replays what arrives in time
+    assert len(load_trace(path, LARGEST, horizon_s=68_400).requests) == 1  # 19:00 is the end: not replayed
