@@ -41,3 +41,18 @@ def test_kernel_distribution_never_imports_the_hub_package():
         if mod == "elastichub" or mod.startswith("elastichub.")
     ]
     assert not offenders, offenders
+
+
+def test_no_cancel_is_swallowed_by_asyncio_wait_for():
+    # On Python 3.11, asyncio.wait_for returns a result that arrives together
+    # with a cancel, dropping the cancel: a service then ignores SIGTERM, a
+    # cleanup that cancels its tasks waits for ever. asyncio.timeout() does not.
+    sources = [p for d in ("elastichub", "kernel/elastichub_kernel") for p in sorted((ROOT / d).rglob("*.py"))]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sources
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.Attribute) and node.attr == "wait_for"
+        and isinstance(node.value, ast.Name) and node.value.id == "asyncio"
+    ]
+    assert not offenders, "asyncio.wait_for in " + ", ".join(offenders)

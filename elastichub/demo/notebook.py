@@ -117,7 +117,8 @@ class Notebook:
         out = {"status": None, "stdout": "", "stderr": "", "results": [], "error": None}
         idle = False
         while out["status"] is None or not idle:
-            raw = await asyncio.wait_for(self.ws.read_message(), timeout)
+            async with asyncio.timeout(timeout):
+                raw = await self.ws.read_message()
             if raw is None:
                 if out["status"] is not None:
                     # Answered; only the trailing "idle" was cut off (a live move closed the

@@ -277,8 +277,9 @@ class Stage:
             if self.hub_proc.returncode is None:
                 self.hub_proc.send_signal(signal.SIGTERM)
                 try:
-                    await asyncio.wait_for(self.hub_proc.wait(), 60)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(60):
+                        await self.hub_proc.wait()
+                except TimeoutError:
                     pass
             try:
                 os.killpg(self.hub_proc.pid, signal.SIGKILL)  # whatever of its group is left (proxy, service)

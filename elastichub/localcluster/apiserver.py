@@ -328,10 +328,11 @@ class ResourceHandler(BaseHandler):
                 break
             wait = min(deadline, next_bookmark) - now if bookmarks else deadline - now
             try:
-                first = await asyncio.wait_for(sub.__anext__(), wait)
+                async with asyncio.timeout(wait):
+                    first = await sub.__anext__()
             except StopAsyncIteration:
                 break  # server shutting down, or this watcher fell too far behind
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 if bookmarks and loop.time() >= next_bookmark:
                     # Safe: with the queue empty every change up to now has been sent.
                     self.write(self._bookmark(kind_name))

@@ -164,8 +164,9 @@ class LocalCluster:
         if self._server is not None:
             self._server.stop()
             try:
-                await asyncio.wait_for(self._server.close_all_connections(), 5)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(5):
+                    await self._server.close_all_connections()
+            except TimeoutError:
                 log.warning("some API connections did not close within 5 s")
             self._server = None
         if self._kubeconfig_written is not None:

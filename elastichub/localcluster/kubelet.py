@@ -432,11 +432,12 @@ class Kubelet:
         pending = list(c.ports)
         while pending and c.exit_code is None:
             try:
-                _, writer = await asyncio.wait_for(asyncio.open_connection(rt.ip, pending[0]), 1.0)
+                async with asyncio.timeout(1.0):
+                    _, writer = await asyncio.open_connection(rt.ip, pending[0])
                 writer.close()
                 pending.pop(0)
                 continue
-            except (OSError, asyncio.TimeoutError):
+            except OSError:  # refused, or no answer within 1 s (TimeoutError is an OSError)
                 await asyncio.sleep(PROBE_INTERVAL)
         if not pending and c.exit_code is None:
             c.ready = True
@@ -453,8 +454,9 @@ class Kubelet:
         for c in running:
             procs.signal_group(c.proc.pid, signal.SIGTERM if grace > 0 else signal.SIGKILL)
         try:
-            await asyncio.wait_for(rt.exited.wait(), grace)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(grace):
+                await rt.exited.wait()
+        except TimeoutError:
             for c in rt.running():
                 procs.signal_group(c.proc.pid, signal.SIGKILL)
             await asyncio.to_thread(procs.kill_marked, rt.marker)

@@ -450,8 +450,8 @@ class ElasticOrchestrator(Application):
                      for i in (controller.nodes, controller.pods)]
         server = None
         try:
-            await asyncio.wait_for(asyncio.gather(controller.nodes.synced.wait(), controller.pods.synced.wait()),
-                                   60)
+            async with asyncio.timeout(60):
+                await asyncio.gather(controller.nodes.synced.wait(), controller.pods.synced.wait())
             if self.service_url:
                 server = self._serve(controller)
             self.log.info("orchestrator running: policy %s, theta_out %g %%, Tmon %g s, Tcool %g s%s",

@@ -110,11 +110,13 @@ class CloudPool:
         self.listed = 0  # VMs the cloud listed last (terminated ones aside), in the pool or not
 
     async def _call(self, what: str, fn, *args):
+        limit = asyncio.timeout(self.timeout)
         try:
-            return await asyncio.wait_for(asyncio.to_thread(fn, *args), self.timeout)
-        except asyncio.TimeoutError:
-            raise CloudError(f"{what}: no answer from the cloud within {self.timeout:g} s") from None
+            async with limit:
+                return await asyncio.to_thread(fn, *args)
         except Exception as e:
+            if limit.expired():  # ours, not a socket timeout inside the driver
+                raise CloudError(f"{what}: no answer from the cloud within {self.timeout:g} s") from None
             raise CloudError(f"{what}: {type(e).__name__}: {e}") from None
 
     def _in_pool(self, node, tags: dict) -> bool:

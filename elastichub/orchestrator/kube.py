@@ -110,8 +110,9 @@ class Informer:
             while True:
                 silence = self.watch_timeout + self.silence_margin
                 try:
-                    line = await asyncio.wait_for(resp.content.readline(), silence)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(silence):
+                        line = await resp.content.readline()
+                except TimeoutError:
                     # The cache would go stale without a word (a server seen waiting while it runs, a
                     # node seen booting while Ready): list again.
                     raise ApiException(status=0, reason=f"no word on the watch for {silence:g} s") from None

@@ -455,8 +455,9 @@ class ElasticHubExtension(ExtensionApp):
         # Jupyter stops extensions before it shuts the kernels down, and each
         # kernel's shutdown writes its checkpoint: under the notebook's path now.
         try:
-            await asyncio.wait_for(self.follow_sessions(), self.status_timeout + 5)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self.status_timeout + 5):
+                await self.follow_sessions()
+        except TimeoutError:
             self.log.warning("elastichub: telling the kernels their notebooks' paths took too long at shutdown")
 
     async def status(self, kernel_id: str, kernel: Any) -> dict:

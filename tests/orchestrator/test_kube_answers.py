@@ -92,3 +92,45 @@ async def test_a_watch_that_goes_silent_is_dropped_and_the_resource_listed_again
         task.cancel()
     assert calls[:3] == ["list", "watch", "list"], calls
     assert "pods list/watch failed (0 no word on the watch for 0.2 s)" in caplog.text
+
+
+async def test_a_watch_cancelled_as_its_line_arrives_ends():
+    """The orchestrator stops by cancelling its informers. A cancel landing
+    just as the watch's next line arrived was taken for the line (Python
+    3.11's asyncio.wait_for returns a result that came with the cancel): the
+    informer watched on, and the orchestrator never stopped on SIGTERM."""
+    import asyncio
+
+    from elastichub.orchestrator.kube import Informer
+
+    event = b'{"type": "ADDED", "object": {"metadata": {"name": "p", "resourceVersion": "2"}}}\n'
+
+    class Busy:  # a watch with a line always ready
+        status, reason = 200, "OK"
+
+        def __init__(self):
+            self.content = self
+
+        async def readline(self):
+            await asyncio.sleep(0)
+            if lines_read.append(1) or len(lines_read) == 3:
+                asyncio.get_running_loop().call_soon(task.cancel)  # after this line, before its reader resumes
+            return event
+
+        async def read(self):
+            return b'{"items": [], "metadata": {"resourceVersion": "1"}}'
+
+        def release(self):
+            pass
+
+    lines_read = []
+
+    async def list_fn(**kwargs):
+        return Busy()
+
+    informer = Informer("pods", list_fn, lambda o: o, lambda o: o["metadata"]["name"], watch_timeout=60)
+    task = asyncio.create_task(informer.run())
+    done, _ = await asyncio.wait({task}, timeout=5)
+    if not done:
+        task.cancel()
+    assert done and task.cancelled(), f"still watching after {len(lines_read)} lines"

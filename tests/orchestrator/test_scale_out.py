@@ -113,6 +113,31 @@ async def test_a_cloud_that_cannot_be_listed_skips_the_decision_not_the_loop(clu
     assert any("cloud API down" in e["message"] for e in ctl.events)
 
 
+
+class ListTimesOut:
+    def list_nodes(self):
+        raise TimeoutError("timed out")  # what a socket timeout inside the driver raises
+
+
+class ListHangs:
+    def list_nodes(self):
+        import time
+        time.sleep(1)
+        return []
+
+
+async def test_a_driver_timeout_is_named_apart_from_a_cloud_that_does_not_answer(cluster_factory):
+    """The driver's own socket timeout (at once) was told as "no answer within
+    120 s", sending an admin after the pool's timeout instead of the network."""
+    cluster = await cluster_factory(cluster_config())
+    with pytest.raises(CloudError) as own:
+        await CloudPool(driver_with(cluster, ListTimesOut)).list()
+    assert str(own.value) == "list VMs: TimeoutError: timed out"
+    with pytest.raises(CloudError) as ours:
+        await CloudPool(driver_with(cluster, ListHangs), timeout=0.2).list()
+    assert str(ours.value) == "list VMs: no answer from the cloud within 0.2 s"
+
+
 async def test_a_restart_while_a_vm_boots_keeps_the_cooldown(cluster_factory, wire):
     """The new run adopts the boot and counts Tcool from then: `paper` starts
     no second node in the same cooldown because its state was lost."""
