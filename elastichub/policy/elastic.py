@@ -72,10 +72,11 @@ from __future__ import annotations
 
 import math
 from math import fsum
-from operator import attrgetter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from .calendar import ScheduledClass, reserved_demand
+from .census import Census, take_census
 from .lifetime import ending_within, expected_remaining_s
 from .controller import STRATEGIES, Action, ControllerState, PolicyConfig, ScaleIn, ScaleOut, _check_number
 from .model import ClusterSnapshot, Node, NodeStatus, Resources, Tier
@@ -91,9 +92,7 @@ STANDING_UP_TO, STANDING_SPAN, STANDING_MAX = 90.0, 30.0, 5 / 6  # standing rese
 THRIFT_FROM, THRIFT_SPAN = 80.0, 10.0  # thrift: none up to theta_out 80, all of it from 90
 MIN_FILL = 0.25  # no migration: a queue remainder under a quarter of a node waits (x thrift share)
 
-_USED, _ALLOC, _REQUESTS = attrgetter("used"), attrgetter("allocatable"), attrgetter("requests")
-_CPU, _RAM, _NAME = attrgetter("cpu"), attrgetter("ram"), attrgetter("name")
-_STATUSES = tuple(NodeStatus)
+_NONE = Resources()  # no calendar: nothing reserved
 
 
 @dataclass(frozen=True)
@@ -161,6 +160,8 @@ class ElasticStrategy:
     # the thrift share without migration, 0 with it (see fill_share)
     min_fill: float | None = None
     name: str = "elastic"
+    # the last snapshot and its census (_census): a memo, no state
+    _census_of: list = field(default_factory=lambda: [None, None], init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_number("theta_in", self.theta_in)
@@ -189,18 +190,18 @@ class ElasticStrategy:
             if not isinstance(entry, ScheduledClass):
                 raise ValueError(f"schedule entries must be ScheduledClass, got {entry!r}")
 
-    @property
+    @cached_property
     def delay_after_add(self) -> float:
         return self.config.tcool if self.delay_after_add_s is None else self.delay_after_add_s
 
-    @property
+    @cached_property
     def min_saving(self) -> float:
         """A drain must save at least one boot of node time by default: a
         node that empties sooner on its own costs less than the boot of the
         node that would replace it as headroom."""
         return self.boot_s if self.min_saving_s is None else self.min_saving_s
 
-    @property
+    @cached_property
     def standing_share(self) -> float:
         """Share of the reserve cap kept whatever the arrivals: an admin who
         sets theta_out low asks for headroom against bursts, which recent
@@ -211,7 +212,7 @@ class ElasticStrategy:
             return self.standing_reserve
         return min(max((STANDING_UP_TO - self.config.theta_out) / STANDING_SPAN, 0.0), STANDING_MAX)
 
-    @property
+    @cached_property
     def patience_s(self) -> float:
         """How long a new request may wait for room that ending sessions
         free instead of a node started for it: one boot times the thrift
@@ -220,7 +221,7 @@ class ElasticStrategy:
             return self.queue_patience_s
         return self.boot_s * self.thrift_share
 
-    @property
+    @cached_property
     def thrift_share(self) -> float:
         """How far the policy counts on ending sessions and lets new
         requests wait for them: none at theta_out 80 and below (the pre-issue
@@ -232,7 +233,7 @@ class ElasticStrategy:
             return self.thrift
         return min(max((self.config.theta_out - THRIFT_FROM) / THRIFT_SPAN, 0.0), 1.0)
 
-    @property
+    @cached_property
     def fill_share(self) -> float:
         """Share of a node a queue remainder must fill to have a node started
         for it at once: a quarter of the thrift share without migration (a
@@ -241,20 +242,20 @@ class ElasticStrategy:
             return self.min_fill
         return 0.0 if self.config.migration else MIN_FILL * self.thrift_share
 
-    @property
+    @cached_property
     def soon_s(self) -> float:
         """Departures within this span count (scale-out and scale-in) as
         room that comes no later than a node started now would: one boot +
         tmon, scaled by the thrift share."""
         return self.thrift_share * (self.boot_s + self.config.tmon)
 
-    @property
+    @cached_property
     def scale_out_horizon_s(self) -> float:
         """... and within this one for a request that may still wait: one
         boot + tmon, plus the patience."""
         return self.soon_s + self.patience_s
 
-    @property
+    @cached_property
     def lead_s(self) -> float:
         """How long before a class starts its capacity must be asked for."""
         return self.boot_s + self.config.tmon + self.lead_margin_s
@@ -269,7 +270,7 @@ class ElasticStrategy:
         if state.draining is not None and not self._still_draining(snapshot, state.draining):
             state = replace(state, draining=None)
 
-        reserved = reserved_demand(self.schedule, snapshot, now, self.lead_s)
+        reserved = reserved_demand(self.schedule, snapshot, now, self.lead_s) if self.schedule else _NONE
         tally = self._tally(snapshot, reserved, now)
         if self.config.scale_out:
             wanted = self.nodes_to_start(snapshot, now, reserved, tally)
@@ -302,37 +303,19 @@ class ElasticStrategy:
 
     def _tally(self, snapshot: ClusterSnapshot, reserved: Resources, now: float) -> _Tally:
         """What every rule of a cycle needs, from one look at the nodes."""
-        # Runs every Tmon over every node, so the per-node work is one
-        # dictionary append and the sums run in C (fsum: exact, so they do not
-        # depend on the order of the nodes either).
-        nodes = snapshot.nodes
-        by_status: dict[NodeStatus, list[Node]] = {status: [] for status in _STATUSES}
-        for n in nodes:
-            by_status[n.status].append(n)
-        cloud, onprem_tier = Tier.CLOUD, Tier.ONPREM
-        active = by_status[NodeStatus.READY]
-        booting = by_status[NodeStatus.BOOTING]
-        stopped = [n for n in by_status[NodeStatus.STOPPED] if n.tier is cloud]
-        active_cloud = sum(1 for n in active if n.tier is cloud)
-        # servers of a cloud node being drained will need room elsewhere, as the queue does
-        moving = [srv.requests for n in by_status[NodeStatus.CORDONED] if n.tier is cloud for srv in n.servers]
-        moving += map(_REQUESTS, snapshot.pending)
-        onprem = [n.allocatable for n in nodes if n.tier is onprem_tier]
-        used = list(map(_USED, active))
-        alloc = list(map(_ALLOC, active))
-        boot_alloc = list(map(_ALLOC, booting))
-        d_cpu, d_ram = fsum(map(_CPU, used)), fsum(map(_RAM, used))
-        c_cpu, c_ram = fsum(map(_CPU, alloc)), fsum(map(_RAM, alloc))
-        b_cpu, b_ram = fsum(map(_CPU, boot_alloc)), fsum(map(_RAM, boot_alloc))
-        r_cpu, r_ram = fsum(map(_CPU, moving)), fsum(map(_RAM, moving))
-        o_cpu, o_ram = fsum(map(_CPU, onprem)), fsum(map(_RAM, onprem))
-        stopped.sort(key=_NAME)
-        demand = Resources(d_cpu + r_cpu + reserved.cpu, d_ram + r_ram + reserved.ram)
-        if o_ram <= 0:  # no on-prem cluster: one cloud node is the base
-            o_cpu, o_ram = max(((n.allocatable.cpu, n.allocatable.ram) for n in snapshot.nodes
-                                if n.tier is Tier.CLOUD), default=(0.0, 0.0), key=lambda r: r[1])
-        return _Tally(demand, Resources(c_cpu, c_ram), Resources(b_cpu, b_ram), Resources(o_cpu, o_ram),
-                      None, {}, active, booting, stopped, active_cloud, snapshot, now)
+        c = self._census(snapshot)
+        demand = Resources(c.d_cpu + c.r_cpu + reserved.cpu, c.d_ram + c.r_ram + reserved.ram)
+        return _Tally(demand, c.active_capacity, c.booting_capacity, c.base_capacity, None, {}, c.active,
+                      c.booting, c.stopped, c.active_cloud, snapshot, now)
+
+    def _census(self, snapshot: ClusterSnapshot) -> Census:
+        """The part of the tally that depends on the snapshot alone, kept for
+        the next cycle: a quiet hub (and the simulator, most Tmons) shows the
+        same snapshot cycle after cycle. Every rule only reads it."""
+        memo = self._census_of
+        if memo[0] is not snapshot:
+            memo[:] = snapshot, take_census(snapshot)
+        return memo[1]
 
     def _inflow(self, snapshot: ClusterSnapshot, now: float) -> Resources:
         """What users are likely to ask for during one boot + tmon: what they

@@ -225,6 +225,7 @@ class Simulation:
         self.migrations = self.scale_outs = self.scale_ins = self.decisions = 0
         self.series: list[tuple] = []
         self._last_row: tuple | None = None
+        self._recorded = -1  # the version of the last row
 
     # --- events ------------------------------------------------------------
 
@@ -572,6 +573,9 @@ class Simulation:
     # --- measurements ------------------------------------------------------
 
     def _record(self, t: float) -> None:
+        if self.version == self._recorded:  # every value of a row changes with the version
+            return
+        self._recorded = self.version
         waiting = self.new_waiting
         oldest = next(iter(waiting.values())).queued_since if waiting else -1
         row = (len(waiting), oldest, self.cloud_active, self.cloud_booting, self.cpu_used,
