@@ -133,7 +133,7 @@ class RunResult:
     workload: str
     seed: int
     cloud_node_hours: float
-    waits: list[tuple[int, int, str]]  # (request time, wait, kind); still-queued ones censored
+    waits: list[tuple[int, int, str]]  # (request time, wait, kind); the still_queued last, censored
     migration_waits: list[int]  # per move: seconds the moved server waited for room
     servers: int
     still_queued: int

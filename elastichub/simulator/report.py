@@ -153,7 +153,8 @@ def format_table(summaries: Sequence[dict[str, Any]]) -> str:
     for s in summaries:  # their waits are counted up to the end: a floor, and easy to miss in the row
         if s.get("still_queued"):
             out.append(f"note: {s['policy']} {s['mode']} {_fmt(s['theta_out'])}: {s['still_queued']} server(s) "
-                       "still waiting when the simulation ends (no room for them in this mode, or not yet)")
+                       "still waiting when the simulation ends (no room for them in this mode, or not yet), "
+                       "counted as waiting until then: the run's waits are at least those shown")
     return "\n".join(out)
 
 

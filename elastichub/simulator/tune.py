@@ -110,7 +110,26 @@ def _tracked(runs, specs: list[RunSpec], progress) -> list[dict[str, Any]]:
 
 
 def meets(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> bool:
-    return s["wait_p95_s"] <= slo_p95 and (slo_max is None or s["wait_max_s"] <= slo_max)
+    """Does the run meet the objective, whatever became of the servers
+    still waiting when it ended (`verdict` is True)?"""
+    return verdict(s, slo_p95, slo_max) is True
+
+
+def verdict(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> bool | None:
+    """True: the run meets the objective; False: it misses it; None: the
+    replay cannot tell. A server still waiting at the end has waited at
+    least its wait so far (counted so in the waits: a miss on them is a
+    miss) but may wait on for ever: a burst just before the end, whose
+    users waited a minute so far, must not pass for a burst served within
+    a minute."""
+    if s["wait_p95_s"] > slo_p95 or (slo_max is not None and s["wait_max_s"] > slo_max):
+        return False
+    if not s["still_queued"]:
+        return True
+    upper = s["wait_p95_upper_s"]  # their waits unbounded: max wait has no bound, p95 may
+    if slo_max is not None or upper is None or upper > slo_p95:
+        return None
+    return True
 
 
 def _shortfall(s: dict[str, Any], slo_p95: float, slo_max: float | None) -> float:
@@ -132,11 +151,17 @@ def tune(workload: Workload, params: ClusterParams, seed: int, policy: str, mode
                                                         summaries[i]["cloud_node_hours"]))
         s = summaries[closest]
         slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f" and max wait <= {slo_max:g} s")
-        raise NoSettingMeetsSLO(
-            f"no setting of {len(specs)} tried meets {slo}; the closest is {describe(specs[closest])}: "
-            f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, {s['cloud_node_hours']:.2f} cloud node-hours",
-            TuneResult(s, specs[closest], summaries, specs, met=False),
-        )
+        unknown = sum(1 for s in summaries if verdict(s, slo_p95, slo_max) is None)
+        if unknown:
+            message = (f"no setting of {len(specs)} tried is known to meet {slo}: in {unknown} that may, servers "
+                       f"are still waiting when the replay ends ({s['still_queued']} in the closest, "
+                       f"{describe(specs[closest])}) and may yet wait longer than that; replay further "
+                       "(a later --days, or a trace that goes on past them)")
+        else:
+            message = (f"no setting of {len(specs)} tried meets {slo}; the closest is {describe(specs[closest])}: "
+                       f"p95 {s['wait_p95_s']:g} s, max {s['wait_max_s']} s, "
+                       f"{s['cloud_node_hours']:.2f} cloud node-hours")
+        raise NoSettingMeetsSLO(message, TuneResult(s, specs[closest], summaries, specs, met=False))
     best = min(_key(summaries[i]) for i in ok)
     tied = [i for i in ok if _key(summaries[i]) == best]
     if len(tied) == 1:
@@ -211,24 +236,26 @@ def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -
     from .pareto import ring_front, save
 
     out.mkdir(parents=True, exist_ok=True)
+    closest = "closest (misses it)" if verdict(result.chosen, slo_p95, slo_max) is False else "closest (cannot tell)"
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     for ax, metric, title, slo in ((axes[0], "wait_p95_s", "p95 wait", slo_p95),
                                    (axes[1], "wait_max_s", "max wait", slo_max)):
         points = [(s["cloud_node_hours"], s[metric]) for s in result.summaries]
-        good = [meets(s, slo_p95, slo_max) for s in result.summaries]
-        ax.scatter([p[0] for p, g in zip(points, good) if g], [p[1] for p, g in zip(points, good) if g],
-                   s=18, color="tab:green", label="meets the objective")
-        ax.scatter([p[0] for p, g in zip(points, good) if not g], [p[1] for p, g in zip(points, good) if not g],
-                   s=18, color="tab:grey", label="misses it")
+        verdicts = [verdict(s, slo_p95, slo_max) for s in result.summaries]
+        for v, color, label in ((True, "tab:green", "meets the objective"), (False, "tab:grey", "misses it"),
+                                (None, "tab:orange", "cannot tell: servers still waiting at the end")):
+            if v in verdicts or v is not None:
+                ax.scatter([p[0] for p, w in zip(points, verdicts) if w is v],
+                           [p[1] for p, w in zip(points, verdicts) if w is v], s=18, color=color, label=label)
         ring_front(ax, points)
         ax.scatter([result.chosen["cloud_node_hours"]], [result.chosen[metric]], s=260, marker="*",
                    color="tab:red", zorder=4,
-                   label=f"{'chosen' if result.met else 'closest (misses it)'}: {describe(result.spec)}")
+                   label=f"{'chosen' if result.met else closest}: {describe(result.spec)}")
         if slo is not None:
             ax.axhline(slo, color="tab:red", ls="--", lw=0.8, label=f"objective {slo:g} s")
         ax.set_ylabel(f"{title} of new requests (s)")
         ax.set_title(f"cost vs {title}: {len(points)} settings")
     title = ("--tune: the cheapest setting that meets the objective" if result.met
-             else "--tune: no setting meets the objective; the closest starred")
+             else f"--tune: no setting is known to meet the objective; the {closest} starred")
     return save(fig, axes, title, out / "tune-pareto.png")
 

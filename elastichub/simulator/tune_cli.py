@@ -113,7 +113,7 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
              slo_p95: float, slo_max: float | None) -> int:
     from ..policy import theta_in_mistake
     from .report import format_table, is_terminal
-    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune
+    from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune, verdict
 
     if args.theta_out is None:  # the orchestrator refuses a theta_in above theta_out: never offer one
         thetas = [t for t in THETA_OUT_GRID if not theta_in_mistake(options.get("theta_in"), t)]
@@ -138,11 +138,17 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
     tied = (f"the history does not tell {result.tied} settings apart (equal node-hours and waits): chose the one "
             "nearest the strategy's defaults") if result.tied > 1 else None
     slo = f"p95 wait <= {slo_p95:g} s" + ("" if slo_max is None else f", max wait <= {slo_max:g} s")
+    unknown = sum(1 for s in result.summaries if verdict(s, slo_p95, slo_max) is None)
+    unknown = (f"{unknown} setting(s) not counted as meeting it: servers still waiting when the replay ends "
+               "could wait longer than it allows") if unknown else None
     if args.json:
-        print(json.dumps({"chosen": result.chosen, "setting": {"policy": policy, "mode": mode,
-                          "theta_out": result.spec.theta_out, **result.spec.options},
+        runs = [{**s, "meets_slo": verdict(s, slo_p95, slo_max)} for s in result.summaries]
+        chosen = {**result.chosen, "meets_slo": verdict(result.chosen, slo_p95, slo_max)}
+        print(json.dumps({"chosen": chosen,
+                          "setting": {"policy": policy, "mode": mode, "theta_out": result.spec.theta_out,
+                                      **result.spec.options},
                           "config": lines, "replay": replay, "tied": result.tied, "lifetime": lifetime,
-                          "runs": result.summaries, "plot": str(picture),
+                          "unknown": unknown, "runs": runs, "plot": str(picture),
                           "search_s": round(took, 2), "processes": processes}, indent=2))
         return 0
     print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
@@ -152,6 +158,8 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
     print(f"cheapest setting that meets it: {describe(result.spec)}")
     if tied:
         print(f"({tied})")
+    if unknown:
+        print(f"({unknown})")
     if result.chosen["scale_outs"] == 0:
         print("(on-prem alone meets it on this history: no cloud node was started)")
     print(format_table([result.chosen]))

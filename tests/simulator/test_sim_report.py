@@ -56,4 +56,5 @@ def test_a_server_still_waiting_at_the_end_is_noted_under_the_table():
     lines = format_table([summary(tiny_run()), summary(result)]).splitlines()
     assert len(lines) == 5
     assert lines[4] == ("note: paper onprem-only -: 1 server(s) still waiting when the simulation ends (no room for "
-                        "them in this mode, or not yet)")
+                        "them in this mode, or not yet), counted as waiting until then: the run's waits are at "
+                        "least those shown")
