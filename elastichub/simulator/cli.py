@@ -53,6 +53,18 @@ LIFETIME_OPTIONS = {
 }
 
 
+def _zone(name: str | None):
+    """The ZoneInfo of --timezone, or None without it."""
+    if name is None:
+        return None
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise UsageError(f"--timezone: unknown time zone {name!r} (e.g. UTC, Europe/Berlin)") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = "docs/simulator.md describes the model, the paper workload and the trace format."
@@ -63,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="replay a trace: header arrival_s,duration_s,cpu,ram_gib (instead of --workload); "
                         "- reads standard input (elastichub trace hub.log ... | elastichub simulate --trace -)")
     g.add_argument("--days", metavar="D", help="simulated days (paper: 2; trace: until its last server ends)")
+    g.add_argument("--timezone", metavar="ZONE",
+                   help="the hub's time zone (e.g. Europe/Berlin): a trace's timestamps are replayed on its wall "
+                        "clock, so calendar times and days are the hub's (default: each timestamp's own offset)")
     g.add_argument("--calendar", metavar="FILE.csv",
                    help="classes to add (header start,users,cpu,ram_gib[,spread_s,name]; start as seconds "
                         "or 'D HH:MM'): their students arrive, and the calendar policy knows the schedule")
@@ -255,10 +270,13 @@ def run(args: argparse.Namespace) -> int:
 
     params, lifetime, policies, modes, thetas, seed, days, workload_name, options = _parse(args)
     tuning = parse_tune(args, policies, modes)
+    if args.timezone is not None and not args.trace:
+        raise UsageError("--timezone: only a --trace of timestamps has a clock to set")
+    zone = _zone(args.timezone)
     try:
         if args.trace:
             horizon = None if days is None else int(round(days * 86_400))
-            workload = load_trace(args.trace, params.node_shapes, horizon)
+            workload = load_trace(args.trace, params.node_shapes, horizon, zone=zone)
         else:
             workload = make_workload(workload_name, days=days, seed=seed, lifetime=lifetime)
     except TraceError as e:

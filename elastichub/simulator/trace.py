@@ -8,7 +8,8 @@ then one row per server:
   instead `arrival`, a timestamp with its time zone (ISO 8601, as the
   orchestrator's `history_file` writes it) or in Unix seconds (UTC): the
   replay then starts at midnight of the first arrival's day, in that
-  arrival's offset
+  arrival's offset, and each arrival comes at its local time (a calendar's
+  "D HH:MM" is the hub's clock across a daylight-saving change)
 - duration_s: how long the server ran once started, seconds (> 0)
 - cpu: CPU request in cores; ram_gib: RAM request in GiB (>= 0, not both 0);
   either may be a Kubernetes quantity as kubectl shows it (500m, 512Mi, 2Gi)
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import math
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
@@ -45,18 +46,23 @@ MAX_SPAN_DAYS = 400
 # Nobody on the hub for longer than this, between two sessions, is more
 # likely a wrong date than a break: the replay simulates every idle second.
 IDLE_WARN_DAYS = 30
+# A zone's daylight-saving changes are months apart: offsets that change
+# sooner again are rows of different zones, not one hub's clock.
+DST_APART_DAYS = 30
 
 
 class TraceError(ValueError):
     """A trace file that cannot be replayed; the message names the line."""
 
 
-def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None = None) -> Workload:
+def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None = None,
+               zone: tzinfo | None = None) -> Workload:
     """Read and validate a trace. `nodes`: the allocatable of each node
     shape of the simulated cluster (`ClusterParams.node_shapes`): a request
     no one of them holds could never run. `horizon_s` defaults to the end of
-    the last server had it never waited, rounded up to a whole hour. A long
-    idle stretch is a warning in `meta["warnings"]`."""
+    the last server had it never waited, rounded up to a whole hour. `zone`:
+    the hub's, whose wall clock timestamps are replayed on (else each one's
+    own offset's). A long idle stretch is a warning in `meta["warnings"]`."""
     path = Path(path)
     text = _text(path)
     reader = csv_rows(text)
@@ -68,6 +74,9 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     if twice:
         raise TraceError(f"{path} line 1: column(s) {', '.join(twice)} named twice: which one holds the values?")
     stamped = TIMESTAMP in header
+    if zone is not None and not stamped:
+        raise TraceError(f"{path} line 1: a time zone is given (--timezone), but arrival_s counts seconds from the "
+                         "start, with no clock to set: name timestamps in an arrival column")
     if stamped and "arrival_s" in header:
         raise TraceError(f"{path} line 1: columns arrival_s and arrival both present: name one, seconds from "
                          "the start (arrival_s) or a timestamp (arrival)")
@@ -125,28 +134,45 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     if not rows:
         raise TraceError(f"{path}: no rows after the header")
     since = ""
+    warnings = []
     if stamped:
+        if zone is not None:  # the same moments, on the hub's clock
+            rows = [(arrival.astimezone(zone), *rest) for arrival, *rest in rows]
         first = min(row[0] for row in rows)
         origin = first.replace(hour=0, minute=0, second=0, microsecond=0)
-        rows = [((arrival - origin).total_seconds(), *rest) for arrival, *rest in rows]
+        local, warning = _offset_changes(path, rows)
+        if zone is not None:  # the admin named the clock
+            local, warning = True, None
+        warnings.append(warning)
+        if local:
+            # Each arrival at its own wall-clock time (its timestamp without
+            # its offset), as users and a calendar's "D HH:MM" know it: in
+            # elapsed seconds, a daylight-saving change moved every later
+            # arrival an hour off the calendar. Durations stay elapsed.
+            # (midnight of the earliest wall-clock time: a clock set back at
+            # midnight puts a later arrival before the first one's day)
+            wall = min(arrival.replace(tzinfo=None) for arrival, *_ in rows).replace(hour=0, minute=0, second=0,
+                                                                                   microsecond=0)
+            rows = [((arrival.replace(tzinfo=None) - wall).total_seconds(), *rest) for arrival, *rest in rows]
+        else:
+            rows = [((arrival - origin).total_seconds(), *rest) for arrival, *rest in rows]
         since = f", from {origin.isoformat(' ', 'minutes')}"
     # The model runs in whole seconds, as the paper's 1 s steps.
     rows = [(round(arrival), max(1, round(duration)), *rest) for arrival, duration, *rest in rows]
     _check_span(path, rows, stamped)
     requests = [Request(arrival, duration, req, "trace", censored) for arrival, duration, req, _, censored in rows]
     requests.sort(key=lambda r: r.arrival_s)
-    warning = None
     if horizon_s is None:  # the replay runs to the last session's end: an idle stretch is simulated too
         end = max(r.arrival_s + r.duration_s for r in requests)
         horizon_s = math.ceil((end + 1) / HOUR_S) * HOUR_S
-        warning = _idle_warning(path, rows, horizon_s)
+        warnings.append(_idle_warning(path, rows, horizon_s))
     else:
         _check_cut(path, rows, horizon_s, since)
         # as a generated workload: what the replay never reaches is in neither its counts nor its lifetime model
         requests = [r for r in requests if r.arrival_s < horizon_s]
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})",
-                    meta={"warnings": [warning] if warning else []})
+                    meta={"warnings": [w for w in warnings if w]})
 
 
 def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
@@ -176,6 +202,36 @@ def _check_cut(path: Path, rows: list[tuple], horizon_s: int, since: str) -> Non
         raise TraceError(f"{path} line {line}: the first server arrives {arrival:,} s ({arrival / HOUR_S:.3g} h) "
                          f"after the replay's start{since.replace(', from', ' at')}, after its end at {horizon_s:,} s "
                          "(--days): nothing to replay")
+
+
+def _offset_changes(path: Path, rows: list[tuple]) -> tuple[bool, str | None]:
+    """(replay on the wall clock, a warning) for the arrivals' UTC offsets
+    (rows: arrival datetime, ..., line, ...). Changes months apart are a
+    zone's daylight-saving changes: each arrival is replayed at its local
+    time. Changes closer together are rows written in different zones (a
+    history in UTC joined with a local one), whose local times differ for
+    the same moment: replayed by elapsed time, as one offset."""
+    ordered = sorted(rows, key=lambda r: r[0])
+    changes = [(a, b) for a, b in zip(ordered, ordered[1:]) if a[0].utcoffset() != b[0].utcoffset()]
+    if not changes:
+        return False, None
+    times = [at[0] for _, at in changes]
+    local = all((t2 - t1).total_seconds() >= DST_APART_DAYS * DAY_S for t1, t2 in zip(times, times[1:]))
+    before, at = changes[0][0], changes[0][1]
+    found = (f"{path}: the arrivals' UTC offset changes from {_offset(before[0])} to {_offset(at[0])} at line "
+             f"{at[3]}" + (f" and {len(changes) - 1} more time(s)" if len(changes) > 1 else ""))
+    if local:
+        return True, (f"{found}, a daylight-saving change: each arrival is replayed at its local time, so calendar "
+                      "times ('D HH:MM') and days are the hub's, and the replay's clock skips (or repeats) the hour "
+                      "the clocks did")
+    return False, (f"{found}, within {DST_APART_DAYS} days (rows written in different time zones?): replayed in "
+                   f"elapsed time from midnight at {_offset(ordered[0][0])}, so calendar times ('D HH:MM') are "
+                   "that offset's; write every row in the hub's zone (or every one in UTC)")
+
+
+def _offset(moment: datetime) -> str:
+    minutes = round(moment.utcoffset().total_seconds() / 60)
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 def _idle_warning(path: Path, rows: list[tuple], horizon_s: int) -> str | None:

@@ -67,7 +67,7 @@ def replay_command(args: argparse.Namespace, spec, params, seed: int) -> str:
         words += ["--trace", "TRACE.csv" if args.trace == "-" else args.trace]  # a pipe cannot be replayed
     elif args.workload:
         words += ["--workload", args.workload]
-    for option in ("--days", "--calendar", "--schedule"):
+    for option in ("--days", "--timezone", "--calendar", "--schedule"):
         if getattr(args, option[2:]) is not None:
             words += [option, getattr(args, option[2:])]
     words += ["--seed", str(seed), "--policy", spec.policy, "--mode", spec.mode, "--theta-out", repr(spec.theta_out)]

@@ -190,3 +190,30 @@ def test_a_schedule_no_policy_of_the_run_uses_is_said_to_change_nothing(tmp_path
     assert main(["simulate", "--trace", str(trace), "--schedule", str(timetable), "--mode", "migration",
                  "--policy", "calendar,elastic"]) == 0
     assert "--schedule" not in capsys.readouterr().err
+
+
+def test_timezone_sets_the_clock_of_a_replay_and_of_the_command_that_replays_it(tmp_path, capsys):
+    trace = write_csv(tmp_path / "h.csv", "arrival,duration_s,cpu,ram_gib\n2026-03-27T08:00:00Z,600,1,2\n"
+                                          "2026-03-30T07:00:00Z,600,1,2\n")
+    code, out, err = simulate(capsys, "--trace", str(trace), "--timezone", "Europe/Berlin", "--policy", "paper",
+                              "--mode", "onprem-only", "--json")
+    assert code == 0 and err == ""
+    assert json.loads(out)["workload"]["description"].endswith("from 2026-03-27 00:00+01:00)")
+    code, out, _ = simulate(capsys, "--trace", str(trace), "--timezone", "Europe/Berlin", "--tune", "--slo-p95-wait",
+                            "60", "--theta-out", "80", "--option", "standing_reserve=0", "--out", str(tmp_path),
+                            "--json")
+    assert code == 0 and " --timezone Europe/Berlin " in json.loads(out)["replay"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--timezone", "Mars/Olympus"], "--timezone: unknown time zone 'Mars/Olympus' (e.g. UTC, Europe/Berlin)"),
+    (["--timezone", "UTC", "--workload", "paper"], "--timezone: only a --trace of timestamps has a clock to set"),
+])
+def test_a_bad_timezone_is_one_line(tmp_path, capsys, argv, message):
+    trace = write_csv(tmp_path / "h.csv", "arrival,duration_s,cpu,ram_gib\n2026-03-27T08:00:00Z,600,1,2\n")
+    if "--workload" not in argv:
+        argv = ["--trace", str(trace), *argv]
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", *argv])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: {message}")

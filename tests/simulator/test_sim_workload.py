@@ -126,7 +126,7 @@ def test_a_trace_cut_by_days_holds_only_the_servers_it_replays(tmp_path):
 
 
 def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
-    # As the orchestrator's history_file writes it; a week of history crosses a daylight-saving change.
+    # As the orchestrator's history_file writes it, with a row from a local clock among them
     path = write_csv(tmp_path / "h.csv",
                      "arrival,duration_s,cpu,ram_gib,user,waited_s\n"
                      "2026-03-29T09:00:30+02:00,600,1,2,bob,0\n"
@@ -137,6 +137,36 @@ def test_a_trace_of_timestamps_starts_at_midnight_of_its_first_day(tmp_path):
     assert [r.arrival_s for r in wl.requests] == [13.5 * 3600, 13.5 * 3600, 24 * 3600 + 8 * 3600 + 30]
     assert sorted(r.duration_s for r in wl.requests[:2]) == [60, 3600]
     assert "from 2026-03-28 00:00+01:00" in wl.description
+    # a UTC row among local ones is no clock change: the same moment, replayed as one
+    assert wl.meta["warnings"] == [
+        f"{path}: the arrivals' UTC offset changes from +01:00 to +00:00 at line 4 and 1 more time(s), within 30 "
+        "days (rows written in different time zones?): replayed in elapsed time from midnight at +01:00, so "
+        "calendar times ('D HH:MM') are that offset's; write every row in the hub's zone (or every one in UTC)"]
+
+
+@pytest.mark.parametrize("rows, local", [
+    # Europe/Berlin: clocks forward on 2026-03-29, back on 2026-10-25; 09:00 is 09:00 on each day
+    (["2026-03-27T09:00:00+01:00", "2026-03-30T09:00:00+02:00"], ["1 09:00", "4 09:00"]),
+    (["2026-10-24T09:00:00+02:00", "2026-10-26T09:00:00+01:00"], ["1 09:00", "3 09:00"]),
+    (["2026-03-27T09:00:00+01:00", "2026-04-01T13:00:00+02:00", "2026-10-26T09:00:00+01:00"],
+     ["1 09:00", "6 13:00", "214 09:00"]),
+])
+def test_a_trace_across_a_daylight_saving_change_keeps_the_hubs_wall_clock(tmp_path, rows, local):
+    """A calendar's "D HH:MM" is the hub's clock: counted in elapsed
+    seconds, every arrival after a clock change was an hour off it."""
+    from elastichub.policy.calendar import parse_start
+
+    path = write_csv(tmp_path / "dst.csv", "arrival,duration_s,cpu,ram_gib\n"
+                                           + "".join(f"{r},600,1,2\n" for r in rows))
+    wl = load_trace(path, LARGEST)
+    assert [r.arrival_s for r in wl.requests] == [parse_start(t) for t in local]
+    assert [r.duration_s for r in wl.requests] == [600] * len(rows)  # elapsed, as they ran
+    [warning] = [w for w in wl.meta["warnings"] if "UTC offset" in w]  # (the third: idle for months too)
+    assert warning.startswith(f"{path}: the arrivals' UTC offset changes from {rows[0][-6:]} to {rows[1][-6:]} "
+                              "at line 3")
+    assert warning.endswith(", a daylight-saving change: each arrival is replayed at its local time, so calendar "
+                            "times ('D HH:MM') and days are the hub's, and the replay's clock skips (or repeats) the "
+                            "hour the clocks did")
 
 
 def test_unix_times_in_the_arrival_column_read_as_utc(tmp_path):
@@ -279,3 +309,30 @@ def test_a_replay_shorter_than_the_trace_says_what_it_leaves_out(tmp_path):
                                          r"\(--days\): nothing to replay"):
         load_trace(path, LARGEST, horizon_s=43_200)
     assert len(load_trace(path, LARGEST, horizon_s=68_400).requests) == 1  # 19:00 is the end: not replayed
+
+
+def test_a_utc_history_is_replayed_on_the_clock_of_the_hubs_zone(tmp_path):
+    """The orchestrator's history_file writes UTC: given the hub's zone, a
+    09:00 class in Berlin is at 09:00 of its day, winter and summer."""
+    import zoneinfo
+
+    from elastichub.policy.calendar import parse_start
+
+    path = write_csv(tmp_path / "history.csv", "arrival,duration_s,cpu,ram_gib\n"
+                                               "2026-03-30T07:00:00+00:00,600,1,2\n"
+                                               "2026-03-27T08:00:00Z,600,1,2\n"
+                                               "1774857600,60,1,2\n")  # 2026-03-30 08:00 UTC, Unix time
+    wl = load_trace(path, LARGEST, zone=zoneinfo.ZoneInfo("Europe/Berlin"))
+    assert [r.arrival_s for r in wl.requests] == [parse_start(t) for t in ("1 09:00", "4 09:00", "4 10:00")]
+    assert "from 2026-03-27 00:00+01:00" in wl.description and wl.meta["warnings"] == []
+    plain = load_trace(path, LARGEST)  # without: UTC's clock, one offset
+    assert [r.arrival_s for r in plain.requests] == [parse_start(t) for t in ("1 08:00", "4 07:00", "4 08:00")]
+
+
+def test_a_time_zone_needs_timestamps(tmp_path):
+    import zoneinfo
+
+    path = write_csv(tmp_path / "t.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n")
+    with pytest.raises(TraceError, match=r"t.csv line 1: a time zone is given \(--timezone\), but arrival_s counts "
+                                         r"seconds from the start, with no clock to set"):
+        load_trace(path, LARGEST, zone=zoneinfo.ZoneInfo("UTC"))
