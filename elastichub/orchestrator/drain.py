@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 DRAINING, STOPPING_VM, ABORTING = "draining", "stopping-vm", "aborting"
 RESTART, DONE = "restart", "done"  # a server's steps in the record
 USER_STOPPED = "stopped by its user during the move"  # a move's report: skipped, for this reason
+HUB_STOPPED = "stopped during the move: the hub serves it from neither pod (its pod was lost)"
 TRY_AGAIN = (0, 429, 502, 503, 504)  # hub answers (0: none) that a moment later can be different
 
 
@@ -489,13 +490,13 @@ class Drain:
         self.on_move(report)
         await self._wait_pod_gone(pod.key, self.t.stop)
 
-    async def _left_stopped(self, key: str) -> str:
-        """A server its user (or a culler) stopped before the drain did:
-        off the record, never started by the drain. Returns why, for its report."""
-        log.info("%s was stopped by its user during the drain of %s: left stopped", key, self.node)
+    async def _left_stopped(self, key: str, why: str = USER_STOPPED) -> str:
+        """A server its user (or a culler, or the hub) stopped before the drain
+        did: off the record, never started by the drain. Returns why, for its report."""
+        log.info("%s was %s (drain of %s): left stopped", key, why, self.node)
         del self.record["servers"][key]
         await self._save(needed=False)
-        return USER_STOPPED
+        return why
 
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
         """Write on a restarted server's new pod when its user asked for it
@@ -518,9 +519,12 @@ class Drain:
             if entry.get("step") in (LIVE, ROUTE) and self.kube_pods is not None:
                 log.info("live move of %s interrupted by a restart: finishing or undoing it", key)
                 report = MoveReport(key, self.node, method="live")
-                if await self._live(entry).recover() == "done":
+                recovered = await self._live(entry).recover()
+                if recovered == "done":
                     report.destination, report.outcome = entry.get("to"), "moved"
                     await self._wait_pod_gone(f"{entry['ns']}/{entry['source']}", self.t.stop)
+                elif recovered == "stopped":  # and its pod gone with it: nothing is left to move
+                    report.outcome, report.error = "skipped", await self._left_stopped(key, HUB_STOPPED)
                 else:
                     del self.record["servers"][key]
                     await self._save(needed=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
@@ -32,9 +32,12 @@ class HubError(Exception):
 
 # What the orchestrator's role grants (jupyterhub_config_example.py), and
 # what it needs of them: finding the servers, stopping and starting them,
-# and reaching each one (its kernels, terminals, checkpoints, live moves).
-ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers")
-NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "delete:servers", "access:servers")
+# reaching each one (its kernels, terminals, checkpoints, live moves), and
+# reading which pod the hub serves each from (the spawner's state: a live
+# move whose destination pod is gone since tells by it whether it switched).
+ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers", "admin:server_state")
+NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "delete:servers", "access:servers",
+                 "admin:server_state")
 
 
 def _excerpt(payload) -> str:
@@ -61,6 +64,8 @@ class HubServer:
     user_options: dict
     started: str | None
     last_activity: str | None
+    # The spawner's state (scope admin:server_state); None: the hub's answer held none.
+    state: dict | None = field(default=None, hash=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -88,9 +93,11 @@ def proxied_url(proxy_url: str, server_url: str) -> str:
 def parse_server(user: str, name: str, raw: dict) -> HubServer:
     if not isinstance(raw, dict):
         raise HubError(f"the hub's model of server {user}/{name} is not an object: {raw!r}")
+    state = raw.get("state")
     return HubServer(user=user, name=name, ready=bool(raw.get("ready")), pending=raw.get("pending"),
                      url=str(raw.get("url") or ""), user_options=dict(raw.get("user_options") or {}),
-                     started=raw.get("started"), last_activity=raw.get("last_activity"))
+                     started=raw.get("started"), last_activity=raw.get("last_activity"),
+                     state=state if isinstance(state, dict) else None)
 
 
 class HubClient:

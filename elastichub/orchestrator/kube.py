@@ -336,11 +336,13 @@ class KubePods:
             "reason": reason, "message": message, "type": "Normal", "count": 1,
             "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "elastichub-orchestrator"}})
 
-    async def delete(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
-        """Delete a pod; gone already is fine."""
+    async def delete(self, namespace: str, name: str, grace_seconds: int | None = None, uid: str | None = None) -> None:
+        """Delete a pod; gone already is fine. With `uid`, only that pod: one
+        made since under its name (409: the precondition failed) stays."""
+        body = {"preconditions": {"uid": uid}} if uid else None
         try:
-            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds,
+            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_seconds, body=body,
                                                   _request_timeout=REQUEST_TIMEOUT)
         except ApiException as e:
-            if e.status != 404:
+            if e.status not in ((404, 409) if uid else (404,)):
                 raise

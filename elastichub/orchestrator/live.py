@@ -23,7 +23,8 @@ the source serves and anything unexpected undoes the move: the source kernels
 thaw (they also thaw by themselves when a lease runs out), the destination
 pod is deleted, nothing is lost. The Node's drain record names both pods
 before the destination exists, so a restarted orchestrator finishes a switched
-move or undoes one that was not (`recover`).
+move or undoes one that was not (`recover`): the destination's annotation
+says, or, that pod gone, the hub's record of which pod serves the server.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ LIVE, ROUTE = "live", "route"  # record steps: destination may exist / route swi
 NOTEBOOK_CONTAINER = "notebook"  # KubeSpawner's name for the single-user container
 _MOVE_SUFFIX = re.compile(r"-m[0-9a-f]{6}$")
 FINAL_ATTEMPTS = 3  # pauses tried; the last one goes ahead even if a cell arrived
+DEST_GONE = "the destination pod is gone"
 
 
 class LiveMoveFailed(Exception):
@@ -388,8 +390,14 @@ class LiveMove:
             # Not when its user (or a culler) is stopping it: the hub no longer routes to it, and the stop
             # checkpoints its kernels (a frozen kernel's state is the one the freeze wrote).
             if server is not None and server.ready:
-                await self.hub.server_call(self.hub.proxy_base(server), "POST", "/api/elastichub/live",
-                                           {"phase": "thaw"})
+                thawed = await self.hub.server_call(self.hub.proxy_base(server), "POST", "/api/elastichub/live",
+                                                    {"phase": "thaw"})
+                retired = [str(r.get("kernel_id")) for r in thawed if isinstance(r, dict)
+                           and r.get("was") == "retired"] if isinstance(thawed, list) else []
+                if retired:  # the one copy that serves: the destination, never switched to, goes now
+                    log.warning("live move of %s: kernel(s) %s had been retired; thawed, as the hub still serves "
+                                "the source (its state is the one the destination had applied)",
+                                self.entry.get("source"), ", ".join(retired))
         except HubError as e:  # the kernels' lease thaws them anyway, unless retired: keep the record
             log.warning("live move of %s: thawing the source failed: %s", self.entry.get("source"), e)
             raise
@@ -397,21 +405,66 @@ class LiveMove:
             await self.pods.delete(self.namespace, self.entry["dest"], grace_seconds=1)
 
     async def recover(self) -> str:
-        """After a restart: "done" when the switch had happened (finished now),
-        "undone" when it had not (undone now)."""
+        """After a restart, or an error once the route was asked for: "done"
+        when the switch had happened (finished now: the source goes, its
+        retired kernels never thawed), "undone" when it had not (undone now),
+        "stopped" when the hub serves the server from neither pod any more
+        (both deleted, nothing thawed)."""
         pod = await self._dest()
         answer = _route_of(pod)
         if answer in (podmeta.ROUTE_REQUESTED, podmeta.ROUTE_SWITCHING):
             answer = await self._route_answer()
-        if pod is not None and answer == podmeta.ROUTE_SWITCHED:
+        if answer == DEST_GONE:
+            # Its answer went with it (deleted, evicted), maybe after the switch: the hub's record says.
+            # The source is read first: a pod the hub starts afresh under its name after that is not ours.
+            source = await self.pods.get(self.namespace, self.entry["source"])
+            owner = await self._hub_pod()
+            if owner == self.entry["dest"]:
+                answer = podmeta.ROUTE_SWITCHED
+            elif owner != self.entry["source"]:
+                await self._discard(owner, source)
+                return "stopped"
+        if answer == podmeta.ROUTE_SWITCHED:
             await self.finish()
             return "done"
         await self.undo()
         return "undone"
 
+    async def _hub_pod(self) -> str | None:
+        """The pod the hub serves the server from (its spawner's state:
+        KubeSpawner's pod_name, which the route switch changes), None when
+        the hub runs the server no more. HubError when the hub's answer
+        cannot tell: a guess would either delete the pod that serves the
+        user or thaw retired kernels in a pod nobody owns."""
+        key, dest = f"{self.entry['user']}/{self.entry['name']}".rstrip("/"), self.entry["dest"]
+        server = await self.hub.server(self.entry["user"], self.entry["name"])
+        if server is None:
+            return None
+        if server.state is None:
+            raise HubError(f"cannot tell whether the hub switched {key} to pod {dest}, gone since: the hub's "
+                           "model of the server holds no spawner state (the orchestrator's role needs the scope "
+                           "admin:server_state)", 403)
+        name, namespace = server.state.get("pod_name"), server.state.get("namespace") or self.namespace
+        if not isinstance(name, str) or not name:
+            raise HubError(f"cannot tell whether the hub switched {key} to pod {dest}, gone since: the hub's "
+                           f"state of the server names no pod (pod_name {name!r}; is its spawner a KubeSpawner?)")
+        return name if namespace == self.namespace else f"{namespace}/{name}"
+
+    async def _discard(self, owner: str | None, source: dict | None) -> None:
+        """The hub serves the server from neither pod of the move (it was
+        stopped, maybe started afresh): both go, the source's kernels not
+        thawed (retired: the destination held the newer state; if not, the
+        hub's stop checkpointed them when it still served the source)."""
+        log.warning("live move of %s: the hub serves it from %s, neither the source nor the destination; "
+                    "deleting both", self.entry.get("source"), f"pod {owner}" if owner else "no pod")
+        await self.pods.delete(self.namespace, self.entry["dest"], grace_seconds=1)
+        if source is not None:
+            await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=delete_grace(source),
+                                   uid=(source.get("metadata") or {}).get("uid"))
+
 
 def _route_of(pod: dict | None) -> str:
     """The route annotation of a destination pod ("" when it has none)."""
     if pod is None:
-        return "the destination pod is gone"
+        return DEST_GONE
     return ((pod.get("metadata") or {}).get("annotations") or {}).get(podmeta.ROUTE_ANNOTATION, "")

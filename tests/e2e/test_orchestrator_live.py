@@ -182,6 +182,24 @@ class HubNeverAnswers(KubePods):
         return None
 
 
+class EvictedAfterSwitch(KubePods):
+    """The destination pod is evicted the moment the hub has switched to it,
+    before the orchestrator reads the hub's answer."""
+
+    evicted = None
+
+    async def get(self, namespace: str, name: str) -> dict | None:
+        pod = await super().get(namespace, name)
+        annotations = ((pod or {}).get("metadata") or {}).get("annotations") or {}
+        if self.evicted is None and annotations.get("elastichub.io/route") == "switched":
+            self.evicted = name
+            await self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+            while await super().get(namespace, name) is not None:
+                await asyncio.sleep(0.05)
+            return None
+        return pod
+
+
 class DeltaCorrupted(HubClient):
     """The delta file is damaged between the source writing it and the destination reading it."""
 
@@ -313,3 +331,61 @@ async def test_killed_during_live_moves_it_finishes_or_undoes_each_and_nothing_i
         nb = await open_notebook(hub, user, f"{user}.ipynb")
         assert (await nb.run(DIGEST, timeout=30))["stdout"] == digests[user], f"{user}'s state differs"
         nb.close()
+
+
+async def test_a_destination_lost_after_the_switch_takes_the_retired_source_along(hub_on_cluster, tmp_path):
+    """The orchestrator was killed just after the hub switched alice to her
+    destination pod, and that pod was then evicted (the hub stopped her
+    server with it). The restarted orchestrator found no destination, took
+    the move for never switched and undid it: the retired source ran on in
+    cloud-1 with no owner, and the node never drained. The hub's record
+    decides now: neither pod serves, both go, nothing is thawed, the VM stops."""
+    cluster, hub = hub_on_cluster
+    await users_on_cloud(cluster, hub, ["alice"])
+    cluster.store.delete("pods", "filler", "default")
+    orch = OrchestratorProcess(cluster, hub, tmp_path, extra='c.ElasticOrchestrator.move_method = "live"\n')
+
+    def switched():
+        dest = _destination(cluster, "alice")
+        return dest and dest["metadata"]["annotations"].get("elastichub.io/route") == "switched" and dest
+
+    try:
+        await orch.start()
+        dest = await until(switched, timeout=90, step=0.01, what=f"alice's route switched\n{orch.log()[-3000:]}")
+        await orch.kill()
+        cluster.store.delete("pods", dest["metadata"]["name"], "default")  # evicted
+
+        async def stopped():
+            return await hub.server("alice") is None
+        await until(stopped, timeout=60, what="the hub stopping alice's server with its pod")
+        await orch.start()
+
+        async def converged():
+            return (cluster.cloud.describe("cloud-1")["state"] == VM_STOPPED and not _record(cluster)
+                    and not _pods(cluster, "alice"))
+        await until(converged, timeout=150, step=0.5, what=f"convergence\n{orch.log()[-3000:]}")
+        assert await orch.stop() == 0
+    finally:
+        await orch.kill()
+    log = orch.log()
+    assert "neither the source nor the destination; deleting both" in log, log[-3000:]
+    assert "thawed" not in log, log[-3000:]
+
+
+async def test_a_destination_evicted_once_switched_is_no_reason_to_bring_the_source_back(hub_on_cluster, wire):
+    """The hub switched alice to her destination, which was evicted before
+    the orchestrator read the answer: the move was undone, the thaw went
+    through the proxy to the lost pod and failed, and once the hub had
+    stopped the server the retired source ran on in cloud-1 with no owner:
+    the drain rolled back again and again. The hub's record decides now."""
+    cluster, hub = hub_on_cluster
+    await users_on_cloud(cluster, hub, ["alice"])
+    source = _pods(cluster, "alice")[0]["metadata"]["name"]
+    cluster.store.delete("pods", "filler", "default")
+    ctl = await _controller(cluster, hub, wire)
+    ctl.kube_pods = EvictedAfterSwitch(ctl.kube_pods.core)
+    await run_until_vm_stopped(ctl, timeout=120)
+    assert ctl.kube_pods.evicted
+    assert [(m.method, m.outcome) for m in ctl.moves] in ([("live", "moved")], [("live", "skipped")]), [
+        m.to_json() for m in ctl.moves]
+    assert not [p for p in _pods(cluster, "alice") if p["metadata"]["name"] == source], "the source runs on"

@@ -122,8 +122,8 @@ async def test_a_role_missing_a_scope_a_move_needs_is_named_at_start(cluster_fac
     errors = [line for line in result.stderr.splitlines() if "CRITICAL" in line or "error" in line.lower()]
     assert len(errors) == 1, result.stderr
     assert f"cannot use the hub API at {hub.url}/hub/api" in errors[0]
-    assert "lacks the scope(s) access:servers; its role needs list:users, read:users, servers, access:servers" \
-        in errors[0]
+    assert "lacks the scope(s) access:servers; its role needs list:users, read:users, servers, access:servers, " \
+        "admin:server_state" in errors[0]
     assert ORCHESTRATOR_TOKEN not in result.stderr
 
     # A token the hub never issued: said as such, not as "403 None".
