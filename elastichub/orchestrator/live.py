@@ -166,7 +166,8 @@ def adoption(status, kernel_ids: set) -> tuple[bool, str | None]:
 
 class LiveMove:
     """One server's live move. `entry` is its part of the Node's drain record
-    and `save` writes the record; `phases` collects the seconds of each step."""
+    and `save(needed=True)` writes the record (the drain's: a write not
+    `needed` survives a deleted Node); `phases` collects the seconds of each step."""
 
     def __init__(self, *, hub: HubClient, pods: KubePods, timeouts, entry: dict, save: Callable,
                  poll: float = 0.1):
@@ -379,7 +380,8 @@ class LiveMove:
         # The time the hub's own stop gives it (an admin's preStop hook may need it).
         await self.pods.delete(self.namespace, self.entry["source"], grace_seconds=delete_grace(source))
         self.entry["step"] = "done"
-        await self.save()
+        # Written after the fact: a Node deleted meanwhile takes no record, and the move is done all the same.
+        await self.save(needed=False)
         self.phases["source_delete_s"] = round(time.monotonic() - started, 3)
         return self.entry.get("to")
 

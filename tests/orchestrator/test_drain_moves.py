@@ -651,3 +651,40 @@ async def test_a_stop_by_its_user_while_the_drain_records_its_own_is_not_overrid
     assert not {"stop", "start"} & set(hub.events), hub.events
     assert drain.record["servers"] == {}
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
+
+
+async def test_a_node_deleted_after_a_live_moves_source_went_reports_it_moved(monkeypatch):
+    """The Node was deleted just after carol's live move deleted her source
+    pod: the record of the finished move could not be written, and the move,
+    done (the destination on onprem-1 serves her), was reported "interrupted"."""
+    from elastichub.orchestrator.live import ROUTE, LiveMove
+
+    class Pods:
+        deleted = []
+
+        async def get(self, namespace, name):
+            return None if name in self.deleted else {"metadata": {"name": name}, "spec": {"nodeName": "cloud-1"}}
+
+        async def delete(self, namespace, name, grace_seconds=None):
+            self.deleted.append(name)
+
+    class Kube(Recorder):
+        async def record_drain(self, node, record):
+            self.saved.append(json.loads(json.dumps(record)))
+            return None if pods.deleted else {}  # the Node went with the source
+
+    class Switched(LiveMove):
+        async def run(self, pod, server):  # the route switched: only the source is left to go
+            self.entry.update(step=ROUTE, to="onprem-1")
+            return await self.finish()
+
+    pods, reports = Pods(), []
+    hub = MovingHub()
+    drain = Drain("cloud-1", None, kube=Kube(), hub=hub, cloud=None, pods=lambda: [], move_method="live",
+                  kube_pods=pods, timeouts=DrainTimeouts(start=0.3, stop=0.3, poll=0.02), on_move=reports.append)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    monkeypatch.setattr(Drain, "_live", lambda self, entry: Switched(
+        hub=hub, pods=pods, timeouts=self.t, entry=entry, save=self._save, poll=0.01))
+    await drain._move(carol_pod())
+    assert pods.deleted == ["jupyter-carol"]
+    assert (reports[-1].method, reports[-1].outcome, reports[-1].destination) == ("live", "moved", "onprem-1")

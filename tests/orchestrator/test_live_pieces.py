@@ -178,7 +178,7 @@ async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
     entry = {"user": "alice", "name": "", "ns": "jhub", "source": "jupyter-alice", "dest": "jupyter-alice-m1",
              "prefix": "/user/alice/", "to": "onprem-1"}
 
-    async def save():
+    async def save(needed=True):
         saved.append(entry["step"])
 
     move = LiveMove(hub=Hub(), pods=pods, timeouts=DrainTimeouts(route=5), entry=entry, save=save, poll=0.01)
@@ -217,7 +217,7 @@ async def test_a_live_moves_source_gets_the_grace_the_spawner_gives_a_stopping_p
         async def delete(self, namespace, name, grace_seconds=None):
             self.deleted.append((name, grace_seconds))
 
-    async def save():
+    async def save(needed=True):
         pass
 
     pods = Pods()
@@ -253,7 +253,7 @@ async def test_undoing_a_live_move_whose_server_its_user_stopped_only_deletes_th
             self.calls.append(body)
             raise HubError("POST /api/elastichub/live: 403 <!DOCTYPE HTML>", 403)
 
-    async def save():
+    async def save(needed=True):
         pass
 
     pods, hub = Pods(), Hub()
@@ -316,7 +316,7 @@ async def test_a_kernel_shut_down_or_started_during_a_live_move_undoes_it(frozen
         async def server(self, user, name):
             return HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
 
-    async def save():
+    async def save(needed=True):
         pass
 
     pods, hub = Pods(), Hub()

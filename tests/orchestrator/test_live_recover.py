@@ -49,7 +49,7 @@ def _model(pod_name: str | None, *, state: bool = True) -> dict:
 
 
 def _move(api, hub: Hub) -> LiveMove:
-    async def save():
+    async def save(needed=True):
         pass
 
     entry = {"user": "alice", "name": "", "ns": "default", "source": SOURCE, "dest": DEST, "step": "route",

@@ -65,7 +65,7 @@ def _hub_spawner(monkeypatch, api, switch_s: float, switched: list) -> ElasticSp
 
 
 def _move(api) -> LiveMove:
-    async def save():
+    async def save(needed=True):
         pass
     entry = {"user": "alice", "name": "", "ns": "default", "source": "jupyter-alice", "dest": DEST}
     return LiveMove(hub=None, pods=KubePods(api), timeouts=DrainTimeouts(route=0.3), entry=entry, save=save,
