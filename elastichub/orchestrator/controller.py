@@ -41,6 +41,9 @@ from .timetable import TimetableFile, classes_ahead
 
 log = logging.getLogger(__name__)
 MAX_PROBLEM_EVENTS = 5  # new problems said per cycle (a bad rollout can make thousands)
+# How far the wall clock may drift from the monotonic one between two cycles before it counts as stepped
+# (NTP steps offsets over 128 ms; it slews at most 0.5 ms/s, far below this).
+CLOCK_STEP_S = 1.0
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
 
 
@@ -76,6 +79,7 @@ class Controller:
     settings: Settings = field(default_factory=Settings)
     metrics: Metrics = field(default_factory=Metrics)
     clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic  # tells a step of `clock` from time passing
     kube_pods: KubePods | None = None  # live moves create and delete pods
     timetable: TimetableFile | None = None  # calendar_file, followed for edits (strategy: a TimetabledStrategy)
     history: HistoryFile | None = None  # history_file: each ended server session, as a simulator trace row
@@ -92,6 +96,7 @@ class Controller:
         self.timeline: deque[dict] = deque(maxlen=max(10, int(self.settings.timeline_s / self.settings.tmon)))
         self.last: Observation | None = None
         self.last_cycle_at: float | None = None
+        self._ticks: tuple[float, float] | None = None  # the last cycle's (clock, monotonic)
         self.billed_until: float | None = None  # the cloud bill counted up to here
         self.cycles = 0
         self.sessions = SessionTracker()
@@ -131,8 +136,7 @@ class Controller:
 
     async def cycle(self) -> dict:
         now = self.clock()
-        if self.last_cycle_at is not None and now < self.last_cycle_at:
-            self._clock_stepped_back(self.last_cycle_at - now)
+        self._check_clock(now)
         self._dry_before, self._dry_now = self._dry_now, set()
         vms = None
         t0 = time.perf_counter()
@@ -167,17 +171,28 @@ class Controller:
         self._tell_waiting(obs, now)
         return record
 
-    def _clock_stepped_back(self, step: float) -> None:
-        """The wall clock went back (an NTP step): the times remembered from before are moved back with it,
-        as if no time had passed, or Tcool and back-offs would hold as long as the step (boots are timed apart)."""
-        self.event("clock", f"the clock went back {step:.0f} s: cool-down, back-offs and boots count on from here")
+    def _check_clock(self, now: float) -> None:
+        """The wall clock stepped (an NTP correction, either way) since the last cycle: the times remembered
+        from before move with it, as if no time had passed, or Tcool and back-offs would hold as long as a
+        step back, and a step forward would end them early (boots are timed apart). The wall clock stays
+        the policy's `now`: the timetable is a calendar."""
+        ticks, self._ticks = self._ticks, (now, self.monotonic())
+        if ticks is None:
+            return
+        step = (now - ticks[0]) - (self._ticks[1] - ticks[1])
+        if abs(step) <= CLOCK_STEP_S:
+            return
+        self.event("clock", f"the clock went {'forward' if step > 0 else 'back'} {abs(step):.0f} s: cool-down, "
+                            "back-offs and boots count on from here as if it had not")
         times = {f.name: v for f in fields(self.state) if isinstance(v := getattr(self.state, f.name), (int, float))
                  and not isinstance(v, bool)}  # the policy state's times (the rest: names, None)
-        self.state = replace(self.state, **{name: v - step for name, v in times.items()})
+        self.state = replace(self.state, **{name: v + step for name, v in times.items()})
         for b in self.backoff.values():
-            b.until -= step
+            b.until += step
         for node in self.boot_started:
-            self.boot_started[node] -= step
+            self.boot_started[node] += step
+        if self.billed_until is not None:  # the bill counts the VMs' real time, not the step
+            self.billed_until += step
 
     def _decided(self, now: float, action, reason: str, t0: float) -> dict:
         seconds = time.perf_counter() - t0

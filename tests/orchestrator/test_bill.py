@@ -33,7 +33,8 @@ async def test_a_vm_running_through_a_cloud_outage_is_billed_for_all_of_it():
     cloud = FlakyCloud()
     nodes = SimpleNamespace(records={"onprem-1": _node("onprem-1", "on-prem"), "cloud-1": _node("cloud-1", "cloud")})
     ctl = Controller(make_strategy("paper", PolicyConfig(theta_out=80, tmon=15, tcool=1e9)), nodes,
-                     SimpleNamespace(records={}), None, None, cloud, Settings(tmon=15), clock=lambda: now[0])
+                     SimpleNamespace(records={}), None, None, cloud, Settings(tmon=15), clock=lambda: now[0],
+                     monotonic=lambda: now[0])
     await ctl.cycle()
     for minute in range(60):  # an hour; the cloud's API answers only in the last minute
         now[0] += 60

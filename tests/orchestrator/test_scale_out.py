@@ -289,24 +289,56 @@ async def test_a_clock_stepped_back_holds_neither_the_cooldown_nor_a_back_off_fo
 
     cluster = await cluster_factory(cluster_config())
     await fill(cluster, [f"u{i}" for i in range(7)])  # 87.5 % on-prem
-    now = [1_800_000_000.0]
+    now, ticks = [1_800_000_000.0], [0.0]  # the wall clock, and the monotonic one (time that really passed)
     ctl = await wire(cluster, paper(tcool=600))
-    ctl.clock = lambda: now[0]
+    ctl.clock, ctl.monotonic = (lambda: now[0]), (lambda: ticks[0])
+    await above_theta_out_again(cluster, ctl)
+    now[0] += 100
+    ticks[0] += 100
+    assert (await ctl.cycle())["action"] == "none"  # within Tcool of the scale-out
+    ctl.backoff["cloud-2"] = Backoff(failures=1, until=now[0] + 60)
+    now[0] -= 86_400  # the step: no time passed for the loop
+    await ctl.cycle()
+    assert any(e["kind"] == "clock" and "back 86400 s" in e["message"] for e in ctl.events), ctl.events
+    assert ctl.backoff["cloud-2"].until == now[0] + 60  # what was left of it, no more
+    now[0] += 500  # Tcool after the scale-out
+    ticks[0] += 500
+    decision = await ctl.cycle()
+    assert decision["action"] == "scale-out", decision
+
+
+async def above_theta_out_again(cluster, ctl):
+    """cloud-1 started and Ready (the controller's first cycle), then on-prem and cloud-1 above theta_out."""
     await until(lambda: len(ctl.pods.records) >= 7, what="cache")
     assert (await ctl.cycle())["nodes"] == ["cloud-1"]
     await until(lambda: not ctl._busy("boot:cloud-1") and ctl.nodes.records["cloud-1"].ready, what="cloud-1 up")
     await fill(cluster, ["late1", "late2", "late3"])  # 20 of 24 GiB: above theta_out again
     await until(lambda: len(ctl.pods.records) >= 10, what="cache")
-    now[0] += 100
-    assert (await ctl.cycle())["action"] == "none"  # within Tcool of the scale-out
+
+
+async def test_a_clock_stepped_forward_ends_neither_the_cooldown_nor_a_back_off_early(cluster_factory, wire):
+    """An NTP step of an hour forward, 100 s after a scale-out: Tcool (600 s) read as over and a second
+    node started at once, a back-off ended an hour early, and the step was billed as an hour of cloud-1."""
+    from elastichub.orchestrator.controller import Backoff
+
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(7)])  # 87.5 % on-prem
+    now, ticks = [1_800_000_000.0], [0.0]
+    ctl = await wire(cluster, paper(tcool=600))
+    ctl.clock, ctl.monotonic = (lambda: now[0]), (lambda: ticks[0])
+    await above_theta_out_again(cluster, ctl)
     ctl.backoff["cloud-2"] = Backoff(failures=1, until=now[0] + 60)
-    now[0] -= 86_400  # the step: no time passed for the loop
-    await ctl.cycle()
-    assert any(e["kind"] == "clock" and "86400 s" in e["message"] for e in ctl.events), ctl.events
-    assert ctl.backoff["cloud-2"].until == now[0] + 60  # what was left of it, no more
-    now[0] += 500  # Tcool after the scale-out
+    billed = ctl.metrics.cloud_node_seconds._value.get()
+    now[0] += 3_600 + 100  # the step, and 100 s that passed
+    ticks[0] += 100
     decision = await ctl.cycle()
-    assert decision["action"] == "scale-out", decision
+    assert decision["action"] == "none", decision  # 100 s into the cooldown, not 3,700
+    assert any(e["kind"] == "clock" and "forward 3600 s" in e["message"] for e in ctl.events), ctl.events
+    assert ctl.backoff["cloud-2"].until == now[0] - 40  # over 40 s ago, as it really is
+    assert ctl.metrics.cloud_node_seconds._value.get() - billed == 100  # cloud-1 ran 100 s, not 3,700
+    now[0] += 500
+    ticks[0] += 500
+    assert (await ctl.cycle())["action"] == "scale-out"  # the cooldown over by the time that passed
 
 
 class RecordingHub:
