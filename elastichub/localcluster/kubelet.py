@@ -186,6 +186,17 @@ class Kubelet:
     def _update_node(self, mutate: Callable[[dict], None]) -> dict:
         return self.store.update("nodes", self.name, mutate)
 
+    def _power_node(self, on: bool) -> dict | None:
+        """Its Node, its power state set. A Node deleted meanwhile (kubectl delete node) is registered anew
+        by a boot, as a kubelet registers its node when it starts, and stays gone through a power-off
+        (None): the VM stops all the same, as a cloud's does."""
+        try:
+            return self._update_node(lambda n: _set_power_state(n, on))
+        except ApiError as e:
+            if e.code != 404:
+                raise
+        return self.store.create("nodes", self.node_object()) if on else None
+
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
@@ -214,7 +225,7 @@ class Kubelet:
     async def power_on(self) -> None:
         """The VM finished booting: the node turns Ready and runs the pods waiting for it."""
         self.powered_on = True
-        node = self._update_node(lambda n: _set_power_state(n, True))
+        node = self._power_node(True)
         self.events.record(node, "NodeReady", f"Node {self.name} status is now: NodeReady")
         pods, _ = self.store.list("pods", field_selector=f"spec.nodeName={self.name}")
         for pod in pods:
@@ -223,9 +234,10 @@ class Kubelet:
     async def power_off(self) -> None:
         """The VM was stopped: every pod process dies at once and its pod fails (NodeShutdown)."""
         self.powered_on = False
-        node = self._update_node(lambda n: _set_power_state(n, False))
-        self.events.record(node, "NodeNotReady", f"Node {self.name} status is now: NodeNotReady (powered off)",
-                           type="Warning")
+        node = self._power_node(False)
+        if node is not None:
+            self.events.record(node, "NodeNotReady", f"Node {self.name} status is now: NodeNotReady (powered off)",
+                               type="Warning")
         runtimes = [rt for rt in self._pods.values() if rt.task is not None and not rt.task.done()]
         for rt in runtimes:
             if rt.stop_reason is None:

@@ -28,8 +28,8 @@ from typing import Callable
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, Tier, occupancy
-from .cloud import CloudError, CloudPool
+from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, occupancy
+from .cloud import PENDING, RUNNING, UNKNOWN, CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
 from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
@@ -37,13 +37,15 @@ from .kube import Informer, KubeNodes, KubePods, error_line
 from .metrics import Metrics
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
-from .timetable import TimetableFile, classes_ahead
+from .status import status_of
+from .timetable import TimetableFile
 
 log = logging.getLogger(__name__)
 MAX_PROBLEM_EVENTS = 5  # new problems said per cycle (a bad rollout can make thousands)
 # How far the wall clock may drift from the monotonic one between two cycles before it counts as stepped
 # (NTP steps offsets over 128 ms; it slews at most 0.5 ms/s, far below this).
 CLOCK_STEP_S = 1.0
+UNMAPPED = "vm/"  # + VM id: the boot watch of a VM no node name ties to a node (no node name has a "/")
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
 
 
@@ -378,6 +380,14 @@ class Controller:
                 self.boot_started.setdefault(n.name, now)
                 self._start_boot(n.name, vm.id if vm else None, start=False)
                 adopted = True
+        for vm in obs.unmapped:
+            # On, and no node of its own to watch by name: the same watch, which finds its node if one
+            # registers (by its providerID), and stops it once it has run `boot_timeout` with none.
+            key = UNMAPPED + vm.id
+            if vm.state in (RUNNING, PENDING, UNKNOWN) and not self._busy(f"boot:{key}") and \
+                    vm.id not in self.booting_vms:
+                self.boot_started.setdefault(key, now)
+                self._start_boot(key, vm.id, start=False)
         if adopted and self.state.last_action_at is None:
             # A scaling action of an earlier run (this one restarted) is still under way, and its
             # time is lost with that run: Tcool counts from now, or a restart mid-boot would
@@ -531,10 +541,21 @@ class Controller:
                 # did). Stopping its VM would end their sessions without a checkpoint.
                 self.event("problem", f"{node} is not Ready but hosts {', '.join(hosted)}: its VM is left running")
                 return
+            unbacked = self.last.unbacked if self.last else []
+            if rec is None and unbacked:
+                self.event("problem", f"VM {vm_id} has run {s.boot_timeout:g} s with no Node {self._named(node)}, "
+                           f"but cloud node(s) {', '.join(unbacked)} host servers and have neither a VM nor a "
+                           "providerID: it may be theirs, so it is left running")
+                return
             delay = self._back_off(node, s.boot_backoff, s.boot_backoff_max)
             self.metrics.boot_failures.inc()
-            self.event("boot-failed", f"{node} was not Ready within {s.boot_timeout:g} s: stopping VM {vm_id}, "
-                       f"kept out of the pool for {delay:g} s (failure {self.backoff[node].failures})")
+            # No Node at all: a boot that never registered, a Node deleted (kubectl delete node, the cloud
+            # controller), or one registered under a name the pool does not map.
+            why = (f"{node} was not Ready within {s.boot_timeout:g} s" if rec is not None else
+                   f"VM {vm_id} has run {s.boot_timeout:g} s with no Node {self._named(node)} (its boot failed, "
+                   "its Node was deleted, or it registered under a name the pool does not map)")
+            self.event("boot-failed", f"{why}: stopping VM {vm_id}, kept out of the pool for {delay:g} s "
+                                      f"(failure {self.backoff[node].failures})")
             if vm_id is not None and self.cloud is not None:
                 await self.cloud.stop(vm_id)
         except CloudError as e:
@@ -543,6 +564,10 @@ class Controller:
         finally:
             self.boot_started.pop(started, None)
             self.booting_vms.discard(vm_id)
+
+    @staticmethod
+    def _named(node: str) -> str:
+        return "that the pool maps it to" if node.startswith(UNMAPPED) else node
 
     async def _hosted(self, node: str) -> list[str]:
         """The servers' pods on `node` (not finished), as the API server has
@@ -561,55 +586,4 @@ class Controller:
     # -- status --------------------------------------------------------------------------
 
     def status(self) -> dict:
-        obs = self.last
-        snap = obs.snapshot if obs else ClusterSnapshot(())
-        draining = self.draining()
-        nodes = []
-        for n in snap.nodes:
-            vm = obs.vms.get(n.name) if obs else None
-            nodes.append({
-                "name": n.name, "tier": n.tier.value, "status": n.status.value,
-                "allocatable": {"cpu": n.allocatable.cpu, "ram": n.allocatable.ram},
-                "used": {"cpu": n.used.cpu, "ram": n.used.ram},
-                "occupancy_ram": round(100 * n.used.ram / n.allocatable.ram, 2) if n.allocatable.ram else None,
-                "servers": sorted(s.name for s in n.servers),
-                "pinned": sorted(s.name for s in n.servers if not s.movable),
-                "vm": {"id": vm.id, "state": vm.state} if vm else None,
-                "draining": n.name == draining or (obs is not None and n.name in obs.drains),
-            })
-        tiers = {}
-        for tier in Tier:
-            members = [n for n in snap.active_nodes if n.tier is tier]
-            tiers[tier.value] = {"active": len(members), "occupancy_ram": round(occupancy(members, "ram"), 2)
-                                 if members else None}
-        config = getattr(self.strategy, "config", None)
-        return {
-            "time": self.clock(),
-            "policy": getattr(self.strategy, "name", "?"),
-            "theta_out": getattr(config, "theta_out", None),
-            "tmon": getattr(config, "tmon", None),
-            "tcool": getattr(config, "tcool", None),
-            "dry_run": self.settings.dry_run,
-            "cycles": self.cycles,
-            "occupancy": {"ram": round(occupancy(snap.active_nodes, "ram"), 2),
-                          "cpu": round(occupancy(snap.active_nodes, "cpu"), 2)},
-            "tiers": tiers,
-            "nodes": nodes,
-            "pending": [s.name for s in snap.pending],
-            "pool": {status.value: len(snap.with_status(status, Tier.CLOUD)) for status in NodeStatus},
-            "decisions": list(self.decisions)[-50:],
-            "migrations": {
-                "in_flight": [m.to_json() for m in self.moves if m.outcome == "in-flight"],
-                "recent": [m.to_json() for m in self.moves if m.outcome != "in-flight"][-50:],
-            },
-            "events": list(self.events)[-50:],
-            "problems": obs.problems[:20] if obs else [],
-            "timeline": list(self.timeline),
-            "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in self.backoff.items()
-                        if b.until > self.clock()},
-            "restart_next": dict(self.restart_next),
-            "classes": classes_ahead(self.strategy, self.clock()),
-            "history": None if self.history is None else {
-                "file": self.history.path, "written": self.history.written,
-                "unwritten": len(self.history.unwritten), "running": len(self.sessions.sessions)},
-        }
+        return status_of(self)

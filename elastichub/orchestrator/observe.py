@@ -44,6 +44,10 @@ class Observation:
     problems: list[str] = field(default_factory=list)
     onprem_only: dict[str, str] = field(default_factory=dict)  # waiting server -> why no cloud node can run it
     waiting: dict[str, PodRecord] = field(default_factory=dict)  # waiting server -> its pod (queued or on-prem only)
+    unmapped: list[VM] = field(default_factory=list)  # pool VMs no node name or providerID ties to a node
+    # Cloud nodes hosting servers that no VM backs and no providerID ties to one: any VM without a
+    # Node of its own may be theirs.
+    unbacked: list[str] = field(default_factory=list)
 
     def node_of(self, vm_id: str | None, default: str) -> str:
         """The node VM `vm_id` is (found by its providerID, it may not be the name the mapping gives)."""
@@ -143,6 +147,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     drains: dict[str, str] = {}
     tainted: set[str] = set()
     seen: set[str] = set()
+    unbacked: list[str] = []
     for rec in nodes:
         tier = tiers.get(rec.tier) if rec.tier is not None else None
         if tier is None:
@@ -155,6 +160,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         if rec.drain_taint:
             tainted.add(rec.name)
         vm = vm_by_node.get(rec.name)
+        if tier is Tier.CLOUD and cloud_managed and vm is None and not rec.provider_id and servers.get(rec.name):
+            unbacked.append(rec.name)
         status = _status(rec, tier, vm, cloud_managed, hosting=bool(servers.get(rec.name)))
         if status is None:
             continue
@@ -210,7 +217,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
 
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems, onprem_only=onprem_only,
-                       waiting=waiting)
+                       waiting=waiting, unmapped=unnamed, unbacked=unbacked)
 
 
 def _by_provider_id(nodes: list[NodeRecord], tiers: dict, vm_by_node: dict[str, VM], unnamed: list[VM],
