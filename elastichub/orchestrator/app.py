@@ -144,6 +144,8 @@ class ElasticOrchestrator(Application):
     boot_backoff_max = Float(3600.0, config=True, help="Longest back-off after failed boots.")
 
     # -- moving servers ---------------------------------------------------------------------
+    shutdown_grace = Float(20.0, config=True, help="""At shutdown (SIGINT, SIGTERM), seconds a drain may take
+        to finish the move in flight; keep it below what stops the process harder (the hub: 30 s to SIGTERM).""")
     busy_timeout = Float(300.0, config=True, help="""Seconds to wait for a kernel that is running a cell
         before a move; past that the node is given up for now (uncordoned) and tried in a later cycle.""")
     terminal_quiet = Float(120.0, config=True, help="""A terminal whose last input or output is more recent
@@ -208,7 +210,7 @@ class ElasticOrchestrator(Application):
 
     @validate("tmon", "tcool", "boot_timeout", "boot_backoff", "boot_backoff_max", "busy_timeout",
               "checkpoint_timeout", "stop_timeout", "start_timeout", "cloud_timeout", "route_timeout",
-              "freeze_lease", "terminal_quiet", "watch_timeout", "page_refresh", "history_hours")
+              "freeze_lease", "terminal_quiet", "watch_timeout", "page_refresh", "history_hours", "shutdown_grace")
     def _positive(self, proposal):
         value, name = proposal["value"], proposal["trait"].name
         unit, year = ("hours", 365 * 24) if name == "history_hours" else ("seconds", 365 * 86400)
@@ -343,7 +345,7 @@ class ElasticOrchestrator(Application):
                                 freeze_lease=self.freeze_lease, terminal_quiet=self.terminal_quiet),
             move_method=self.move_method,
             observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default, self.tier_label),
-            timeline_s=self.history_hours * 3600, dry_run=self.dry_run)
+            timeline_s=self.history_hours * 3600, dry_run=self.dry_run, shutdown_grace=self.shutdown_grace)
 
     def build_cloud(self):
         if not self.cloud_driver:

@@ -30,7 +30,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from ..policy import ClusterSnapshot, ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, occupancy
 from .cloud import PENDING, RUNNING, UNKNOWN, CloudError, CloudPool
-from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport
+from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport, Paused
 from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods, error_line
@@ -62,6 +62,10 @@ class Settings:
     history: int = 200  # decisions, moves and events kept for the status page
     timeline_s: float = 6 * 3600.0
     dry_run: bool = False
+    # At shutdown, how long a drain may take to finish the move in flight (a server it stopped is started
+    # again): within the hub's 30 s from SIGINT to SIGTERM for a managed service, and Kubernetes' 30 s
+    # termination grace for a pod.
+    shutdown_grace: float = 20.0
 
 
 @dataclass
@@ -89,6 +93,7 @@ class Controller:
     def __post_init__(self) -> None:
         self.state = ControllerState()
         self.tasks: dict[str, asyncio.Task] = {}  # "boot:NODE" / "drain:NODE" -> task
+        self.drain_jobs: dict[str, Drain] = {}  # node -> its drain (the last one started)
         self.boot_started: dict[str, float] = {}
         self.backoff: dict[str, Backoff] = {}
         n = self.settings.history
@@ -358,10 +363,23 @@ class Controller:
             log.debug("%s failed", key, exc_info=True)
 
     async def close(self) -> None:
+        """Shutdown. Steps that only watch or tell end at once; a drain finishes the move in flight and
+        begins no other, within `shutdown_grace`: cut mid-move, a user whose server it had stopped waited
+        for the next run to start it (the record stays, and the next run resumes the drain)."""
         tasks = [t for t in self.tasks.values() if not t.done()]
+        drains = [t for key, t in self.tasks.items() if key.startswith("drain:") and not t.done()]
+        for job in self.drain_jobs.values():
+            job.closing = True
         for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            if t not in drains:
+                t.cancel()
+        try:
+            if drains:
+                await asyncio.wait(drains, timeout=self.settings.shutdown_grace)
+        finally:  # the grace over, or a second signal: the rest is resumed by the next run
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self.history is not None and self.history.unwritten:
             self._write_history([])
 
@@ -464,6 +482,7 @@ class Controller:
                       pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
                       clock=self.clock, on_move=self._on_move, move_method=self.settings.move_method,
                       kube_pods=self.kube_pods, restart_only=self.restart_next)
+        self.drain_jobs[node] = drain
         verb = "rolling back" if abandon else "resuming" if resume else "starting"
         self.event("drain", f"{verb} the drain of {node}: {reason}")
 
@@ -473,6 +492,9 @@ class Controller:
                                  else drain.start())
             except MoveAborted as e:  # the node vanished before it was marked
                 outcome = f"not started ({e})"
+            except Paused as e:
+                self.event("drain", f"drain of {node} paused: {e}")
+                return
             except (HubError, CloudError, ApiException) as e:
                 # Out of reach for now: resumed after a back-off that doubles, not every Tmon.
                 delay = self._drain_backoff(node)

@@ -53,6 +53,11 @@ class NodeGone(MoveAborted):
     """The Node was deleted: the drain's record can no longer be written."""
 
 
+class Paused(Exception):
+    """The orchestrator is stopping: the drain ends between two moves (or before a move stops its
+    server), its record left for the next run to resume."""
+
+
 class NotRestarted(Exception):
     """A server the drain stopped will not be started again by it (its user
     is gone, stopped it, or the hub dropped the start): reported, not retried."""
@@ -108,6 +113,7 @@ class Drain:
         self.clock, self.on_move = clock, on_move
         self.record: dict = {}
         self.outcome = "in-flight"  # stopped | rolled-back | failed
+        self.closing = False  # set at shutdown: finish the move in flight, begin no other
 
     # -- the record on the Node ---------------------------------------------------------
 
@@ -158,6 +164,7 @@ class Drain:
                     pinned = [p.server for p in here if not p.migratable]
                     if pinned:
                         raise MoveAborted(f"server(s) {', '.join(pinned)} may not be moved (migratable: false)")
+                    self._pause_if_closing()
                     await self._move(here[0])
             await self._stop_vm()
         except MoveAborted as e:
@@ -257,6 +264,7 @@ class Drain:
                 raise
             raise MoveAborted(f"{pod.server}: {e}") from None
 
+        self._pause_if_closing()  # checkpointed for nothing, but not stopped on the way out
         entry = self.record["servers"][pod.server] = {
             "user": pod.user, "name": pod.server_name, "step": RESTART, "options": server.user_options,
             "checkpoint": report.checkpoint, "stop_sent": False}
@@ -294,6 +302,11 @@ class Drain:
         report.downtime_s = round(time.monotonic() - down, 3)
         report.outcome = "moved"
         self.on_move(report)
+
+    def _pause_if_closing(self) -> None:
+        if self.closing:
+            raise Paused(f"the orchestrator is stopping: {len(self._servers_here())} server(s) left on {self.node}, "
+                         "moved when the next run resumes the drain")
 
     def _live(self, entry: dict) -> LiveMove:
         return LiveMove(hub=self.hub, pods=self.kube_pods, timeouts=self.t, entry=entry, save=self._save,

@@ -3,9 +3,12 @@ steps before any pod is touched (no cluster, no hub process)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 
 import pytest
+from podtools import until
 
 from elastichub import podmeta
 from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
@@ -688,3 +691,71 @@ async def test_a_node_deleted_after_a_live_moves_source_went_reports_it_moved(mo
     await drain._move(carol_pod())
     assert pods.deleted == ["jupyter-carol"]
     assert (reports[-1].method, reports[-1].outcome, reports[-1].destination) == ("live", "moved", "onprem-1")
+
+
+class GatedHub(MovingHub):
+    """carol and dave run on cloud-1; a stop takes the server's pod off the cache once `release` is set."""
+
+    def __init__(self, pods: dict):
+        super().__init__()
+        self.pods, self.release, self.running = pods, asyncio.Event(), {"carol", "dave"}
+
+    async def server(self, user, name):
+        return HubServer(user, "", True, None, f"/user/{user}/", {}, None, None) if user in self.running else None
+
+    async def stop(self, user, name):
+        self.events.append(f"stop {user}")
+        await self.release.wait()
+        self.running.discard(user)
+        del self.pods[f"jh/jupyter-{user}"]
+
+    async def start(self, user, name, options):
+        self.events.append(f"start {user}")
+        self.running.add(user)
+
+
+def draining_controller(**settings):
+    """A Controller draining cloud-1 (carol, then dave) through a GatedHub; (controller, hub, kube)."""
+    from types import SimpleNamespace
+
+    from elastichub.orchestrator.controller import Controller, Settings
+    from elastichub.orchestrator.observe import Observation
+    from elastichub.policy import ClusterSnapshot
+
+    class Kube(Recorder):
+        async def mark_drain(self, node, record):
+            return {}
+
+    pods = {}
+    for user in ("carol", "dave"):
+        pod = carol_pod()
+        pods[f"jh/jupyter-{user}"] = replace(pod, key=f"jh/jupyter-{user}", user=user, server=user)
+    hub, kube = GatedHub(pods), Kube()
+    ctl = Controller(None, SimpleNamespace(records={}), SimpleNamespace(records=pods), kube, hub, None,
+                     Settings(drain=DrainTimeouts(start=5, stop=5, poll=0.02), **settings))
+    ctl._start_drain("cloud-1", Observation(ClusterSnapshot(())), reason="servers fit elsewhere")
+    return ctl, hub, kube
+
+
+async def test_a_shutdown_mid_move_starts_the_server_it_stopped_and_moves_no_other():
+    """SIGTERM (the hub stopping its service, a pod's rollout) while carol's server was stopped for her
+    move: the drain was cancelled there, and her server stayed stopped until the orchestrator ran again."""
+    ctl, hub, kube = draining_controller()
+    await until(lambda: "stop carol" in hub.events, what="carol's stop sent")
+    closing = asyncio.create_task(ctl.close())
+    await asyncio.sleep(0.1)
+    hub.release.set()
+    await closing
+    assert hub.events == ["checkpoint", "stop carol", "start carol"], hub.events  # dave: never paused
+    assert kube.saved[-1]["state"] == "draining" and kube.saved[-1]["servers"]["carol"]["step"] == "done"
+    assert any(e["kind"] == "drain" and e["message"].startswith(
+        "drain of cloud-1 paused: the orchestrator is stopping: 1 server(s) left on cloud-1") for e in ctl.events)
+
+
+async def test_a_shutdown_whose_grace_ends_mid_move_leaves_the_record_for_the_next_run():
+    ctl, hub, kube = draining_controller(shutdown_grace=0.2)
+    await until(lambda: "stop carol" in hub.events, what="carol's stop sent")
+    await ctl.close()  # the stop never ends: cut after the grace
+    assert ctl.tasks["drain:cloud-1"].cancelled()
+    entry = kube.saved[-1]["servers"]["carol"]
+    assert (entry["step"], entry["stop_sent"]) == ("restart", True)  # the next run starts her again
