@@ -6,13 +6,26 @@ here last; same shape: a reduce per type and its rebuild):
   its source (the file, opened again where it was, idioms.py), dialect and
   ``line_num``; a ``csv.writer`` (``csv.DictWriter``): its file's ``write``
   and dialect. Between rows neither holds anything else. pickle refused
-  them ("cannot pickle '_csv.reader' object").
+  them ("cannot pickle '_csv.reader' object");
+- a ``threading.Lock`` or ``RLock`` no one holds (``self.lock =
+  threading.Lock()`` of a class whose threads ended): a new, free lock is
+  all it was. Only the notebook's own: a lock in a library's object (an
+  ORM session, an executor, a Condition) guards the library's state, and
+  the object is still named, as before. A held one is named: its holder, a thread or an acquire()
+  of a cell, cannot be carried. A ``threading.Event``: set or not. What
+  such locks kept from being copied is named when a copy would differ: a
+  running thread, a logging handler on a logger (the logging set-up is
+  carried with the loggers, logstate.py: a copy would be another handler).
 """
 
 from __future__ import annotations
 
 import collections
 import gc
+import itertools
+import threading
+
+from . import idioms, idioms3
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: gc.get_referents lists such an object's type first
 _DIALECT = ("delimiter", "doublequote", "escapechar", "lineterminator", "quotechar", "quoting", "skipinitialspace",
@@ -26,6 +39,16 @@ def reduce_for(kind: type):
         return _csv_reader
     if name == ("_csv", "writer"):
         return _csv_writer
+    if name in (("_thread", "lock"), ("_thread", "RLock")):
+        return _lock
+    if idioms._is_class_of(kind, "threading", "Event"):
+        return _event
+    if idioms._is_class_of(kind, "threading", "Thread"):
+        return _thread
+    if idioms._is_class_of(kind, "logging", "Handler"):
+        return _log_handler
+    if _library_state_pickled(kind):
+        return _library_state
     return None
 
 
@@ -95,3 +118,107 @@ def _made_csv_writer(write, dialect):
     import types
 
     return csv.writer(types.SimpleNamespace(write=write), **dialect)  # a writer keeps only its file's write
+
+
+# -- locks and events --------------------------------------------------------------------------
+
+def held_lock_reason(obj) -> str | None:
+    """Why a thread lock cannot be carried (it is held), or None."""
+    name = (type(obj).__module__, type(obj).__name__)
+    if name == ("_thread", "lock"):
+        held = obj.locked()
+    elif name == ("_thread", "RLock"):
+        held = obj._is_owned() or not obj.acquire(blocking=False)
+        if not held:
+            obj.release()
+    else:
+        return None
+    return ("a thread lock that is held (by a cell's acquire() or a thread): its holder cannot be carried over; "
+            "release it, or make it again after restore") if held else None
+
+
+def refused(obj, reason: str) -> TypeError:
+    """`reason`, with pickle's words naming `obj`'s type: culprit.py finds it inside its variable by them."""
+    return TypeError(f"{reason} (cannot pickle '{type(obj).__name__}' object)")
+
+
+def _lock(lock, user_ns):
+    reason = held_lock_reason(lock)
+    if reason is not None:
+        raise refused(lock, reason)
+    return _new_lock, (type(lock).__name__ == "RLock",)  # free: a new lock is the same
+
+
+def _new_lock(reentrant):
+    return threading.RLock() if reentrant else threading.Lock()
+
+
+def _event(event, user_ns):
+    attrs = {k: v for k, v in vars(event).items() if k not in ("_cond", "_flag")}  # a subclass's own
+    return _made_event, (type(event), event.is_set()), attrs or None, None, None, idioms._set_attrs if attrs else None
+
+
+def _made_event(kind, flag):
+    event = kind.__new__(kind)  # a subclass's __init__ may take other arguments
+    threading.Event.__init__(event)
+    if flag:
+        event.set()
+    return event
+
+
+def _thread(thread, user_ns):
+    if thread.is_alive():  # a finished one, or one not started, is its attributes
+        raise refused(thread, "a running thread (its work runs in the old kernel: start it again after restore)")
+    return None
+
+
+def _library_state_pickled(kind: type) -> bool:
+    """A library's class (stdlib too) whose objects pickle as their __dict__ and slots."""
+    return (kind.__module__ not in ("__main__", "builtins") and kind.__reduce_ex__ is object.__reduce_ex__
+            and kind.__reduce__ is object.__reduce__ and getattr(kind, "__getstate__", None) is object.__getstate__)
+
+
+_LOCKS = frozenset({("_thread", "lock"), ("_thread", "RLock")})
+_SCANNED = 2_000  # items looked at in one object's state, at most: a checkpoint reads every library object
+
+
+def _holds_lock(state) -> bool:
+    """Whether a lock is in `state` or in the dicts, lists, tuples and sets in it."""
+    todo, budget = [state], _SCANNED
+    while todo and budget > 0:
+        value = todo.pop()
+        kind = type(value)
+        if (kind.__module__, kind.__name__) in _LOCKS:
+            return True
+        if kind in (dict, list, tuple, set, frozenset):
+            items = list(itertools.islice(value.values() if kind is dict else value, budget))
+            budget -= len(items) + 1
+            todo.extend(items)
+    return False
+
+
+def _library_state(obj, user_ns):
+    if isinstance(obj, type):
+        return None  # a class: its dict is a mapping proxy, pickled by name or by cloudpickle
+    try:
+        state = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        state = None
+    if _holds_lock([state, idioms3.slot_values(obj)]):
+        kind = type(obj)
+        raise refused(obj, f"a {kind.__module__}.{kind.__qualname__} holding a thread lock (a lock of a library's "
+                      "object guards its state: make it again after restore)")
+    return None
+
+
+def _log_handler(handler, user_ns):
+    import logging  # imported already: a handler exists
+
+    loggers = [logging.root, *(lg for lg in list(logging.root.manager.loggerDict.values())
+                               if isinstance(lg, logging.Logger))]
+    owner = next((lg for lg in loggers if any(h is handler for h in lg.handlers)), None)
+    if owner is None:
+        return None  # on no logger: its attributes are all it is
+    call = "logging.getLogger()" if owner is logging.root else f"logging.getLogger({owner.name!r})"
+    raise refused(handler, f"a handler of a logger (the logging set-up is carried with the loggers: take it from "
+                  f"{call}.handlers after restore)")

@@ -13,20 +13,19 @@ import types
 from .idioms3 import restorable_generator, standard_stream
 from .idioms4 import shut_down_executor, tried_file
 from .idioms5 import in_progress_reason
+from .idioms6 import held_lock_reason
 
 # Objects whose value lives outside the process (a connection, an OS handle,
-# a running frame): a pickled copy would be a different, dead thing.
+# a running frame): a pickled copy would be a different, dead thing. (A
+# thread lock no one holds, and an Event, are made again: idioms6.py.)
 # Keys are "module.qualname" of a class anywhere in the MRO.
 _UNRESTORABLE_CLASSES = {
     "socket.socket": "an open network socket (reconnect after restore)",
     "_socket.socket": "an open network socket (reconnect after restore)",
     "ssl.SSLSocket": "an open TLS connection (reconnect after restore)",
     "_io._IOBase": "an open file handle (reopen the file after restore)",
-    "_thread.lock": "a thread lock (its locked state cannot be carried over)",
-    "_thread.RLock": "a thread lock (its locked state cannot be carried over)",
     "threading.Thread": "a running thread",
     "threading.Condition": "a thread synchronisation object",
-    "threading.Event": "a thread synchronisation object",
     "threading.Semaphore": "a thread synchronisation object",
     "multiprocessing.pool.Pool": "a pool of worker processes",
     "subprocess.Popen": "a running child process",
@@ -96,4 +95,5 @@ def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
         reason = _UNRESTORABLE_CLASSES.get(name)
         if reason is not None:
             return reason
-    return in_progress_reason(obj)  # a hash being fed, a compressor, a finditer (idioms5)
+    # a hash being fed, a compressor, a finditer (idioms5); a thread lock held (idioms6)
+    return in_progress_reason(obj) or held_lock_reason(obj)

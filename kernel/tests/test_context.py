@@ -481,7 +481,8 @@ def test_numpys_print_and_error_options_and_decimals_context_are_saved_and_set_a
     assert contextvars.Context().run(SessionContext.now().restore_after_load, formatter) == [
         "the numpy options {'precision': 'three'} were not set again (TypeError: precision must be an integer)",
         "the numpy option formatter is not carried (its value cannot be saved): set it again"]
-    lock = threading.Lock()  # a formatter holding one cannot be pickled: named, not carried
+    lock = threading.Lock()  # a formatter holding one held cannot be pickled: named, not carried
+    lock.acquire()
     assert contextvars.Context().run(lambda: (
         np.set_printoptions(formatter={"float": lambda x, lock=lock: str(x)}), libstate.capture())[1])[
         "library_options"]["numpy"] == {"unsaved": ["formatter"]}

@@ -87,7 +87,7 @@ def test_restore_after_user_restart_is_configurable(tmp_path, start_elastic_kern
 
 def test_magics_checkpoint_and_status(kernel, run_cell):
     root, km, kc = kernel
-    out = run_cell(kc, "import threading\nmagic_lock = threading.Lock()\n%elastic_checkpoint")
+    out = run_cell(kc, "import threading\nmagic_lock = threading.Lock()\nmagic_lock.acquire()\n%elastic_checkpoint")
     assert out["error"] is None, out
     assert "ElasticHub: checkpoint written to" in out["stdout"]
     assert "not restorable: magic_lock:" in out["stdout"]

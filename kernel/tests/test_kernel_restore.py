@@ -75,6 +75,7 @@ sock = socket.socket()
 gen = (i + j for i in range(3) for j in range(2))  # started, two loops: its state is in its frame
 next(gen)
 lock = threading.Lock()
+lock.acquire()  # held: a free one is made again
 survivor = "still here"
 """
 

@@ -290,12 +290,15 @@ def test_an_sqlalchemy_engine_keeps_its_connect_args_and_pool_settings(moved, ru
 
 HOLDERS = r'''
 import threading
+def held(lock):
+    lock.acquire()  # a free one is made again
+    return lock
 class Experiment:
     def __init__(self):
         self.name = "run 1"
-        self.results = {"trials": [1.5, 2.5], "guard": threading.Lock()}
+        self.results = {"trials": [1.5, 2.5], "guard": held(threading.Lock())}
 exp = Experiment()
-config = {"paths": ["a", "b"], "workers": [threading.RLock()]}
+config = {"paths": ["a", "b"], "workers": [held(threading.RLock())]}
 '''
 
 

@@ -34,6 +34,7 @@ sock = socket.socket()
 gen = (i + j for i in range(3) for j in range(2))  # started, two loops: its state is in its frame
 next(gen)
 lock = threading.Lock()
+lock.acquire()  # held: a free one is made again
 holds_lock = {"lock": lock, "ok": 1}
 uses_sock = lambda: sock
 '''
@@ -797,7 +798,9 @@ def test_many_variables_that_cannot_be_pickled_cost_a_few_dumps_not_one_each(mon
     import threading
 
     ns = {"__name__": "__main__", "big": list(range(10_000))}
-    ns.update({f"holder{i}": {"lock": threading.Lock(), "i": i} for i in range(30)})
+    held = threading.Lock()
+    held.acquire()  # a free one is made again
+    ns.update({f"holder{i}": {"lock": held, "i": i} for i in range(30)})
     ns["after"] = [1, 2, 3]
     full_dumps = []
     dump_once = serializer._dump_once

@@ -2,8 +2,10 @@
 
 import csv
 import io
+import logging
+import threading
 
-from elastichub_kernel import loader, serializer
+from elastichub_kernel import loader, serializer, typeprobe
 
 
 def _round_trip(ns):
@@ -56,3 +58,63 @@ def test_csv_writers_write_on_into_their_restored_file(tmp_path):
     values["f"].close()
     assert path.read_bytes() == b'"a"|"1"\r\n"b"|"2"\r\n'
     assert values["memory"].getvalue() == "x,y\n1,2\n"
+
+
+def test_free_locks_and_events_come_back_and_a_held_lock_is_named():
+    """A class holding `self.lock = threading.Lock()`, a free RLock and an
+    Event were 'not restorable' (cannot pickle '_thread.lock' object)."""
+    notebook = {"__name__": "__main__"}  # a class of the notebook's: a library's keeps its locks to itself
+    exec("import threading\nclass Account:\n    def __init__(self):\n"
+         "        self.lock, self.balance = threading.Lock(), 10\n", notebook)
+    ready, idle = threading.Event(), threading.Event()
+    ready.set()
+    rlock = threading.RLock()
+    with rlock:  # used, then released
+        pass
+    ns = {"account": notebook["Account"](), "rlock": rlock, "ready": ready, "idle": idle}
+    assert [typeprobe.unrestorable_reason(v) for v in ns.values()] == [None] * 4
+    values, failed, notes = _round_trip(ns)
+    assert failed == {} and notes == {}
+    account = values["account"]
+    assert account.balance == 10 and account.lock.acquire(blocking=False)
+    assert values["rlock"].acquire(blocking=False) and values["rlock"].acquire(blocking=False)
+    assert values["ready"].is_set() and not values["idle"].is_set()
+
+    held = threading.Lock()
+    held.acquire()
+    owned = threading.RLock()
+    owned.acquire()
+    assert "held" in typeprobe.unrestorable_reason(held) and "held" in typeprobe.unrestorable_reason(owned)
+    dumped = serializer.dump_namespace({"box": {"guard": held}, "n": 1}, ["box", "n"])
+    assert "a thread lock that is held" in dumped.failed["box"] and "at box['guard']" in dumped.failed["box"]
+    assert [r.name for r in dumped.records] == ["n"]
+    # a library's object holding a lock (an executor, an ORM session's engine, a Condition) is named as before
+    dumped = serializer.dump_namespace({"jobs": [threading.Condition()]}, ["jobs"])
+    assert "a threading.Condition holding a thread lock" in dumped.failed["jobs"] and "at jobs[0]" in \
+        dumped.failed["jobs"]
+
+
+def test_what_locks_kept_from_a_copy_is_named_when_a_copy_would_differ(tmp_path):
+    """Locks made a logging handler and a thread fail pickling; now a
+    handler on a logger (carried with the logging set-up) and a running
+    thread are named, and a handler on no logger comes back."""
+    log = logging.getLogger("elastichub-test-train")
+    used = logging.FileHandler(tmp_path / "run.log")
+    log.addHandler(used)
+    gate = threading.Event()
+    running = threading.Thread(target=gate.wait)
+    running.start()
+    loose = logging.StreamHandler(io.StringIO())  # (pytest holds sys.stderr)
+    loose.setLevel(logging.WARNING)
+    try:
+        ns = {"used": [used], "running": [running], "loose": loose}
+        dumped = serializer.dump_namespace(ns, list(ns))
+    finally:
+        gate.set()
+        log.removeHandler(used)
+        used.close()
+    assert "a handler of a logger" in dumped.failed["used"] and "getLogger('elastichub-test-train')" in \
+        dumped.failed["used"] and "at used[0]" in dumped.failed["used"]
+    assert "a running thread" in dumped.failed["running"] and "at running[0]" in dumped.failed["running"]
+    values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
+    assert failed == {} and values["loose"].level == logging.WARNING

@@ -286,7 +286,7 @@ def test_checkpoint_of_an_elastic_kernel_reports_what_it_wrote(server, run_cell)
     client = server.client(kernel_id)
     try:
         ok_cell(run_cell, client, "import threading\nsquares = [i * i for i in range(1000)]\n"
-                                  "config = {'alpha': 0.5}\nlock = threading.Lock()")
+                                  "config = {'alpha': 0.5}\nlock = threading.Lock(); lock.acquire()")
         status, [result] = server.request("POST", "/api/elastichub/checkpoint", {"kernel_id": kernel_id})
         assert status == 200
         assert result["ok"] is True, result

@@ -25,9 +25,11 @@ def test_importing_the_kernel_imports_no_user_library():
 def test_process_bound_objects_are_named_with_a_reason():
     sock = socket.socket()
     gen = (i for i in range(3))
-    lock = threading.Lock()
+    lock, rlock = threading.Lock(), threading.RLock()
+    lock.acquire()  # held: a free one is made again (idioms6)
+    rlock.acquire()
     with tempfile.SpooledTemporaryFile() as spooled:
-        for obj, words in ((sock, "socket"), (gen, "generator"), (lock, "lock"), (threading.RLock(), "lock"),
+        for obj, words in ((sock, "socket"), (gen, "generator"), (lock, "lock"), (rlock, "lock"),
                            (spooled, "file")):
             reason = typeprobe.unrestorable_reason(obj)
             assert reason and words in reason, (obj, reason)

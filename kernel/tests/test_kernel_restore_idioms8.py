@@ -1,0 +1,49 @@
+"""Idioms of a tenth round, checkpointed in one real kernel and restored in
+the next: what was named 'not restorable' though its state can be read
+(csv readers, free locks)."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms8.ipynb"
+
+THREADS = r'''
+import csv, threading
+with open("marks.csv", "w", newline="") as out:
+    out.write("name,mark\nAnn,5\nBob,4\nCid,3\n")
+f = open("marks.csv", newline="")
+marks = csv.DictReader(f)
+first = next(marks)
+class Account:
+    def __init__(self):
+        self.lock, self.balance = threading.Lock(), 0
+    def deposit(self, n):
+        with self.lock:
+            self.balance += n
+acct = Account()
+workers = [threading.Thread(target=acct.deposit, args=(10,)) for _ in range(4)]
+for w in workers:
+    w.start()
+for w in workers:
+    w.join()
+done = threading.Event()
+done.set()
+del workers, w
+'''
+THREADS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([first, marks.line_num, acct.balance, acct.lock.locked(), done.is_set()]))
+'''
+
+
+def test_a_threads_lesson_with_a_csv_reader_and_locks_comes_back(moved, run_cell):
+    """A DictReader read part-way, an account whose deposits took its lock,
+    an Event set: each was 'not restorable' (cannot pickle '_csv.reader',
+    '_thread.lock' object; a thread synchronisation object)."""
+    reply, before, kc = moved(SESSION, THREADS, lambda kc: run_cell.facts(kc, THREADS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == [{"name": "Ann", "mark": "5"}, 2, 40, False, True]
+    assert run_cell.facts(kc, THREADS_PROBE) == before
+    out = run_cell(kc, "acct.deposit(5)\nprint([row['name'] for row in marks], acct.balance)")
+    assert out["error"] is None and out["stdout"] == "['Bob', 'Cid'] 45\n", out
