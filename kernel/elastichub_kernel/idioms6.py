@@ -15,7 +15,10 @@ here last; same shape: a reduce per type and its rebuild):
   of a cell, cannot be carried. A ``threading.Event``: set or not. What
   such locks kept from being copied is named when a copy would differ: a
   running thread, a logging handler on a logger (the logging set-up is
-  carried with the loggers, logstate.py: a copy would be another handler).
+  carried with the loggers, logstate.py: a copy would be another handler);
+- a ``contextvars.ContextVar``: its name, default and its value in the
+  context the cells run in (noted after each cell, libstate.py), set there
+  again before the next cell.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import gc
 import itertools
 import threading
 
-from . import idioms, idioms3
+from . import deepstack, idioms, idioms3
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: gc.get_referents lists such an object's type first
 _DIALECT = ("delimiter", "doublequote", "escapechar", "lineterminator", "quotechar", "quoting", "skipinitialspace",
@@ -47,6 +50,8 @@ def reduce_for(kind: type):
         return _thread
     if idioms._is_class_of(kind, "logging", "Handler"):
         return _log_handler
+    if name == ("_contextvars", "ContextVar"):
+        return _context_var
     if _library_state_pickled(kind):
         return _library_state
     return None
@@ -222,3 +227,62 @@ def _log_handler(handler, user_ns):
     call = "logging.getLogger()" if owner is logging.root else f"logging.getLogger({owner.name!r})"
     raise refused(handler, f"a handler of a logger (the logging set-up is carried with the loggers: take it from "
                   f"{call}.handlers after restore)")
+
+
+# -- contextvars ------------------------------------------------------------------------------
+
+_UNSET = object()
+_noted = None  # the cells' context as the last cell left it (a copy); None outside a kernel
+_pending: dict = {}  # restored variables -> their value, to set in the cells' context before the next cell
+
+
+def note_cells_context() -> None:
+    """After a cell, in its context (the kernel calls this through libstate):
+    what it left is where values are read, and what a restore queued during
+    the cell was set in it already."""
+    global _noted
+    import contextvars
+
+    _noted = contextvars.copy_context()  # O(1): a context is an immutable mapping underneath
+    _pending.clear()
+
+
+def apply_to_cells_context() -> None:
+    """Before a cell, in its context: the restored variables get their value."""
+    pending = list(_pending.items())
+    _pending.clear()
+    for var, value in pending:
+        var.set(value)
+
+
+def _cells_context():
+    main = threading.main_thread()
+    if _noted is None or threading.current_thread() is main or deepstack.waiting_thread() is main:
+        import contextvars
+
+        return idioms.on_cells_thread(contextvars.copy_context)  # a cell runs (%elastic_checkpoint), or no kernel
+    return _noted  # the control thread's context is not the cells': no cell runs, the last one's
+
+
+def _context_var(var, user_ns):
+    import contextvars
+
+    try:
+        default = contextvars.Context().run(var.get)  # in an empty context: its default
+    except LookupError:
+        default = _UNSET
+    value = _pending.get(var, _UNSET)
+    if value is _UNSET:
+        value = _cells_context().get(var, _UNSET)
+    return _made_context_var, (var.name, default is not _UNSET, None if default is _UNSET else default,
+                               value is not _UNSET, None if value is _UNSET else value)
+
+
+def _made_context_var(name, has_default, default, has_value, value):
+    import contextvars
+
+    var = contextvars.ContextVar(name, default=default) if has_default else contextvars.ContextVar(name)
+    if has_value:
+        _pending[var] = value
+        idioms.on_cells_thread(lambda: var.set(value))  # a restore inside a cell (%elastic_restore): now
+    return var

@@ -32,7 +32,8 @@ run in (a ``contextvars.Context``, since numpy 2; decimal's always), which
 the checkpoint, written on the kernel's control thread, cannot see. So the
 kernel notes them after each cell (``note_cells_context``), in that
 context, and sets restored ones again before the next cell
-(``apply_to_cells_context``).
+(``apply_to_cells_context``); so too the notebook's own ContextVars
+(idioms6.py).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import pickle
 import sys
 import warnings
 
-from . import idioms
+from . import idioms, idioms6
 
 LIBRARIES = ("pandas", "matplotlib", "sklearn")
 IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context
@@ -101,12 +102,14 @@ def note_cells_context() -> None:
     _to_apply.clear()
     decimal = sys.modules.get("decimal")
     _cells_decimal = decimal.getcontext() if decimal is not None else None
+    idioms6.note_cells_context()  # the notebook's ContextVars' values
 
 
 def apply_to_cells_context() -> None:
     """Set the restored options of IN_CELLS_CONTEXT in the context this
     runs in (the kernel calls this before a cell)."""
     global _to_apply, _decimal_holders
+    idioms6.apply_to_cells_context()  # restored ContextVars' values
     pending, _to_apply = _to_apply, {}
     for name, changed in pending.items():
         module = sys.modules.get(name)

@@ -1,12 +1,40 @@
 """Idioms of a tenth round, checkpointed in one real kernel and restored in
 the next: what was named 'not restorable' though its state can be read
-(csv readers, free locks)."""
+(a ContextVar's value in the cells' context, csv readers, free locks)."""
 
 import pytest
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 SESSION = "work/idioms8.ipynb"
+
+CONTEXT = r'''
+import contextvars
+request_id = contextvars.ContextVar("request_id", default="none")
+unit = contextvars.ContextVar("unit")
+scale = contextvars.ContextVar("scale", default=1.0)
+request_id.set("r-42")
+unit.set(["kg"])
+def tagged(x):
+    return f"{request_id.get()}:{x}{unit.get()[0]}"
+'''
+CONTEXT_PROBE = r'''
+import json
+print("FACTS" + json.dumps([request_id.get(), unit.get(), scale.get(), tagged(3), request_id.name]))
+'''
+
+
+def test_context_variables_come_back_with_their_value_in_the_cells(moved, run_cell):
+    """`request_id = ContextVar(...); request_id.set("r-42")` was 'not
+    restorable' (cannot pickle '_contextvars.ContextVar' object), and every
+    function reading it failed after a move."""
+    reply, before, kc = moved(SESSION, CONTEXT, lambda kc: run_cell.facts(kc, CONTEXT_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == ["r-42", ["kg"], 1.0, "r-42:3kg", "request_id"]
+    assert run_cell.facts(kc, CONTEXT_PROBE) == before
+    assert run_cell.facts(kc, "request_id.set('r-43')\n" + CONTEXT_PROBE)[0] == "r-43"  # a cell's set holds
+    assert run_cell.facts(kc, CONTEXT_PROBE)[0] == "r-43"
+
 
 THREADS = r'''
 import csv, threading

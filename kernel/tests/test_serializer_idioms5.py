@@ -1,11 +1,12 @@
 """The idioms of idioms6.py, through the serializer and the loader directly."""
 
+import contextvars
 import csv
 import io
 import logging
 import threading
 
-from elastichub_kernel import loader, serializer, typeprobe
+from elastichub_kernel import libstate, loader, serializer, typeprobe
 
 
 def _round_trip(ns):
@@ -118,3 +119,30 @@ def test_what_locks_kept_from_a_copy_is_named_when_a_copy_would_differ(tmp_path)
     assert "a running thread" in dumped.failed["running"] and "at running[0]" in dumped.failed["running"]
     values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert failed == {} and values["loose"].level == logging.WARNING
+
+
+def test_a_context_variable_restored_off_the_cells_thread_gets_its_value_before_the_next_cell():
+    """A live move's delta is loaded on the control thread, whose context is
+    not the cells': the value is set in the cells' context before the next
+    cell (libstate), and a checkpoint before that cell saves it still."""
+    var = contextvars.ContextVar("request_id", default="none")
+    token = var.set("r-42")
+    ns = {"var": var}
+    dumped = serializer.dump_namespace(ns, ["var"], user_ns=ns)
+    var.reset(token)
+    box = {}
+
+    def load():  # on another thread, in its own context
+        box["values"] = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                              {"__name__": "__main__"})[0]
+
+    thread = threading.Thread(target=load)
+    thread.start()
+    thread.join()
+    restored = box["values"]["var"]
+    cells = contextvars.Context()
+    assert cells.run(restored.get) == "none"  # no cell ran yet
+    again, failed, _ = _round_trip({"var": restored})  # a checkpoint before the next cell: saved with its value
+    assert failed == {} and again["var"].get() == "r-42"
+    cells.run(libstate.apply_to_cells_context)
+    assert cells.run(restored.get) == "r-42" and restored.name == "request_id"
