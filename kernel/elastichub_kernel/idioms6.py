@@ -18,7 +18,8 @@ here last; same shape: a reduce per type and its rebuild):
   carried with the loggers, logstate.py: a copy would be another handler);
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
-  again before the next cell.
+  again before the next cell;
+- ``itertools.pairwise`` part-way: its iterator and the item it holds.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def reduce_for(kind: type):
         return _log_handler
     if name == ("_contextvars", "ContextVar"):
         return _context_var
+    if name == ("itertools", "pairwise"):
+        return _pairwise
     if _library_state_pickled(kind):
         return _library_state
     return None
@@ -65,7 +68,7 @@ def _referents(obj) -> list:
 
 class _Lead:
     """An iterator giving `lead`'s items, then `it`'s: a rebuilt iterator's
-    place (the lines a csv reader had read) is given again
+    place (pairwise's held item, a csv reader's lines read) is given again
     without reading `it`. Once they are given it pickles as `it` itself."""
 
     def __init__(self, lead, it):
@@ -286,3 +289,21 @@ def _made_context_var(name, has_default, default, has_value, value):
         _pending[var] = value
         idioms.on_cells_thread(lambda: var.set(value))  # a restore inside a cell (%elastic_restore): now
     return var
+
+
+# -- itertools.pairwise -----------------------------------------------------------------------
+
+def _pairwise(pairs, user_ns):
+    held = _referents(pairs)  # its iterator, then the item it holds once started; nothing once ended
+    if not held:
+        return _made_pairwise, (iter(()), False, None)
+    source = held[0]
+    if isinstance(source, _Lead) and not source.lead:
+        source = source.it
+    return _made_pairwise, (source, len(held) > 1, held[1] if len(held) > 1 else None)
+
+
+def _made_pairwise(source, started, item):
+    import itertools
+
+    return itertools.pairwise(_Lead([item], source) if started else source)

@@ -3,6 +3,7 @@
 import contextvars
 import csv
 import io
+import itertools
 import logging
 import threading
 
@@ -119,6 +120,23 @@ def test_what_locks_kept_from_a_copy_is_named_when_a_copy_would_differ(tmp_path)
     assert "a running thread" in dumped.failed["running"] and "at running[0]" in dumped.failed["running"]
     values, failed, _ = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert failed == {} and values["loose"].level == logging.WARNING
+
+
+def test_pairwise_part_way_goes_on_from_its_pair():
+    """`pairs = itertools.pairwise(stops); next(pairs)` failed: "cannot
+    pickle 'itertools.pairwise' object"."""
+    stops = iter(["A", "B", "C", "D"])
+    pairs = itertools.pairwise(stops)
+    assert next(pairs) == ("A", "B")
+    done = itertools.pairwise("ab")
+    list(done)
+    values, failed, notes = _round_trip({"stops": stops, "pairs": pairs, "fresh": itertools.pairwise([1, 2, 3]),
+                                         "done": done})
+    assert failed == {} and notes == {}
+    assert next(values["pairs"]) == ("B", "C")
+    again, failed, _ = _round_trip({"pairs": values["pairs"]})  # restored part-way, saved part-way again
+    assert failed == {} and list(again["pairs"]) == [("C", "D")]
+    assert list(values["fresh"]) == [(1, 2), (2, 3)] and list(values["done"]) == []
 
 
 def test_a_context_variable_restored_off_the_cells_thread_gets_its_value_before_the_next_cell():
