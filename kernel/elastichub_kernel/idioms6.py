@@ -19,7 +19,10 @@ here last; same shape: a reduce per type and its rebuild):
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
   again before the next cell;
-- ``itertools.pairwise`` part-way: its iterator and the item it holds.
+- ``itertools.pairwise`` part-way: its iterator and the item it holds;
+- a ufunc of ``numpy.frompyfunc`` (and so a called ``np.vectorize``): made
+  again from its function, ``nin``, ``nout`` and identity; pickle looked it
+  up by name in numpy.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ def reduce_for(kind: type):
         return _context_var
     if name == ("itertools", "pairwise"):
         return _pairwise
+    if name == ("numpy", "ufunc"):  # numpy is never imported here
+        return _frompyfunc
     if _library_state_pickled(kind):
         return _library_state
     return None
@@ -307,3 +312,20 @@ def _made_pairwise(source, started, item):
     import itertools
 
     return itertools.pairwise(_Lead([item], source) if started else source)
+
+
+# -- numpy.frompyfunc -------------------------------------------------------------------------
+
+def _frompyfunc(ufunc, user_ns):
+    held = _referents(ufunc)  # a frompyfunc ufunc's: its function, its identity if given, its __dict__
+    if not held or not callable(held[0]) or isinstance(held[0], dict) or not isinstance(held[-1], dict) \
+            or not ufunc.__name__.endswith(" (vectorized)"):
+        return None  # numpy's own: pickled by name
+    identity = (held[1],) if len(held) == 3 else ()
+    return _made_frompyfunc, (held[0], ufunc.nin, ufunc.nout, identity)
+
+
+def _made_frompyfunc(func, nin, nout, identity):
+    import numpy
+
+    return numpy.frompyfunc(func, nin, nout, **({"identity": identity[0]} if identity else {}))

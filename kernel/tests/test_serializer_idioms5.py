@@ -7,6 +7,8 @@ import itertools
 import logging
 import threading
 
+import numpy as np
+
 from elastichub_kernel import libstate, loader, serializer, typeprobe
 
 
@@ -137,6 +139,23 @@ def test_pairwise_part_way_goes_on_from_its_pair():
     again, failed, _ = _round_trip({"pairs": values["pairs"]})  # restored part-way, saved part-way again
     assert failed == {} and list(again["pairs"]) == [("C", "D")]
     assert list(values["fresh"]) == [(1, 2), (2, 3)] and list(values["done"]) == []
+
+
+def test_frompyfunc_ufuncs_and_a_called_vectorize_come_back():
+    """`add = np.frompyfunc(lambda a, b: a + b, 2, 1)` failed: pickle looked
+    it up by name in numpy ('<lambda> (vectorized)')."""
+    add = np.frompyfunc(lambda a, b: a + b, 2, 1)
+    mul = np.frompyfunc(lambda a, b: a * b, 2, 1, identity=1)
+    divmod_ = np.frompyfunc(divmod, 2, 2)
+    square = np.vectorize(lambda x: x * x)
+    square(np.arange(3))
+    values, failed, notes = _round_trip({"add": add, "mul": mul, "divmod_": divmod_, "square": square,
+                                         "plain": np.add})
+    assert failed == {} and notes == {}
+    assert list(values["add"](np.arange(3), 10)) == [10, 11, 12] and values["add"].identity is None
+    assert values["mul"].reduce(np.array([], dtype=object)) == 1
+    assert [list(a) for a in values["divmod_"]([7, 9], 2)] == [[3, 4], [1, 1]]
+    assert list(values["square"](np.arange(3))) == [0, 1, 4] and values["plain"] is np.add
 
 
 def test_a_context_variable_restored_off_the_cells_thread_gets_its_value_before_the_next_cell():
