@@ -22,7 +22,10 @@ here last; same shape: a reduce per type and its rebuild):
 - ``itertools.pairwise`` part-way: its iterator and the item it holds;
 - a ufunc of ``numpy.frompyfunc`` (and so a called ``np.vectorize``): made
   again from its function, ``nin``, ``nout`` and identity; pickle looked it
-  up by name in numpy.
+  up by name in numpy;
+- a ``unittest.mock`` Mock is named with why (its children, configuration
+  and call history cannot all be read back), not "excessively deep
+  recursion".
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ def reduce_for(kind: type):
         return _pairwise
     if name == ("numpy", "ufunc"):  # numpy is never imported here
         return _frompyfunc
+    if idioms._is_class_of(kind, "unittest.mock", "NonCallableMock"):
+        return _mock
     if _library_state_pickled(kind):
         return _library_state
     return None
@@ -329,3 +334,13 @@ def _made_frompyfunc(func, nin, nout, identity):
     import numpy
 
     return numpy.frompyfunc(func, nin, nout, **({"identity": identity[0]} if identity else {}))
+
+
+# -- unittest.mock ----------------------------------------------------------------------------
+
+MOCK_REASON = ("a unittest.mock Mock (its children, settings and call history cannot all be read back): make it "
+               "again after restore")
+
+
+def _mock(mock, user_ns):
+    raise refused(mock, MOCK_REASON)

@@ -13,7 +13,7 @@ import types
 from .idioms3 import restorable_generator, standard_stream
 from .idioms4 import shut_down_executor, tried_file
 from .idioms5 import in_progress_reason
-from .idioms6 import held_lock_reason
+from .idioms6 import MOCK_REASON, held_lock_reason
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing. (A
@@ -35,6 +35,7 @@ _UNRESTORABLE_CLASSES = {
     "concurrent.futures._base.Executor": "a pool of workers",
     "zmq.sugar.socket.Socket": "an open ZeroMQ socket",
     "zmq.sugar.context.Context": "a ZeroMQ context",
+    "unittest.mock.NonCallableMock": MOCK_REASON,
 }
 
 # In-memory stream classes live under _io too but are plain values; open()'s

@@ -6,6 +6,7 @@ import io
 import itertools
 import logging
 import threading
+import unittest.mock
 
 import numpy as np
 
@@ -156,6 +157,15 @@ def test_frompyfunc_ufuncs_and_a_called_vectorize_come_back():
     assert values["mul"].reduce(np.array([], dtype=object)) == 1
     assert [list(a) for a in values["divmod_"]([7, 9], 2)] == [[3, 4], [1, 1]]
     assert list(values["square"](np.arange(3))) == [0, 1, 4] and values["plain"] is np.add
+
+
+def test_a_mock_is_named_with_why():
+    """A Mock was 'excessively deep recursion required'."""
+    mock = unittest.mock.MagicMock(return_value=3)
+    mock(1)
+    assert "unittest.mock Mock" in typeprobe.unrestorable_reason(mock)
+    dumped = serializer.dump_namespace({"doubles": [mock]}, ["doubles"])
+    assert "unittest.mock Mock" in dumped.failed["doubles"] and "at doubles[0]" in dumped.failed["doubles"]
 
 
 def test_a_context_variable_restored_off_the_cells_thread_gets_its_value_before_the_next_cell():
