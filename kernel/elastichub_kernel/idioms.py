@@ -5,9 +5,9 @@ Each is a reduce the namespace pickler uses for objects of one type
 
 - a function decorated with ``functools.lru_cache``/``cache``: pickle names
   the wrapper (``__main__.fib``), which a new kernel cannot find, so the
-  notebook's function is saved and wrapped again. Its cache lives in C and
-  cannot be read: it comes back empty, and when it held results the
-  restore report says so (`load_notes`);
+  notebook's function is saved and wrapped again. An unbounded cache's plain
+  results come back in it (idioms6.py); any other comes back empty, and
+  when it held results the restore report says so (`load_notes`);
 - a ``functools.singledispatch`` function: its dispatch cache holds weak
   references; the base function and its registrations are saved;
 - a ``functools.cached_property`` (holds a lock until Python 3.12);
@@ -58,7 +58,7 @@ import pickle
 import types
 import typing
 
-from . import idioms2, idioms3, idioms4
+from . import idioms2, idioms3, idioms4, idioms6
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -150,13 +150,13 @@ def _cached(wrapper, user_ns):
         return None  # a library's: pickled by name, and found again by import
     params = wrapper.cache_parameters()
     attrs = {k: v for k, v in wrapper.__dict__.items() if k != "__wrapped__"}
-    return (_rebuild_cached, (func, params["maxsize"], params["typed"], wrapper.cache_info().currsize),
-            attrs, None, None, _set_attrs)
+    return (_rebuild_cached, (func, params["maxsize"], params["typed"], wrapper.cache_info().currsize,
+                              idioms6.cache_entries(wrapper)), attrs, None, None, _set_attrs)
 
 
-def _rebuild_cached(func, maxsize, typed, cached):
+def _rebuild_cached(func, maxsize, typed, cached, entries=None):  # no entries: a checkpoint before 2026-12-03
     wrapper = functools.lru_cache(maxsize=maxsize, typed=typed)(func)
-    if cached:
+    if cached and not idioms6.refill_cache(wrapper, entries):
         _note(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
               f"cached; they are computed again when asked for)")
     return wrapper

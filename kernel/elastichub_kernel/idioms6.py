@@ -26,6 +26,10 @@ here last; same shape: a reduce per type and its rebuild):
 - a ``unittest.mock`` Mock is named with why (its children, configuration
   and call history cannot all be read back), not "excessively deep
   recursion".
+- the results of an unbounded ``functools.cache`` (a memoized recursion)
+  when they and their keys are plain values: read from the C wrapper and
+  put in the new one's cache (idioms.py's lru_cache idiom asks); they
+  came back empty.
 """
 
 from __future__ import annotations
@@ -344,3 +348,55 @@ MOCK_REASON = ("a unittest.mock Mock (its children, settings and call history ca
 
 def _mock(mock, user_ns):
     raise refused(mock, MOCK_REASON)
+
+
+# -- functools.cache: its results --------------------------------------------------------------
+
+def cache_entries(wrapper) -> list | None:
+    """The results an unbounded lru_cache (``functools.cache``) holds, as
+    (key, place of the keyword marker in it or -1, result), when they are
+    all plain values (numbers, strings, tuples of them: a memoized
+    recursion's), which always pickle; None otherwise, or for a bounded
+    cache (its results sit in a linked list no Python code can fill)."""
+    parts = _cache_parts(wrapper) if wrapper.cache_parameters()["maxsize"] is None else None
+    if parts is None:
+        return None
+    cache, mark = parts
+    entries = []
+    for key, result in list(cache.items()):
+        at = next((i for i, part in enumerate(key) if part is mark), -1) if type(key) is tuple else -1
+        parts = [key] if type(key) is not tuple else [p for i, p in enumerate(key) if i != at]
+        if not idioms._plain(result) or not all(idioms._plain(p) or _builtin_type(p) for p in parts):
+            return None
+        entries.append((key if at < 0 else tuple(parts), at, result))
+    return entries
+
+
+def _builtin_type(value) -> bool:
+    return type(value) is type and value.__module__ == "builtins"  # a typed=True cache's keys end with types
+
+
+def _cache_parts(wrapper):
+    """(its cache dict, its keyword marker), read from what the C wrapper
+    holds (its links, cache, function, marker...), or None."""
+    held = gc.get_referents(wrapper)
+    func = vars(wrapper).get("__wrapped__")
+    at = next((i for i, obj in enumerate(held) if obj is func), None)
+    if at is None or at == 0 or at + 1 >= len(held) or type(held[at - 1]) is not dict \
+            or type(held[at + 1]) is not object:
+        return None
+    return held[at - 1], held[at + 1]
+
+
+def refill_cache(wrapper, entries) -> bool:
+    """Put saved `entries` (cache_entries) in `wrapper`'s new cache; False
+    when there are none, or this Python's lru_cache is not read as expected."""
+    parts = None if entries is None else _cache_parts(wrapper)
+    if parts is None:
+        return False
+    cache, mark = parts
+    for key, at, result in entries:
+        cache[key if at < 0 else key[:at] + (mark,) + key[at:]] = result
+    idioms._note(f"{wrapper.__wrapped__.__qualname__}() is restored with its {len(entries)} cached result(s); "
+                 "cache_info()'s hits and misses start again at 0")
+    return True

@@ -193,3 +193,42 @@ def test_a_context_variable_restored_off_the_cells_thread_gets_its_value_before_
     assert failed == {} and again["var"].get() == "r-42"
     cells.run(libstate.apply_to_cells_context)
     assert cells.run(restored.get) == "r-42" and restored.name == "request_id"
+
+
+CACHED = '''
+import functools
+@functools.cache
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+fib(40)
+@functools.lru_cache(maxsize=None, typed=True)
+def shape(a, b=1, *, c=2):
+    return (a, b, c)
+shape(1); shape(1.0); shape(2, b=3); shape("x", c=(1, 2)); shape((1, 2))
+@functools.cache
+def rows(n):
+    return [n]
+rows(1)
+'''
+
+
+def test_an_unbounded_cache_comes_back_with_its_plain_results():
+    """`@functools.cache def fib(n)` came back with an empty cache: a
+    memoized recursion (or a table of costly results) was computed again."""
+    ns = {"__name__": "__main__"}
+    exec(CACHED, ns)
+    dumped = serializer.dump_namespace(ns, ["fib", "shape", "rows"], user_ns=ns)
+    assert dumped.failed == {}
+    target = {"__name__": "__main__"}
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
+    target.update(values)
+    assert failed == {}
+    fib, shape = values["fib"], values["shape"]
+    assert fib.cache_info().currsize == 41 and shape.cache_info().currsize == 5
+    assert notes["fib"] == ("fib() is restored with its 41 cached result(s); cache_info()'s hits and misses start "
+                            "again at 0")
+    assert fib(40) == 102334155 and fib.cache_info().misses == 0
+    assert [shape(1), shape(1.0), shape(2, b=3), shape("x", c=(1, 2)), shape((1, 2))] == [
+        (1, 1, 2), (1.0, 1, 2), (2, 3, 2), ("x", 1, (1, 2)), ((1, 2), 1, 2)]
+    assert shape.cache_info().misses == 0 and type(shape(1.0)[0]) is float  # typed: 1 and 1.0 apart
+    assert values["rows"].cache_info().currsize == 0 and "empty cache" in notes["rows"]  # a list: not carried
