@@ -5,8 +5,8 @@ Each is a reduce the namespace pickler uses for objects of one type
 
 - a function decorated with ``functools.lru_cache``/``cache``: pickle names
   the wrapper (``__main__.fib``), which a new kernel cannot find, so the
-  notebook's function is saved and wrapped again. An unbounded cache's plain
-  results come back in it (idioms6.py); any other comes back empty, and
+  notebook's function is saved and wrapped again. Its plain results come
+  back in its cache (idioms6.py); other results are not carried, and
   when it held results the restore report says so (`load_notes`);
 - a ``functools.singledispatch`` function: its dispatch cache holds weak
   references; the base function and its registrations are saved;

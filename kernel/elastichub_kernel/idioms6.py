@@ -9,13 +9,13 @@ here last; same shape: a reduce per type and its rebuild):
   them ("cannot pickle '_csv.reader' object");
 - a ``threading.Lock`` or ``RLock`` no one holds (``self.lock =
   threading.Lock()`` of a class whose threads ended): a new, free lock is
-  all it was. Only the notebook's own: a lock in a library's object (an
-  ORM session, an executor, a Condition) guards the library's state, and
-  the object is still named, as before. A held one is named: its holder, a thread or an acquire()
-  of a cell, cannot be carried. A ``threading.Event``: set or not. What
-  such locks kept from being copied is named when a copy would differ: a
-  running thread, a logging handler on a logger (the logging set-up is
-  carried with the loggers, logstate.py: a copy would be another handler);
+  all it was. A held one is named: its holder, a thread or an acquire()
+  of a cell, cannot be carried. Only the notebook's own: a library's
+  object holding one (an ORM session's engine, an executor, a Condition)
+  is named as before, its lock guarding the library's state; so are a
+  running thread and a logging handler on a logger (the logging set-up is
+  carried with the loggers, logstate.py: a copy would be another handler).
+  A ``threading.Event``: set or not;
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
   again before the next cell;
@@ -25,11 +25,11 @@ here last; same shape: a reduce per type and its rebuild):
   up by name in numpy;
 - a ``unittest.mock`` Mock is named with why (its children, configuration
   and call history cannot all be read back), not "excessively deep
-  recursion".
-- the results of an unbounded ``functools.cache`` (a memoized recursion)
-  when they and their keys are plain values: read from the C wrapper and
-  put in the new one's cache (idioms.py's lru_cache idiom asks); they
-  came back empty.
+  recursion";
+- the results of an ``lru_cache`` or ``cache`` (a memoized recursion) when
+  they and their keys are plain values: read from the C wrapper and put in
+  the new one's cache, in their order (idioms.py's lru_cache idiom asks);
+  they came back empty. Its hit and miss counts cannot be set: said.
 """
 
 from __future__ import annotations
@@ -350,20 +350,19 @@ def _mock(mock, user_ns):
     raise refused(mock, MOCK_REASON)
 
 
-# -- functools.cache: its results --------------------------------------------------------------
+# -- functools.lru_cache: its results ----------------------------------------------------------
 
 def cache_entries(wrapper) -> list | None:
-    """The results an unbounded lru_cache (``functools.cache``) holds, as
-    (key, place of the keyword marker in it or -1, result), when they are
-    all plain values (numbers, strings, tuples of them: a memoized
-    recursion's), which always pickle; None otherwise, or for a bounded
-    cache (its results sit in a linked list no Python code can fill)."""
-    parts = _cache_parts(wrapper) if wrapper.cache_parameters()["maxsize"] is None else None
+    """The results an lru_cache holds, oldest first, as (key, place of the
+    keyword marker in it or -1, result), when they and their keys are all
+    plain values (numbers, strings, tuples of them: a memoized
+    recursion's), which always pickle; None otherwise."""
+    parts = _cache_parts(wrapper)
     if parts is None:
         return None
-    cache, mark = parts
+    cache, mark, links = parts
     entries = []
-    for key, result in list(cache.items()):
+    for key, result in (list(cache.items()) if wrapper.cache_parameters()["maxsize"] is None else links):
         at = next((i for i, part in enumerate(key) if part is mark), -1) if type(key) is tuple else -1
         parts = [key] if type(key) is not tuple else [p for i, p in enumerate(key) if i != at]
         if not idioms._plain(result) or not all(idioms._plain(p) or _builtin_type(p) for p in parts):
@@ -377,26 +376,77 @@ def _builtin_type(value) -> bool:
 
 
 def _cache_parts(wrapper):
-    """(its cache dict, its keyword marker), read from what the C wrapper
-    holds (its links, cache, function, marker...), or None."""
-    held = gc.get_referents(wrapper)
+    """(its cache dict, its keyword marker, its (key, result) links oldest
+    first: a bounded cache's), read from what the C wrapper holds (the
+    links' key, result and type, then its cache, function, marker...), or None."""
+    held = _referents(wrapper)
     func = vars(wrapper).get("__wrapped__")
     at = next((i for i, obj in enumerate(held) if obj is func), None)
     if at is None or at == 0 or at + 1 >= len(held) or type(held[at - 1]) is not dict \
             or type(held[at + 1]) is not object:
         return None
-    return held[at - 1], held[at + 1]
+    cache, links = held[at - 1], held[:at - 1]
+    if wrapper.cache_parameters()["maxsize"] is not None:
+        kinds = {type(link) for link in cache.values()}
+        if len(links) != 3 * len(cache) or any(links[i] not in kinds for i in range(2, len(links), 3)):
+            return None
+        links = list(zip(links[0::3], links[1::3]))
+    return cache, held[at + 1], links
 
 
 def refill_cache(wrapper, entries) -> bool:
     """Put saved `entries` (cache_entries) in `wrapper`'s new cache; False
-    when there are none, or this Python's lru_cache is not read as expected."""
+    when there are none, or they cannot be put back here (said by the caller)."""
     parts = None if entries is None else _cache_parts(wrapper)
     if parts is None:
         return False
-    cache, mark = parts
-    for key, at, result in entries:
-        cache[key if at < 0 else key[:at] + (mark,) + key[at:]] = result
+    cache, mark, _ = parts
+    if wrapper.cache_parameters()["maxsize"] is None:
+        for key, at, result in entries:
+            cache[key if at < 0 else key[:at] + (mark,) + key[at:]] = result
+    elif not _replay(wrapper, entries):
+        return False
     idioms._note(f"{wrapper.__wrapped__.__qualname__}() is restored with its {len(entries)} cached result(s); "
-                 "cache_info()'s hits and misses start again at 0")
+                 "its hit and miss counts (cache_info) are not carried")
     return True
+
+
+def _replay(wrapper, entries) -> bool:
+    """A bounded cache's results put back by calling it with each one's
+    arguments, oldest first (its links can only be made so), while its
+    function, made by this load and run by nothing else yet, only returns
+    the saved result."""
+    func, typed = wrapper.__wrapped__, wrapper.cache_parameters()["typed"]
+    if func.__closure__ is not None:
+        return False  # its code cannot be swapped for one without its cells
+    results = collections.deque(result for _, _, result in entries)
+    code, kwdefaults = func.__code__, func.__kwdefaults__
+    func.__code__, func.__kwdefaults__ = _saved_result.__code__, {"_elastichub_next": results.popleft}
+    try:
+        for key, at, _ in entries:
+            args, kwargs = _call_of(key, at, typed)
+            wrapper(*args, **kwargs)
+    except Exception:  # arguments this Python's lru_cache does not take as read: empty, said
+        pass
+    finally:
+        func.__code__, func.__kwdefaults__ = code, kwdefaults
+    if results or wrapper.cache_info().currsize != len(entries):
+        wrapper.cache_clear()
+        return False
+    return True
+
+
+def _saved_result(*args, _elastichub_next=None, **kwargs):
+    return _elastichub_next()
+
+
+def _call_of(key, at, typed):
+    """The arguments lru_cache made `key` of (CPython's key: the arguments,
+    then the marker and keyword pairs, then with typed=True their types)."""
+    if type(key) is not tuple:
+        return (key,), {}
+    if at < 0:
+        return (key[:len(key) // 2] if typed else key), {}
+    args, rest = key[:at], key[at:]
+    pairs = (len(rest) - at) // 3 if typed else len(rest) // 2
+    return args, dict(zip(rest[0:2 * pairs:2], rest[1:2 * pairs:2]))

@@ -342,7 +342,7 @@ def test_idioms_restore_identical_and_an_emptied_cache_is_said(tmp_path, start_e
     assert {k: after.get(k) for k in before} == before
     report = first["stderr"]  # the restore report comes with the first cell, on stderr
     assert "Not restored" not in report, report
-    assert "Note: fib: fib() is restored with its 32 cached result(s); cache_info()'s hits" in report
+    assert "Note: fib: fib() is restored with its 32 cached result(s); its hit and miss counts" in report
     assert "Note: inner_cached: outer.<locals>.inner() is restored with its 1 cached result(s)" in report
     # The queues' new locks work: a search goes on where it stopped.
     out = run_cell(kc, "print(frontier.get(timeout=5), by_cost.get_nowait(), stack.get_nowait(), "

@@ -212,23 +212,69 @@ rows(1)
 '''
 
 
-def test_an_unbounded_cache_comes_back_with_its_plain_results():
-    """`@functools.cache def fib(n)` came back with an empty cache: a
-    memoized recursion (or a table of costly results) was computed again."""
+def _notebook_round_trip(source, names):
+    """`source` run as a notebook's cells, `names` saved and loaded: (values, notes)."""
     ns = {"__name__": "__main__"}
-    exec(CACHED, ns)
-    dumped = serializer.dump_namespace(ns, ["fib", "shape", "rows"], user_ns=ns)
+    exec(source, ns)
+    dumped = serializer.dump_namespace(ns, names, user_ns=ns)
     assert dumped.failed == {}
     target = {"__name__": "__main__"}
     values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), target)
-    target.update(values)
+    target.update(values)  # the functions' globals
     assert failed == {}
+    return values, notes
+
+
+def test_an_unbounded_cache_comes_back_with_its_plain_results():
+    """`@functools.cache def fib(n)` came back with an empty cache: a
+    memoized recursion (or a table of costly results) was computed again."""
+    values, notes = _notebook_round_trip(CACHED, ["fib", "shape", "rows"])
     fib, shape = values["fib"], values["shape"]
     assert fib.cache_info().currsize == 41 and shape.cache_info().currsize == 5
-    assert notes["fib"] == ("fib() is restored with its 41 cached result(s); cache_info()'s hits and misses start "
-                            "again at 0")
+    assert notes["fib"] == ("fib() is restored with its 41 cached result(s); its hit and miss counts (cache_info) "
+                            "are not carried")
     assert fib(40) == 102334155 and fib.cache_info().misses == 0
     assert [shape(1), shape(1.0), shape(2, b=3), shape("x", c=(1, 2)), shape((1, 2))] == [
         (1, 1, 2), (1.0, 1, 2), (2, 3, 2), ("x", 1, (1, 2)), ((1, 2), 1, 2)]
     assert shape.cache_info().misses == 0 and type(shape(1.0)[0]) is float  # typed: 1 and 1.0 apart
     assert values["rows"].cache_info().currsize == 0 and "empty cache" in notes["rows"]  # a list: not carried
+
+
+BOUNDED = '''
+import functools
+@functools.lru_cache
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+fib(60)
+@functools.lru_cache(maxsize=3, typed=True)
+def shape(a, b=1, *, c=2):
+    return (a, b, c)
+shape(1); shape(2, b=3); shape(1.0); shape("x", c=(1, 2))
+def outer():
+    k = 2
+    @functools.lru_cache(maxsize=2)
+    def twice(v):
+        return v * k
+    return twice
+twice = outer(); twice(3)
+'''
+
+
+def test_a_bounded_cache_comes_back_with_its_plain_results_in_their_order():
+    """`@functools.lru_cache` (maxsize 128) came back empty: its results sit
+    in a linked list, put back by calls whose function only gives them."""
+    values, notes = _notebook_round_trip(BOUNDED, ["fib", "shape", "twice"])
+    fib, shape = values["fib"], values["shape"]
+    assert fib.cache_info().currsize == 61 and "its 61 cached result(s)" in notes["fib"]
+    misses = fib.cache_info().misses
+    assert fib(60) == 1548008755920 and fib.cache_info().misses == misses
+    assert fib.__wrapped__.__code__.co_name == "fib" and fib.__wrapped__.__kwdefaults__ is None
+    # the least recently used is still the first to go: shape(2, b=3)
+    assert shape.cache_info().currsize == 3
+    assert shape("y") == ("y", 1, 2)
+    hits = shape.cache_info().hits
+    assert [shape(1.0), shape("x", c=(1, 2))] == [(1.0, 1, 2), ("x", 1, (1, 2))]
+    assert shape.cache_info().hits == hits + 2
+    assert shape(2, b=3) == (2, 3, 2) and shape.cache_info().hits == hits + 2  # evicted: computed again
+    # a closure's function cannot be given other code: its cache comes back empty, said
+    assert values["twice"](3) == 6 and "empty cache (1 result(s)" in notes["twice"]
