@@ -15,7 +15,8 @@ here last; same shape: a reduce per type and its rebuild):
   is named as before, its lock guarding the library's state; so are a
   running thread and a logging handler on a logger (the logging set-up is
   carried with the loggers, logstate.py: a copy would be another handler).
-  A ``threading.Event``: set or not;
+  A ``threading.Event``: set or not. A thread not started yet, or
+  finished, is its attributes (typeprobe no longer names it);
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
   again before the next cell;

@@ -86,10 +86,8 @@ def unrestorable_reason(obj, user_ns: dict | None = None) -> str | None:
     if names[0] in _RESTORABLE_IO or tried_file(obj, names[0]) or standard_stream(obj) is not None:
         # sys.stdout: the next kernel's (idioms3); gzip.open's, a closed zip member: saved or refused with why (idioms4)
         return None
-    started = getattr(obj, "_started", None) if "threading.Thread" in names else None
-    if started is not None and not obj.is_alive():  # "a running thread" misled about these
-        return ("a thread that has finished (a thread runs once: start a new one after restore)" if started.is_set()
-                else "a thread not started yet (its locks cannot be carried over: make it again after restore)")
+    if "threading.Thread" in names and not obj.is_alive():
+        return None  # not started yet, or finished: its attributes are all it is (idioms6)
     if shut_down_executor(obj):  # what a with block leaves: made again shut down (idioms4)
         return None
     for name in names:

@@ -75,3 +75,30 @@ def test_a_threads_lesson_with_a_csv_reader_and_locks_comes_back(moved, run_cell
     assert run_cell.facts(kc, THREADS_PROBE) == before
     out = run_cell(kc, "acct.deposit(5)\nprint([row['name'] for row in marks], acct.balance)")
     assert out["error"] is None and out["stdout"] == "['Bob', 'Cid'] 45\n", out
+
+
+THREADS_TO_START = r'''
+import threading
+results = []
+def work(n):
+    results.append(n * 2)
+later = threading.Thread(target=work, args=(21,), name="worker", daemon=True)
+jobs = {"next": threading.Thread(target=work, args=(1,))}
+done = threading.Thread(target=work, args=(0,), name="first")
+done.start()
+done.join()
+'''
+
+
+def test_threads_not_started_yet_or_finished_come_back(moved, run_cell):
+    """`later = threading.Thread(target=work)`, started in a later cell, was
+    'not restorable' ("a thread not started yet"), and a finished one ("a
+    thread that has finished"): their locks could not be carried. They
+    come back as they were: one to start, one that ran."""
+    reply, _, kc = moved(SESSION, THREADS_TO_START)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, "print(done.is_alive(), done.name, results)\nlater.start(); later.join()\n"
+                       "jobs['next'].start(); jobs['next'].join()\nprint(results, later.name, later.daemon)")
+    assert out["error"] is None and out["stdout"] == "False first [0]\n[0, 42, 2] worker True\n", out
+    out = run_cell(kc, "done.start()")
+    assert "threads can only be started once" in out["error"], out
