@@ -11,12 +11,14 @@ here last; same shape: a reduce per type and its rebuild):
   threading.Lock()`` of a class whose threads ended): a new, free lock is
   all it was. A held one is named: its holder, a thread or an acquire()
   of a cell, cannot be carried. Only the notebook's own: a library's
-  object holding one (an ORM session's engine, an executor, a Condition)
+  object holding one (an ORM session's engine, an executor, a scheduler)
   is named as before, its lock guarding the library's state; so are a
   running thread and a logging handler on a logger (the logging set-up is
   carried with the loggers, logstate.py: a copy would be another handler).
-  A ``threading.Event``: set or not. A thread not started yet, or
-  finished, is its attributes (typeprobe no longer names it);
+  A ``threading.Event``: set or not; a ``Condition`` (over its lock, as
+  shared) and a ``Semaphore`` (its value) no thread waits on. A thread
+  not started yet, or finished, is its attributes (typeprobe no longer
+  names it);
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
   again before the next cell;
@@ -58,6 +60,10 @@ def reduce_for(kind: type):
         return _lock
     if idioms._is_class_of(kind, "threading", "Event"):
         return _event
+    if idioms._is_class_of(kind, "threading", "Condition"):
+        return _condition
+    if idioms._is_class_of(kind, "threading", "Semaphore"):
+        return _semaphore
     if idioms._is_class_of(kind, "threading", "Thread"):
         return _thread
     if idioms._is_class_of(kind, "logging", "Handler"):
@@ -187,6 +193,46 @@ def _made_event(kind, flag):
     if flag:
         event.set()
     return event
+
+
+def _own_attrs(obj, known) -> dict | None:
+    """A subclass's own attributes, beyond the library's `known` ones."""
+    return {k: v for k, v in vars(obj).items() if k not in known} or None
+
+
+def _not_waited_on(obj, cond):
+    if cond._waiters:  # their threads ran in the old kernel
+        raise refused(obj, f"a threading.{type(obj).__name__} threads wait on (make it again after restore)")
+
+
+_CONDITION_ATTRS = ("_lock", "acquire", "release", "_release_save", "_acquire_restore", "_is_owned", "_waiters")
+
+
+def _condition(cond, user_ns):
+    _not_waited_on(cond, cond)
+    attrs = _own_attrs(cond, _CONDITION_ATTRS)
+    return _made_condition, (type(cond), cond._lock), attrs, None, None, idioms._set_attrs if attrs else None
+
+
+def _made_condition(kind, lock):
+    cond = kind.__new__(kind)  # a subclass's __init__ may take other arguments
+    threading.Condition.__init__(cond, lock)
+    return cond
+
+
+def _semaphore(sem, user_ns):
+    _not_waited_on(sem, sem._cond)
+    attrs = _own_attrs(sem, ("_cond", "_value", "_initial_value"))
+    return (_made_semaphore, (type(sem), sem._value, getattr(sem, "_initial_value", None)), attrs, None, None,
+            idioms._set_attrs if attrs else None)
+
+
+def _made_semaphore(kind, value, initial):
+    sem = kind.__new__(kind)
+    threading.Semaphore.__init__(sem, value)
+    if initial is not None:  # a BoundedSemaphore's bound
+        sem._initial_value = initial
+    return sem
 
 
 def _thread(thread, user_ns):

@@ -17,7 +17,8 @@ from .idioms6 import MOCK_REASON, held_lock_reason
 
 # Objects whose value lives outside the process (a connection, an OS handle,
 # a running frame): a pickled copy would be a different, dead thing. (A
-# thread lock no one holds, and an Event, are made again: idioms6.py.)
+# thread lock no one holds, an Event, a Condition or Semaphore no thread
+# waits on, are made again: idioms6.py.)
 # Keys are "module.qualname" of a class anywhere in the MRO.
 _UNRESTORABLE_CLASSES = {
     "socket.socket": "an open network socket (reconnect after restore)",
@@ -25,8 +26,6 @@ _UNRESTORABLE_CLASSES = {
     "ssl.SSLSocket": "an open TLS connection (reconnect after restore)",
     "_io._IOBase": "an open file handle (reopen the file after restore)",
     "threading.Thread": "a running thread",
-    "threading.Condition": "a thread synchronisation object",
-    "threading.Semaphore": "a thread synchronisation object",
     "multiprocessing.pool.Pool": "a pool of worker processes",
     "subprocess.Popen": "a running child process",
     "select.epoll": "an OS event handle",

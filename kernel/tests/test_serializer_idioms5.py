@@ -5,6 +5,7 @@ import csv
 import io
 import itertools
 import logging
+import sched
 import threading
 import unittest.mock
 
@@ -93,9 +94,9 @@ def test_free_locks_and_events_come_back_and_a_held_lock_is_named():
     dumped = serializer.dump_namespace({"box": {"guard": held}, "n": 1}, ["box", "n"])
     assert "a thread lock that is held" in dumped.failed["box"] and "at box['guard']" in dumped.failed["box"]
     assert [r.name for r in dumped.records] == ["n"]
-    # a library's object holding a lock (an executor, an ORM session's engine, a Condition) is named as before
-    dumped = serializer.dump_namespace({"jobs": [threading.Condition()]}, ["jobs"])
-    assert "a threading.Condition holding a thread lock" in dumped.failed["jobs"] and "at jobs[0]" in \
+    # a library's object holding a lock (an executor, an ORM session's engine, a scheduler) is named as before
+    dumped = serializer.dump_namespace({"jobs": [sched.scheduler()]}, ["jobs"])
+    assert "a sched.scheduler holding a thread lock" in dumped.failed["jobs"] and "at jobs[0]" in \
         dumped.failed["jobs"]
 
 
@@ -278,3 +279,53 @@ def test_a_bounded_cache_comes_back_with_its_plain_results_in_their_order():
     assert shape(2, b=3) == (2, 3, 2) and shape.cache_info().hits == hits + 2  # evicted: computed again
     # a closure's function cannot be given other code: its cache comes back empty, said
     assert values["twice"](3) == 6 and "empty cache (1 result(s)" in notes["twice"]
+
+
+def test_conditions_and_semaphores_no_thread_waits_on_come_back():
+    """A producer/consumer's `cv = threading.Condition(lock)` and a
+    `BoundedSemaphore(3)` were 'a thread synchronisation object'."""
+    lock = threading.Lock()
+    ready = threading.Condition(lock)
+    slots = threading.BoundedSemaphore(3)
+    slots.acquire()
+    plain = threading.Semaphore(0)
+    ns = {"lock": lock, "ready": ready, "slots": slots, "plain": plain, "again": threading.Condition()}
+    assert [typeprobe.unrestorable_reason(v) for v in ns.values()] == [None] * 5
+    values, failed, notes = _round_trip(ns)
+    assert failed == {} and notes == {}
+    ready, slots = values["ready"], values["slots"]
+    assert ready._lock is values["lock"]  # the lock it was made over, shared
+    with ready:
+        assert not values["lock"].acquire(blocking=False)
+        assert not ready.wait(timeout=0)
+    assert values["lock"].acquire(blocking=False)
+    assert slots.acquire(blocking=False) and slots.acquire(blocking=False) and not slots.acquire(blocking=False)
+    slots.release()
+    slots.release()
+    slots.release()
+    try:
+        slots.release()  # bounded: past its 3
+        raise AssertionError("released past its bound")
+    except ValueError:
+        pass
+    assert not values["plain"].acquire(blocking=False)
+    with values["again"]:
+        values["again"].notify_all()
+
+    waiting = threading.Condition()
+
+    def wait_once():
+        with waiting:
+            waiting.wait(5)
+
+    waiter = threading.Thread(target=wait_once)
+    waiter.start()
+    while not waiting._waiters:
+        threading.Event().wait(0.01)
+    try:
+        dumped = serializer.dump_namespace({"box": [waiting]}, ["box"])
+    finally:
+        with waiting:
+            waiting.notify_all()
+        waiter.join()
+    assert "a threading.Condition threads wait on" in dumped.failed["box"] and "at box[0]" in dumped.failed["box"]
