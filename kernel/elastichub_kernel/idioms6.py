@@ -21,7 +21,8 @@ here last; same shape: a reduce per type and its rebuild):
   names it);
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
-  again before the next cell;
+  again before the next cell. One a module holds (a library's, a helper
+  file's) is that module's variable again, with its value;
 - ``itertools.pairwise`` part-way: its iterator and the item it holds;
 - a ufunc of ``numpy.frompyfunc`` (and so a called ``np.vectorize``): made
   again from its function, ``nin``, ``nout`` and identity; pickle looked it
@@ -40,6 +41,7 @@ from __future__ import annotations
 import collections
 import gc
 import itertools
+import sys
 import threading
 
 from . import deepstack, idioms, idioms3
@@ -338,14 +340,45 @@ def _context_var(var, user_ns):
     value = _pending.get(var, _UNSET)
     if value is _UNSET:
         value = _cells_context().get(var, _UNSET)
+    owner = _module_holding(var)
+    if owner is not None:  # a module's own (a library's, a helper's): that variable again, not a new one
+        return _module_context_var, (*owner, value is not _UNSET, None if value is _UNSET else value)
     return _made_context_var, (var.name, default is not _UNSET, None if default is _UNSET else default,
                                value is not _UNSET, None if value is _UNSET else value)
+
+
+def _module_holding(var):
+    """(module, name) of a loaded module, not the notebook's, that has `var` as a global; or None."""
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "__main__":
+            continue
+        try:
+            found = next((name for name, value in list(vars(module).items()) if value is var), None)
+        except Exception:  # a stand-in in sys.modules without a plain namespace
+            continue
+        if found is not None:
+            return module_name, found
+    return None
 
 
 def _made_context_var(name, has_default, default, has_value, value):
     import contextvars
 
     var = contextvars.ContextVar(name, default=default) if has_default else contextvars.ContextVar(name)
+    return _with_value(var, has_value, value)
+
+
+def _module_context_var(module_name, name, has_value, value):
+    import contextvars
+    import importlib
+
+    var = getattr(importlib.import_module(module_name), name, None)
+    if not isinstance(var, contextvars.ContextVar):
+        raise ValueError(f"{module_name}.{name} is no longer a ContextVar once its module is imported again")
+    return _with_value(var, has_value, value)
+
+
+def _with_value(var, has_value, value):
     if has_value:
         _pending[var] = value
         idioms.on_cells_thread(lambda: var.set(value))  # a restore inside a cell (%elastic_restore): now

@@ -6,7 +6,9 @@ import io
 import itertools
 import logging
 import sched
+import sys
 import threading
+import types
 import unittest.mock
 
 import numpy as np
@@ -329,3 +331,20 @@ def test_conditions_and_semaphores_no_thread_waits_on_come_back():
             waiting.notify_all()
         waiter.join()
     assert "a threading.Condition threads wait on" in dumped.failed["box"] and "at box[0]" in dumped.failed["box"]
+
+
+def test_a_context_variable_of_a_module_is_that_modules_again(monkeypatch):
+    """A library's ContextVar held by a variable (`var = lib.request_var`,
+    or in a library's object) came back as a new variable the library
+    never reads: the library's own is given again, with the value."""
+    lib = types.ModuleType("elastichub_test_lib")
+    lib.request_var = contextvars.ContextVar("request", default="-")
+    monkeypatch.setitem(sys.modules, lib.__name__, lib)
+    token = lib.request_var.set("r-7")
+    try:
+        values, failed, notes = _round_trip({"held": {"var": lib.request_var}})
+    finally:
+        lib.request_var.reset(token)
+    assert failed == {} and notes == {}
+    assert values["held"]["var"] is lib.request_var
+    assert contextvars.Context().run(lambda: (libstate.apply_to_cells_context(), lib.request_var.get())[1]) == "r-7"
