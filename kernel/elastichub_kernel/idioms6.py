@@ -12,7 +12,8 @@ here last; same shape: a reduce per type and its rebuild):
   all it was. A held one is named: its holder, a thread or an acquire()
   of a cell, cannot be carried. Only the notebook's own: a library's
   object holding one (an ORM session's engine, an executor, a scheduler)
-  is named as before, its lock guarding the library's state; so are a
+  is named as before, its lock guarding the library's state (one of the
+  notebook's own helper files, usermodules.py, is the notebook's); so are a
   running thread and a logging handler on a logger (the logging set-up is
   carried with the loggers, logstate.py: a copy would be another handler).
   A ``threading.Event``: set or not; a ``Condition`` (over its lock, as
@@ -44,7 +45,7 @@ import itertools
 import sys
 import threading
 
-from . import deepstack, idioms, idioms3
+from . import deepstack, idioms, idioms3, usermodules
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: gc.get_referents lists such an object's type first
 _DIALECT = ("delimiter", "doublequote", "escapechar", "lineterminator", "quotechar", "quoting", "skipinitialspace",
@@ -78,7 +79,9 @@ def reduce_for(kind: type):
         return _frompyfunc
     if idioms._is_class_of(kind, "unittest.mock", "NonCallableMock"):
         return _mock
-    if _library_state_pickled(kind):
+    if _library_state_pickled(kind) and not usermodules.is_own(kind.__module__):
+        # a class of the notebook's own helper file (bank.Account) is the notebook's code: its free locks are
+        # carried as the notebook's classes' are
         return _library_state
     return None
 

@@ -99,6 +99,12 @@ def own_namespaces() -> dict[str, dict]:
             if seen[1] is not None and isinstance(sys.modules.get(name), types.ModuleType)}
 
 
+def is_own(name: str) -> bool:
+    """Whether module `name`, as loaded now, is one of the notebook's own (as the last scan found it)."""
+    seen, module = _SEEN.get(name), sys.modules.get(name)
+    return seen is not None and seen[1] is not None and module is not None and id(module) == seen[0]
+
+
 def _first_seen(name: str, module) -> None:
     _FIRST[name] = dict(vars(module))
     _REBOUND[name] = set()

@@ -1,0 +1,38 @@
+"""Idioms of an eleventh round, checkpointed in one real kernel and restored
+in the next: objects of the notebook's own helper files, thread objects."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms9.ipynb"
+
+BANK = r'''
+with open("bank.py", "w") as out:
+    out.write("import threading\n"
+              "class Account:\n"
+              "    def __init__(self, owner):\n"
+              "        self.owner, self.balance, self.lock = owner, 0, threading.Lock()\n"
+              "    def deposit(self, n):\n"
+              "        with self.lock:\n"
+              "            self.balance += n\n")
+import bank
+acct = bank.Account("ann")
+acct.deposit(30)
+'''
+BANK_PROBE = r'''
+import json
+print("FACTS" + json.dumps([acct.owner, acct.balance, acct.lock.locked(), type(acct) is bank.Account]))
+'''
+
+
+def test_an_object_of_the_notebooks_own_helper_file_holding_a_lock_comes_back(moved, run_cell):
+    """`bank.Account` of a bank.py next to the notebook, holding a free
+    threading.Lock, was 'not restorable' as 'a bank.Account holding a thread
+    lock (a lock of a library's object ...)': it is the student's own code."""
+    reply, before, kc = moved(SESSION, BANK, lambda kc: run_cell.facts(kc, BANK_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == ["ann", 30, False, True]
+    assert run_cell.facts(kc, BANK_PROBE) == before
+    out = run_cell(kc, "acct.deposit(5)\nprint(acct.balance)")
+    assert out["error"] is None and out["stdout"] == "35\n", out
