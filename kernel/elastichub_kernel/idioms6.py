@@ -45,7 +45,7 @@ import itertools
 import sys
 import threading
 
-from . import deepstack, idioms, idioms3, usermodules
+from . import deepstack, idioms, idioms3, idioms7, usermodules
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: gc.get_referents lists such an object's type first
 _DIALECT = ("delimiter", "doublequote", "escapechar", "lineterminator", "quotechar", "quoting", "skipinitialspace",
@@ -79,6 +79,9 @@ def reduce_for(kind: type):
         return _frompyfunc
     if idioms._is_class_of(kind, "unittest.mock", "NonCallableMock"):
         return _mock
+    later = idioms7.reduce_for(kind)
+    if later is not None:
+        return later
     if _library_state_pickled(kind) and not usermodules.is_own(kind.__module__):
         # a class of the notebook's own helper file (bank.Account) is the notebook's code: its free locks are
         # carried as the notebook's classes' are
