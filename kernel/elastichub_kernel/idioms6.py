@@ -19,7 +19,8 @@ here last; same shape: a reduce per type and its rebuild):
   A ``threading.Event``: set or not; a ``Condition`` (over its lock, as
   shared) and a ``Semaphore`` (its value) no thread waits on. A thread
   not started yet, or finished, is its attributes (typeprobe no longer
-  names it);
+  names it), and so is a ``Barrier`` no thread waits at (its Condition).
+  A ``threading.local``: idioms7.py;
 - a ``contextvars.ContextVar``: its name, default and its value in the
   context the cells run in (noted after each cell, libstate.py), set there
   again before the next cell. One a module holds (a library's, a helper

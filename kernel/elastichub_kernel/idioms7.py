@@ -2,6 +2,12 @@
 before its library-state check; same shape: a reduce per type and its
 rebuild):
 
+- a ``threading.local`` (``state = threading.local(); state.user = ...``):
+  the attributes the cells' thread (the main thread) gave it, read on that
+  thread (a checkpoint is written on the control thread, whose attributes
+  it would otherwise read) and set there again; a subclass's ``__init__``
+  arguments too, for the threads that use it next. Other threads'
+  attributes belong to threads the next kernel does not have;
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -11,12 +17,16 @@ rebuild):
 
 from __future__ import annotations
 
-from . import idioms6
+import gc
+
+from . import idioms, idioms6
 
 
 def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms6.reduce_for asks)."""
     name = (kind.__module__, kind.__name__)
+    if idioms._is_class_of(kind, "_thread", "_local"):
+        return _thread_local
     if name == ("numpy", "nditer"):  # numpy is never imported here
         return _nditer
     if name == ("decimal", "ContextManager"):
@@ -24,6 +34,35 @@ def reduce_for(kind: type):
     if name == ("_contextvars", "Token"):
         return _context_token
     return None
+
+
+# -- threading.local ----------------------------------------------------------------------------
+
+def _thread_local(local, user_ns):
+    import threading  # imported already: a threading.local exists
+
+    # a subclass's slots, instance dict and its type come first, then local's own: its __init__ arguments
+    # (kw only when given) and its threads' dicts
+    held = gc.get_referents(local)
+    at = next((i + 1 for i, v in enumerate(held) if v is type(local)), len(held))
+    args, kw = (held[at], held[at + 1] if len(held) - at == 3 else {}) if at < len(held) else (None, None)
+    if type(local).__init__ is not threading.local.__init__ and not (isinstance(args, tuple)
+                                                                     and isinstance(kw, dict)):
+        raise idioms6.refused(local, "a threading.local whose __init__ arguments cannot be read back: make it "
+                              "again after restore")
+    if type(local).__init__ is threading.local.__init__:
+        args, kw = (), {}
+    attrs = idioms.on_cells_thread(lambda: dict(vars(local)))
+    return _made_thread_local, (type(local), args, kw), attrs, None, None, _set_on_cells_thread
+
+
+def _made_thread_local(kind, args, kw):
+    return kind.__new__(kind, *args, **kw)  # __init__ runs in each thread that uses it first, with these
+
+
+def _set_on_cells_thread(local, attrs):
+    idioms.on_cells_thread(lambda: vars(local).update(attrs))
+    return local
 
 
 # -- named with what to do ---------------------------------------------------------------------

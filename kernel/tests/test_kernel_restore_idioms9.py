@@ -36,3 +36,35 @@ def test_an_object_of_the_notebooks_own_helper_file_holding_a_lock_comes_back(mo
     assert run_cell.facts(kc, BANK_PROBE) == before
     out = run_cell(kc, "acct.deposit(5)\nprint(acct.balance)")
     assert out["error"] is None and out["stdout"] == "35\n", out
+
+
+LOCALS = r'''
+import threading
+class Session(threading.local):
+    def __init__(self, user):
+        self.user, self.calls = user, 0
+state = threading.local()
+state.user, state.items = "ann", [1, 2]
+session = Session("guest")
+session.user = "bob"
+gate = threading.Barrier(2)
+'''
+LOCALS_PROBE = r'''
+import json, threading
+seen = []
+t = threading.Thread(target=lambda: seen.append([hasattr(state, "user"), session.user, session.calls]))
+t.start(); t.join()
+print("FACTS" + json.dumps([state.user, state.items, session.user, seen[0], gate.parties, gate.n_waiting]))
+'''
+
+
+def test_thread_locals_come_back_with_the_cells_threads_attributes(moved, run_cell):
+    """`state = threading.local(); state.user = ...` was 'not restorable'
+    (cannot pickle '_thread._local' object). The checkpoint is written on
+    the control thread: it must read the cells' thread's attributes."""
+    reply, before, kc = moved(SESSION, LOCALS, lambda kc: run_cell.facts(kc, LOCALS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == ["ann", [1, 2], "bob", [False, "guest", 0], 2, 0]
+    assert run_cell.facts(kc, LOCALS_PROBE) == before
+    out = run_cell(kc, "t = threading.Thread(target=gate.wait); t.start(); gate.wait(5); t.join(); print('met')")
+    assert out["error"] is None and out["stdout"] == "met\n", out

@@ -2,6 +2,7 @@
 
 import contextvars
 import decimal
+import threading
 
 import numpy as np
 
@@ -31,3 +32,22 @@ def test_what_cannot_be_read_back_is_named_in_plain_words_with_what_to_do():
     for why in failed.values():
         assert why.endswith("object))")  # the advice is not cut off by the length limit
 
+
+def test_a_thread_local_comes_back_with_this_threads_attributes_and_its_init_arguments():
+    class Session(threading.local):
+        def __init__(self, user, role="student"):
+            self.user, self.role = user, role
+
+    session = Session("guest", role="ta")
+    session.user = "bob"
+    state = threading.local()
+    state.items = [1, 2]
+    values, failed, notes = _round_trip({"session": session, "state": state, "same": state})
+    assert failed == {} and notes == {}
+    session, state = values["session"], values["state"]
+    assert (session.user, session.role, state.items) == ("bob", "ta", [1, 2]) and values["same"] is state
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append((session.user, session.role, hasattr(state, "items"))))
+    worker.start()
+    worker.join()
+    assert seen == [("guest", "ta", False)]  # another thread: its own attributes, made by __init__ again
