@@ -7,7 +7,9 @@ rebuild):
   thread (a checkpoint is written on the control thread, whose attributes
   it would otherwise read) and set there again; a subclass's ``__init__``
   arguments too, for the threads that use it next. Other threads'
-  attributes belong to threads the next kernel does not have;
+  attributes belong to threads the next kernel does not have. A
+  ``threading.Barrier`` threads wait at is named as one, not as the
+  Condition inside it (one no thread waits at is its attributes);
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -27,6 +29,8 @@ def reduce_for(kind: type):
     name = (kind.__module__, kind.__name__)
     if idioms._is_class_of(kind, "_thread", "_local"):
         return _thread_local
+    if idioms._is_class_of(kind, "threading", "Barrier"):
+        return _barrier
     if name == ("numpy", "nditer"):  # numpy is never imported here
         return _nditer
     if name == ("decimal", "ContextManager"):
@@ -63,6 +67,13 @@ def _made_thread_local(kind, args, kw):
 def _set_on_cells_thread(local, attrs):
     idioms.on_cells_thread(lambda: vars(local).update(attrs))
     return local
+
+
+def _barrier(barrier, user_ns):
+    if barrier._cond._waiters or barrier._count:  # else it is its attributes, its Condition free
+        raise idioms6.refused(barrier, f"a threading.Barrier {barrier._count} thread(s) wait at (they ran in "
+                              "the old kernel): make it again after restore")
+    return None
 
 
 # -- named with what to do ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The idioms of idioms7.py, through the serializer and the loader directly."""
 
+import contextlib
 import contextvars
 import decimal
 import threading
@@ -51,3 +52,25 @@ def test_a_thread_local_comes_back_with_this_threads_attributes_and_its_init_arg
     worker.start()
     worker.join()
     assert seen == [("guest", "ta", False)]  # another thread: its own attributes, made by __init__ again
+
+
+def test_a_barrier_threads_wait_at_is_named_as_a_barrier():
+    """It was named as 'a threading.Condition threads wait on ..., at gate._cond'."""
+    gate = threading.Barrier(2)
+
+    def wait():
+        with contextlib.suppress(threading.BrokenBarrierError):  # the abort below frees it
+            gate.wait()
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    while not gate.n_waiting:
+        waiter.join(0.01)
+    try:
+        failed = serializer.dump_namespace({"gate": gate}, ["gate"]).failed
+    finally:
+        gate.abort()
+        waiter.join()
+    assert "a threading.Barrier 1 thread(s) wait at" in failed["gate"] and "Condition" not in failed["gate"]
+    values, failed, _ = _round_trip({"broken": gate, "fresh": threading.Barrier(3)})
+    assert failed == {} and values["broken"].broken and values["fresh"].parties == 3
