@@ -10,6 +10,11 @@ rebuild):
   attributes belong to threads the next kernel does not have. A
   ``threading.Barrier`` threads wait at is named as one, not as the
   Condition inside it (one no thread waits at is its attributes);
+- a notebook class registered with a library's ABC
+  (``collections.abc.Sequence.register(Deck)``, ``numbers.Number.register(Money)``): the library is imported
+  afresh, its registry empty, so ``isinstance(deck, Sequence)`` turned False. The ABCs pickled by name a
+  notebook class is registered with are found at checkpoint time (a walk of the loaded classes, a few ms)
+  and saved with the class, which is registered with them again as it is made;
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -19,7 +24,9 @@ rebuild):
 
 from __future__ import annotations
 
+import abc
 import gc
+import sys
 
 from . import idioms, idioms6
 
@@ -74,6 +81,54 @@ def _barrier(barrier, user_ns):
         raise idioms6.refused(barrier, f"a threading.Barrier {barrier._count} thread(s) wait at (they ran in "
                               "the old kernel): make it again after restore")
     return None
+
+
+# -- a library ABC's registry --------------------------------------------------------------------
+
+def abc_registrations() -> dict:
+    """{id(notebook class): the ABCs pickled by name it is registered with} (a notebook ABC's own registry
+    is carried with it by value, cloudpickle)."""
+    found, seen, todo = {}, set(), [object]
+    while todo:
+        for sub in type.__subclasses__(todo.pop()):
+            if id(sub) in seen:
+                continue
+            seen.add(id(sub))
+            todo.append(sub)
+            if isinstance(sub, abc.ABCMeta) and sub.__module__ != "__main__" and _by_name(sub):
+                for cls in _registered(sub):
+                    if isinstance(cls, type) and cls.__module__ == "__main__":
+                        found.setdefault(id(cls), []).append(sub)
+    return found
+
+
+def _registered(kind) -> list:
+    try:
+        return [ref() for ref in abc._get_dump(kind)[0]]
+    except (AttributeError, TypeError):  # the pure-Python ABCMeta (_py_abc)
+        return list(getattr(kind, "_abc_registry", ()))
+
+
+def _by_name(kind) -> bool:
+    """Whether pickle finds `kind` by its module and name (not one made inside a function)."""
+    found = sys.modules.get(kind.__module__)
+    for part in kind.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is kind
+
+
+def registering(reduced: tuple, abcs: list) -> tuple:
+    """A notebook class's reduce whose rebuild also registers it with `abcs`."""
+    make, args, state, items, pairs, setter = reduced
+    return make, args, (setter, state, abcs), items, pairs, _set_and_register
+
+
+def _set_and_register(cls, state):
+    setter, state, abcs = state
+    cls = setter(cls, state)
+    for kind in abcs:
+        kind.register(cls)
+    return cls
 
 
 # -- named with what to do ---------------------------------------------------------------------

@@ -68,3 +68,40 @@ def test_thread_locals_come_back_with_the_cells_threads_attributes(moved, run_ce
     assert run_cell.facts(kc, LOCALS_PROBE) == before
     out = run_cell(kc, "t = threading.Thread(target=gate.wait); t.start(); gate.wait(5); t.join(); print('met')")
     assert out["error"] is None and out["stdout"] == "met\n", out
+
+
+ABCS = r'''
+import abc, collections.abc, numbers
+class Deck:
+    def __init__(self):
+        self.cards = [1, 2, 3]
+    def __len__(self):
+        return len(self.cards)
+    def __getitem__(self, i):
+        return self.cards[i]
+collections.abc.Sequence.register(Deck)
+class Money:
+    pass
+numbers.Number.register(Money)
+class Shape(abc.ABC):
+    pass
+Shape.register(Money)
+class Plain:
+    pass
+deck, wallet = Deck(), Money()
+'''
+ABCS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([isinstance(deck, collections.abc.Sequence), isinstance(wallet, numbers.Number),
+                            isinstance(wallet, Shape), isinstance(deck, numbers.Number),
+                            issubclass(Plain, collections.abc.Sequence), list(reversed(deck))]))
+'''
+
+
+def test_notebook_classes_registered_with_a_librarys_abc_are_registered_again(moved, run_cell):
+    """`collections.abc.Sequence.register(Deck)` was lost in a move: the ABC,
+    a library's, is imported afresh, and isinstance(deck, Sequence) was False."""
+    reply, before, kc = moved(SESSION, ABCS, lambda kc: run_cell.facts(kc, ABCS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == [True, True, True, False, False, [3, 2, 1]]
+    assert run_cell.facts(kc, ABCS_PROBE) == before
