@@ -58,7 +58,7 @@ import pickle
 import types
 import typing
 
-from . import idioms2, idioms3, idioms4, idioms6
+from . import idioms2, idioms3, idioms4, idioms6, idioms7
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -147,7 +147,7 @@ def _cached(wrapper, user_ns):
     func = getattr(wrapper, "__wrapped__", None)
     if not isinstance(func, types.FunctionType) or (func.__globals__ is not user_ns
                                                     and func.__module__ != "__main__"):
-        return None  # a library's: pickled by name, and found again by import
+        return idioms7.module_cached(wrapper)  # a library's or a helper file's: pickled by name
     params = wrapper.cache_parameters()
     attrs = {k: v for k, v in wrapper.__dict__.items() if k != "__wrapped__"}
     return (_rebuild_cached, (func, params["maxsize"], params["typed"], wrapper.cache_info().currsize,
@@ -156,9 +156,7 @@ def _cached(wrapper, user_ns):
 
 def _rebuild_cached(func, maxsize, typed, cached, entries=None):  # no entries: a checkpoint before 2026-12-03
     wrapper = functools.lru_cache(maxsize=maxsize, typed=typed)(func)
-    if cached and not idioms6.refill_cache(wrapper, entries):
-        _note(f"{func.__qualname__}() is restored with an empty cache ({cached} result(s) were "
-              f"cached; they are computed again when asked for)")
+    idioms7.refill_or_say(wrapper, entries, cached)
     return wrapper
 
 

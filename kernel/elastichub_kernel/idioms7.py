@@ -15,6 +15,10 @@ rebuild):
   afresh, its registry empty, so ``isinstance(deck, Sequence)`` turned False. The ABCs pickled by name a
   notebook class is registered with are found at checkpoint time (a walk of the loaded classes, a few ms)
   and saved with the class, which is registered with them again as it is made;
+- an ``lru_cache`` (``cache``) function of the notebook's own module (``@functools.cache def load(n)`` in a
+  ``helpers.py``): pickled by name it is the module's again, loaded from its file, its cache empty though the
+  module's other values (a list of calls it appended to) are carried. Its plain results are put back in that
+  function's cache, as a notebook's are (idioms6.py);
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -28,7 +32,7 @@ import abc
 import gc
 import sys
 
-from . import idioms, idioms6
+from . import idioms, idioms6, usermodules
 
 
 def reduce_for(kind: type):
@@ -83,6 +87,42 @@ def _barrier(barrier, user_ns):
     return None
 
 
+# -- an lru_cache of the notebook's own module -----------------------------------------------------
+
+def module_cached(wrapper):
+    """The reduce of an lru_cache function of the notebook's own module holding results, or None (a library's,
+    pickled by name and found again by import, as this one is)."""
+    func = wrapper.__wrapped__
+    module, qualname = func.__module__, func.__qualname__
+    if not usermodules.is_own(module) or _lookup(module, qualname) is not wrapper:
+        return None
+    cached = wrapper.cache_info().currsize
+    return (_refilled, (module, qualname, idioms6.cache_entries(wrapper), cached)) if cached else None
+
+
+def _lookup(module: str, qualname: str):
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _refilled(module, qualname, entries, cached):
+    wrapper = _lookup(module, qualname)  # its module is loaded again from its file before the variables
+    if not callable(getattr(wrapper, "cache_clear", None)):
+        raise TypeError(f"{module}.{qualname} is no longer a cached function of its module")
+    wrapper.cache_clear()  # what its import cached is among the saved results
+    refill_or_say(wrapper, entries, cached)
+    return wrapper
+
+
+def refill_or_say(wrapper, entries, cached: int) -> None:
+    """Put the saved results back in `wrapper`'s cache, or say that it is empty."""
+    if cached and not idioms6.refill_cache(wrapper, entries):
+        idioms._note(f"{wrapper.__wrapped__.__qualname__}() is restored with an empty cache ({cached} result(s) "
+                     "were cached; they are computed again when asked for)")
+
+
 # -- a library ABC's registry --------------------------------------------------------------------
 
 def abc_registrations() -> dict:
@@ -111,10 +151,7 @@ def _registered(kind) -> list:
 
 def _by_name(kind) -> bool:
     """Whether pickle finds `kind` by its module and name (not one made inside a function)."""
-    found = sys.modules.get(kind.__module__)
-    for part in kind.__qualname__.split("."):
-        found = getattr(found, part, None)
-    return found is kind
+    return _lookup(kind.__module__, kind.__qualname__) is kind
 
 
 def registering(reduced: tuple, abcs: list) -> tuple:

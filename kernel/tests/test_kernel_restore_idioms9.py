@@ -105,3 +105,37 @@ def test_notebook_classes_registered_with_a_librarys_abc_are_registered_again(mo
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert before == [True, True, True, False, False, [3, 2, 1]]
     assert run_cell.facts(kc, ABCS_PROBE) == before
+
+
+CACHED = r'''
+with open("loading.py", "w") as out:
+    out.write("import functools\n"
+              "CALLS = []\n"
+              "@functools.cache\n"
+              "def load(n):\n"
+              "    CALLS.append(n)\n"
+              "    return (n,) * n\n"
+              "@functools.lru_cache(maxsize=8)\n"
+              "def area(w, h=1):\n"
+              "    CALLS.append((w, h))\n"
+              "    return w * h\n"
+              "load(1)\n")
+import loading
+from loading import load
+load(3), load(2), loading.area(2, h=3), loading.area(4)
+'''
+CACHED_PROBE = r'''
+import json
+print("FACTS" + json.dumps([loading.load.cache_info().currsize, loading.area.cache_info().currsize, load(3), load(1),
+                            loading.area(2, h=3), load is loading.load, loading.CALLS]))
+'''
+
+
+def test_a_cached_function_of_the_notebooks_own_module_keeps_its_results(moved, run_cell):
+    """`@functools.cache def load(n)` in a loading.py next to the notebook came
+    back with an empty cache while the module's CALLS list was carried: the
+    next load(3) ran (and appended) again."""
+    reply, before, kc = moved(SESSION, CACHED, lambda kc: run_cell.facts(kc, CACHED_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == [3, 2, [3, 3, 3], [1], 6, True, [1, 3, 2, [2, 3], [4, 1]]]
+    assert run_cell.facts(kc, CACHED_PROBE) == before
