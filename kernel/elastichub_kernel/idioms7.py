@@ -19,6 +19,8 @@ rebuild):
   ``helpers.py``): pickled by name it is the module's again, loaded from its file, its cache empty though the
   module's other values (a list of calls it appended to) are carried. Its plain results are put back in that
   function's cache, as a notebook's are (idioms6.py);
+- a ``functools.cmp_to_key`` key (``by = cmp_to_key(compare)``; one made of a value, ``by(3)``, too): its
+  comparison function (and value), read from the C object; pickle refused it;
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -40,6 +42,8 @@ def reduce_for(kind: type):
     name = (kind.__module__, kind.__name__)
     if idioms._is_class_of(kind, "_thread", "_local"):
         return _thread_local
+    if name == ("functools", "KeyWrapper"):
+        return _cmp_key
     if idioms._is_class_of(kind, "threading", "Barrier"):
         return _barrier
     if name == ("numpy", "nditer"):  # numpy is never imported here
@@ -85,6 +89,22 @@ def _barrier(barrier, user_ns):
         raise idioms6.refused(barrier, f"a threading.Barrier {barrier._count} thread(s) wait at (they ran in "
                               "the old kernel): make it again after restore")
     return None
+
+
+# -- functools.cmp_to_key ------------------------------------------------------------------------
+
+def _cmp_key(key, user_ns):
+    held = idioms6._referents(key)  # its comparison function, then the value it wraps, if any
+    if not 1 <= len(held) <= 2 or not callable(held[0]):
+        return None  # another Python's layout: pickle says why
+    return _made_cmp_key, tuple(held)
+
+
+def _made_cmp_key(compare, *value):
+    import functools
+
+    key = functools.cmp_to_key(compare)
+    return key(*value) if value else key
 
 
 # -- an lru_cache of the notebook's own module -----------------------------------------------------

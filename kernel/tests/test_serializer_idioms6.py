@@ -3,6 +3,8 @@
 import contextlib
 import contextvars
 import decimal
+import functools
+import operator
 import threading
 
 import numpy as np
@@ -74,3 +76,16 @@ def test_a_barrier_threads_wait_at_is_named_as_a_barrier():
     assert "a threading.Barrier 1 thread(s) wait at" in failed["gate"] and "Condition" not in failed["gate"]
     values, failed, _ = _round_trip({"broken": gate, "fresh": threading.Barrier(3)})
     assert failed == {} and values["broken"].broken and values["fresh"].parties == 3
+
+
+def test_a_cmp_to_key_key_comes_back_comparing_as_before():
+    """`by = functools.cmp_to_key(compare)` failed its variable: "cannot
+    pickle 'functools.KeyWrapper' object"."""
+    notebook = {"__name__": "__main__"}
+    exec("def compare(a, b):\n    return len(a) - len(b) or (a > b) - (a < b)\n", notebook)
+    by = functools.cmp_to_key(notebook["compare"])
+    values, failed, notes = _round_trip({"by": by, "mid": by("bb"), "plain": functools.cmp_to_key(operator.sub)})
+    assert failed == {} and notes == {}
+    assert sorted(["ccc", "a", "bb", "ab"], key=values["by"]) == ["a", "ab", "bb", "ccc"]
+    assert values["mid"].obj == "bb" and values["by"]("a") < values["mid"] < values["by"]("ccc")
+    assert sorted([3, 1, 2], key=values["plain"]) == [1, 2, 3]
