@@ -21,6 +21,9 @@ rebuild):
   function's cache, as a notebook's are (idioms6.py);
 - a ``functools.cmp_to_key`` key (``by = cmp_to_key(compare)``; one made of a value, ``by(3)``, too): its
   comparison function (and value), read from the C object; pickle refused it;
+- a ``re.Scanner`` (a tokenizer's lexicon): it pickled, but its pattern, compiled from parsed parts, not
+  text, failed at load ("first argument must be string or compiled pattern"); it is made again from its
+  lexicon and flags;
 - objects whose state cannot be read back are named in plain words with
   what to do, not pickle's "cannot pickle ... object": a ``numpy.nditer``
   part-way (its flags and buffers), a ``decimal.localcontext()`` kept in a
@@ -44,6 +47,8 @@ def reduce_for(kind: type):
         return _thread_local
     if name == ("functools", "KeyWrapper"):
         return _cmp_key
+    if idioms._is_class_of(kind, "re", "Scanner"):
+        return _scanner
     if idioms._is_class_of(kind, "threading", "Barrier"):
         return _barrier
     if name == ("numpy", "nditer"):  # numpy is never imported here
@@ -105,6 +110,22 @@ def _made_cmp_key(compare, *value):
 
     key = functools.cmp_to_key(compare)
     return key(*value) if value else key
+
+
+# -- re.Scanner ----------------------------------------------------------------------------------
+
+def _scanner(scanner, user_ns):
+    attrs = idioms6._own_attrs(scanner, ("lexicon", "scanner"))
+    return (_made_scanner, (type(scanner), scanner.lexicon, scanner.scanner.flags), attrs, None, None,
+            idioms._set_attrs if attrs else None)
+
+
+def _made_scanner(kind, lexicon, flags):
+    import re
+
+    scanner = kind.__new__(kind)  # a subclass's __init__ may take other arguments
+    re.Scanner.__init__(scanner, lexicon, flags)
+    return scanner
 
 
 # -- an lru_cache of the notebook's own module -----------------------------------------------------

@@ -5,6 +5,7 @@ import contextvars
 import decimal
 import functools
 import operator
+import re
 import threading
 
 import numpy as np
@@ -89,3 +90,16 @@ def test_a_cmp_to_key_key_comes_back_comparing_as_before():
     assert sorted(["ccc", "a", "bb", "ab"], key=values["by"]) == ["a", "ab", "bb", "ccc"]
     assert values["mid"].obj == "bb" and values["by"]("a") < values["mid"] < values["by"]("ccc")
     assert sorted([3, 1, 2], key=values["plain"]) == [1, 2, 3]
+
+
+def test_a_re_scanner_comes_back_scanning_as_before():
+    """A re.Scanner pickled, but failed at load: "first argument must be
+    string or compiled pattern" (its pattern is compiled from parsed parts)."""
+    notebook = {"__name__": "__main__"}
+    exec("import re\nlexer = re.Scanner([(r'[0-9]+', lambda s, t: int(t)), (r'[a-z]+', lambda s, t: t.upper()),"
+         " (r'\\s+', None)], re.IGNORECASE)\nlexer.note = 'mine'\n", notebook)
+    values, failed, notes = _round_trip({"lexer": notebook["lexer"],
+                                         "raw": re.Scanner([(rb"\d+", lambda s, t: int(t))])})
+    assert failed == {} and notes == {}
+    assert values["lexer"].scan("ab 12 Cd!") == (["AB", 12, "CD"], "!") and values["lexer"].note == "mine"
+    assert values["raw"].scan(b"42x") == ([42], b"x")
