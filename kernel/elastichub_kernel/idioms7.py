@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import abc
 import gc
+import importlib
 import sys
 
 from . import idioms, idioms6, usermodules
@@ -196,16 +197,23 @@ def _by_name(kind) -> bool:
 
 
 def registering(reduced: tuple, abcs: list) -> tuple:
-    """A notebook class's reduce whose rebuild also registers it with `abcs`."""
+    """A notebook class's reduce whose rebuild also registers it with `abcs`, saved by name: an ABC whose
+    library is missing at restore costs only the registration, said, not the class and its objects."""
     make, args, state, items, pairs, setter = reduced
-    return make, args, (setter, state, abcs), items, pairs, _set_and_register
+    names = [(kind.__module__, kind.__qualname__) for kind in abcs]
+    return make, args, (setter, state, names), items, pairs, _set_and_register
 
 
 def _set_and_register(cls, state):
-    setter, state, abcs = state
+    setter, state, names = state
     cls = setter(cls, state)
-    for kind in abcs:
-        kind.register(cls)
+    for module, qualname in names:
+        try:
+            kind = _lookup(importlib.import_module(module).__name__, qualname)  # imported in the session
+            kind.register(cls)
+        except Exception as exc:  # any failure costs the registration alone
+            idioms._note(f"{cls.__qualname__} is no longer registered with {module}.{qualname} "
+                         f"(isinstance checks against it are False): {type(exc).__name__}: {exc}")
     return cls
 
 

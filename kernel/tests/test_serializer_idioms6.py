@@ -6,7 +6,9 @@ import decimal
 import functools
 import operator
 import re
+import sys
 import threading
+import types
 
 import numpy as np
 
@@ -103,3 +105,22 @@ def test_a_re_scanner_comes_back_scanning_as_before():
     assert failed == {} and notes == {}
     assert values["lexer"].scan("ab 12 Cd!") == (["AB", 12, "CD"], "!") and values["lexer"].note == "mine"
     assert values["raw"].scan(b"42x") == ([42], b"x")
+
+
+def test_a_registration_with_an_abc_whose_module_is_gone_costs_only_the_registration(monkeypatch):
+    """A notebook class registered with an ABC of a module missing at restore
+    must still come back (its objects with it), the registration said lost."""
+    library = types.ModuleType("vanishing_abcs")
+    exec("import abc\nclass Shape(abc.ABC):\n    pass\n", vars(library))
+    monkeypatch.setitem(sys.modules, "vanishing_abcs", library)
+    notebook = {"__name__": "__main__"}
+    exec("class Square:\n    side = 2\n", notebook)
+    library.Shape.register(notebook["Square"])
+    ns = {"sq": notebook["Square"]()}
+    dumped = serializer.dump_namespace(ns, ["sq"], user_ns=ns)
+    assert dumped.failed == {}
+    monkeypatch.delitem(sys.modules, "vanishing_abcs")
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                                  {"__name__": "__main__"})
+    assert failed == {} and values["sq"].side == 2
+    assert "Square is no longer registered with vanishing_abcs.Shape" in " ".join(map(str, notes.values())), notes
