@@ -14,7 +14,9 @@ rebuild):
   (``collections.abc.Sequence.register(Deck)``, ``numbers.Number.register(Money)``): the library is imported
   afresh, its registry empty, so ``isinstance(deck, Sequence)`` turned False. The ABCs pickled by name a
   notebook class is registered with are found at checkpoint time (a walk of the loaded classes, a few ms)
-  and saved with the class, which is registered with them again as it is made;
+  and saved with the class, which is registered with them again as it is made; so is its implementation
+  in a helper file's (or library's) ``functools.singledispatch`` function (``@shop.render.register``),
+  which dispatched it to the fallback after a move;
 - an ``lru_cache`` (``cache``) function of the notebook's own module (``@functools.cache def load(n)`` in a
   ``helpers.py``): pickled by name it is the module's again, loaded from its file, its cache empty though the
   module's other values (a list of calls it appended to) are carried. Its plain results are put back in that
@@ -37,6 +39,7 @@ import abc
 import gc
 import importlib
 import sys
+import types
 
 from . import idioms, idioms6, usermodules
 
@@ -165,12 +168,18 @@ def refill_or_say(wrapper, entries, cached: int) -> None:
                      "were cached; they are computed again when asked for)")
 
 
-# -- a library ABC's registry --------------------------------------------------------------------
+# -- registrations in a library's (or helper file's) ABC or singledispatch function --------------------
 
-def abc_registrations() -> dict:
-    """{id(notebook class): the ABCs pickled by name it is registered with} (a notebook ABC's own registry
-    is carried with it by value, cloudpickle)."""
+def registrations() -> dict:
+    """{id(notebook class): [(module, qualname, implementation or None)]}: the ABCs pickled by name it is
+    registered with, and the singledispatch functions, pickled by name, it has an implementation in (a
+    notebook ABC or dispatcher carries its own registry by value)."""
     found, seen, todo = {}, set(), [object]
+
+    def add(cls, owner, impl=None):
+        if isinstance(cls, type) and cls.__module__ == "__main__":
+            found.setdefault(id(cls), []).append((owner.__module__, owner.__qualname__, impl))
+
     while todo:
         for sub in type.__subclasses__(todo.pop()):
             if id(sub) in seen:
@@ -179,8 +188,19 @@ def abc_registrations() -> dict:
             todo.append(sub)
             if isinstance(sub, abc.ABCMeta) and sub.__module__ != "__main__" and _by_name(sub):
                 for cls in _registered(sub):
-                    if isinstance(cls, type) and cls.__module__ == "__main__":
-                        found.setdefault(id(cls), []).append(sub)
+                    add(cls, sub)
+    for module in list(sys.modules.values()):  # a dispatcher is a module's global (a few ms for them all)
+        try:  # past a lazy module's __getattribute__, which would import it
+            namespace = object.__getattribute__(module, "__dict__")
+        except Exception:  # a stand-in in sys.modules without a namespace
+            continue
+        for value in list(namespace.values()) if isinstance(namespace, dict) else ():
+            if type(value) is types.FunctionType and id(value) not in seen \
+                    and isinstance(vars(value).get("registry"), types.MappingProxyType) \
+                    and value.__module__ != "__main__" and _by_name(value):
+                seen.add(id(value))
+                for cls, impl in list(value.registry.items()):
+                    add(cls, value, impl)
     return found
 
 
@@ -196,24 +216,27 @@ def _by_name(kind) -> bool:
     return _lookup(kind.__module__, kind.__qualname__) is kind
 
 
-def registering(reduced: tuple, abcs: list) -> tuple:
-    """A notebook class's reduce whose rebuild also registers it with `abcs`, saved by name: an ABC whose
-    library is missing at restore costs only the registration, said, not the class and its objects."""
+def registering(reduced: tuple, entries: list) -> tuple:
+    """A notebook class's reduce whose rebuild also registers it again (`registrations`), the ABCs and
+    dispatchers by name: one whose library is missing at restore costs only the registration, said, not
+    the class and its objects."""
     make, args, state, items, pairs, setter = reduced
-    names = [(kind.__module__, kind.__qualname__) for kind in abcs]
-    return make, args, (setter, state, names), items, pairs, _set_and_register
+    return make, args, (setter, state, entries), items, pairs, _set_and_register
 
 
 def _set_and_register(cls, state):
-    setter, state, names = state
+    setter, state, entries = state
     cls = setter(cls, state)
-    for module, qualname in names:
+    for module, qualname, impl in entries:
         try:
-            kind = _lookup(importlib.import_module(module).__name__, qualname)  # imported in the session
-            kind.register(cls)
+            owner = _lookup(importlib.import_module(module).__name__, qualname)  # imported in the session
+            if impl is None:
+                owner.register(cls)
+            else:
+                owner.register(cls, impl)
         except Exception as exc:  # any failure costs the registration alone
             idioms._note(f"{cls.__qualname__} is no longer registered with {module}.{qualname} "
-                         f"(isinstance checks against it are False): {type(exc).__name__}: {exc}")
+                         f"(isinstance and dispatch on it no longer see it): {type(exc).__name__}: {exc}")
     return cls
 
 

@@ -253,7 +253,7 @@ class NamespacePickler(cloudpickle.Pickler):
         self._deferred: list | None = None  # saving flat: states still to save
         self._idioms: dict = {}  # type -> the reduce of its idiom, or None: decided once per type
         self._cells: dict = {}  # id(closure cell) -> (its _SharedCell, the cell, kept so its id stays its own)
-        self._abcs: dict | None = None  # id(notebook class) -> library ABCs it is registered with, once a class is met
+        self._registrations: dict | None = None  # idioms7.registrations(), once a notebook class is met
 
     def dump_flat(self, value) -> None:
         """Save `value` without deep recursion: objects of plain classes are
@@ -335,11 +335,11 @@ class NamespacePickler(cloudpickle.Pickler):
         reduced = super().reducer_override(obj)
         if isinstance(obj, type) and isinstance(reduced, tuple) and len(reduced) == 6 \
                 and isinstance(reduced[2], tuple) and isinstance(reduced[2][0], dict):
-            if self._abcs is None:
-                self._abcs = idioms7.abc_registrations()
-            abcs = self._abcs.get(id(obj))
+            if self._registrations is None:
+                self._registrations = idioms7.registrations()
+            entries = self._registrations.get(id(obj))
             reduced = _notebook_class_reduce(obj, reduced)
-            return idioms7.registering(reduced, abcs) if abcs else reduced
+            return idioms7.registering(reduced, entries) if entries else reduced
         return reduced
 
     def _shared_cell(self, cell) -> _SharedCell:

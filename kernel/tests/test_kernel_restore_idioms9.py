@@ -139,3 +139,35 @@ def test_a_cached_function_of_the_notebooks_own_module_keeps_its_results(moved, 
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert before == [3, 2, [3, 3, 3], [1], 6, True, [1, 3, 2, [2, 3], [4, 1]]]
     assert run_cell.facts(kc, CACHED_PROBE) == before
+
+
+DISPATCH = r'''
+with open("shapes.py", "w") as out:
+    out.write("import functools\n"
+              "@functools.singledispatch\n"
+              "def describe(x):\n"
+              "    return 'a thing'\n"
+              "@describe.register\n"
+              "def _(x: int):\n"
+              "    return 'a number'\n")
+import shapes, json
+class Circle:
+    r = 2
+@shapes.describe.register
+def _(c: Circle):
+    return f"a circle of radius {c.r}"
+ring = Circle()
+'''
+DISPATCH_PROBE = r'''
+print("FACTS" + json.dumps([shapes.describe(ring), shapes.describe(3), shapes.describe("s"),
+                            shapes.describe.dispatch(Circle) is not shapes.describe.dispatch(object)]))
+'''
+
+
+def test_a_notebook_class_registered_with_a_helper_files_singledispatch_function_dispatches_again(moved, run_cell):
+    """`@shapes.describe.register def _(c: Circle)` on a singledispatch function
+    of a helper file was lost in a move: describe(ring) gave the fallback."""
+    reply, before, kc = moved(SESSION, DISPATCH, lambda kc: run_cell.facts(kc, DISPATCH_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before == ["a circle of radius 2", "a number", "a thing", True]
+    assert run_cell.facts(kc, DISPATCH_PROBE) == before

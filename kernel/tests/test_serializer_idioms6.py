@@ -4,6 +4,7 @@ import contextlib
 import contextvars
 import decimal
 import functools
+import importlib.util
 import operator
 import re
 import sys
@@ -124,3 +125,18 @@ def test_a_registration_with_an_abc_whose_module_is_gone_costs_only_the_registra
                                                   {"__name__": "__main__"})
     assert failed == {} and values["sq"].side == 2
     assert "Square is no longer registered with vanishing_abcs.Shape" in " ".join(map(str, notes.values())), notes
+
+
+def test_looking_for_registrations_imports_no_lazily_loaded_module(monkeypatch):
+    """The search of the modules' dispatchers, run when a notebook class is
+    saved, must not load a module the notebook only imported lazily."""
+    spec = importlib.util.find_spec("fractions")
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    lazy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lazy)
+    monkeypatch.setitem(sys.modules, "elastichub_lazy_fractions", lazy)
+    notebook = {"__name__": "__main__"}
+    exec("class Point:\n    x = 1\n", notebook)
+    ns = {"p": notebook["Point"]()}
+    assert serializer.dump_namespace(ns, ["p"], user_ns=ns).failed == {}
+    assert type(lazy).__name__ == "_LazyModule"  # still not run
