@@ -13,6 +13,7 @@ from kubernetes_asyncio.client import models as client_models
 from tornado import web
 
 from . import podspec
+from .podresources import resources_problem
 from .quantity import QuantityError, parse_quantity
 
 
@@ -52,6 +53,9 @@ def _fields(model: str) -> dict[str, str]:
     return getattr(client_models, model).attribute_map
 
 
+_TRAIT = {"cpu": "cpu", "memory": "mem"}  # KubeSpawner's traits of the two resources
+
+
 class AdminChecks:
     """Mixed into ElasticSpawner (a KubeSpawner): reads its traits and log."""
 
@@ -68,6 +72,9 @@ class AdminChecks:
             problem = podspec.object_list_problem(setting, getattr(self, setting), _fields(model), model[2:])
             if problem:
                 raise bad_configuration(problem)
+        problem = self._resources_problem()
+        if problem:
+            raise bad_configuration(problem)
         cordon = podspec.cordon_toleration(self.tolerations)
         if cordon is not None:
             raise bad_configuration(
@@ -86,6 +93,32 @@ class AdminChecks:
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
             if problem:
                 raise bad_configuration(problem)
+
+    def _resources_problem(self) -> str | None:
+        """The server's container's requests and limits as KubeSpawner makes
+        them (the extra_resource_* ones last, they win), then those of the
+        admin's other containers, each named by the setting it came from."""
+        extra_asked, extra_limited = self.extra_resource_guarantees or {}, self.extra_resource_limits or {}
+        requests = {**{k: v for k, v in (("cpu", self.cpu_guarantee), ("memory", self.mem_guarantee)) if v},
+                    **extra_asked}
+        limits = {**{k: v for k, v in (("cpu", self.cpu_limit), ("memory", self.mem_limit)) if v}, **extra_limited}
+        problem = resources_problem(
+            requests, limits,
+            lambda name: _TRAIT[name] + "_guarantee" if name in _TRAIT and name not in extra_asked
+            else "extra_resource_guarantees",
+            lambda name: _TRAIT[name] + "_limit" if name in _TRAIT and name not in extra_limited
+            else "extra_resource_limits")
+        for setting in ("init_containers", "extra_containers"):
+            for i, container in enumerate(self._container_items(setting)):
+                resources = podspec.plain(container).get("resources") or {}
+                where = f"{setting}[{i}].resources"
+                problem = problem or resources_problem(resources.get("requests"), resources.get("limits"),
+                                                       lambda _: f"{where}.requests", lambda _: f"{where}.limits")
+        return problem
+
+    def _container_items(self, setting: str) -> list:
+        value = getattr(self, setting) or []
+        return list(value.values() if isinstance(value, dict) else value)
 
     def get_env(self):
         # KubeSpawner's TypeError for a number (a YAML `OMP_NUM_THREADS: 1`) named no variable.

@@ -629,3 +629,34 @@ async def test_a_toleration_of_the_cordon_is_refused_in_one_line(tolerations):
             "nodes ElasticHub cordons to drain them") in message, message
     keyed = [{"key": "gpu", "operator": "Exists"}, {"key": "dedicated", "value": "user", "effect": "NoSchedule"}]
     assert len((await spawner(tolerations=keyed).get_pod_manifest()).spec.tolerations) == 2  # z2jh's kind: fine
+
+
+@pytest.mark.parametrize("settings, words", [
+    # KubeSpawner's own help shows a GPU asked for this way: the API server refused the pod (422, with the whole
+    # pod in a traceback) for want of a limit.
+    ({"extra_resource_guarantees": {"nvidia.com/gpu": "1"}},
+     "extra_resource_guarantees: 'nvidia.com/gpu' (1) has no limit: Kubernetes refuses a pod whose nvidia.com/gpu "
+     "is not limited to exactly what it requests; set extra_resource_limits {'nvidia.com/gpu': '1'} too"),
+    ({"extra_resource_guarantees": {"nvidia.com/gpu": 1}, "extra_resource_limits": {"nvidia.com/gpu": 2}},
+     "'nvidia.com/gpu' (1) differs from its limit in extra_resource_limits (2)"),
+    ({"extra_resource_limits": {"nvidia.com/gpu": "0.5"}}, "extra_resource_limits: 'nvidia.com/gpu': '0.5' is not a "
+                                                            "whole number"),
+    ({"extra_resource_limits": {"gpu": 1}}, "extra_resource_limits: 'gpu' is no resource a container can ask for"),
+    ({"extra_resource_limits": {"nvidia.com/gpu": "one"}}, "extra_resource_limits: 'nvidia.com/gpu': 'one' is not "
+                                                            "a quantity"),
+    ({"mem_guarantee": "1G", "extra_resource_limits": {"memory": "512Mi"}},
+     "mem_guarantee: 'memory' (1073741824) is above its limit in extra_resource_limits (512Mi)"),
+    ({"extra_containers": [{"name": "side", "image": "x", "resources": {"requests": {"nvidia.com/gpu": 1}}}]},
+     "extra_containers[0].resources.requests: 'nvidia.com/gpu' (1) has no limit"),
+])
+async def test_resources_kubernetes_would_refuse_are_one_error_naming_the_setting(settings, words):
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(**settings).get_pod_manifest()
+    _said(err, words)
+
+
+async def test_a_gpu_limited_as_kubernetes_takes_it_goes_on_the_pod():
+    pod = await spawner(cpu_guarantee=1.0, cpu_limit=2.0, extra_resource_limits={"nvidia.com/gpu": "1"},
+                        extra_resource_guarantees={"nvidia.com/gpu": 1}).get_pod_manifest()
+    resources = pod.spec.containers[0].resources
+    assert resources.limits["nvidia.com/gpu"] == "1" and resources.requests["nvidia.com/gpu"] == 1
