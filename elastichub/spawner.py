@@ -225,6 +225,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
     async def get_pod_manifest(self):
         self._refuse_bad_pod_settings()
         pod = await super().get_pod_manifest()
+        self._refuse_no_tier(podspec.plain(pod.spec))
         self._warn_outweighing(podspec.plain(pod.spec.affinity))
         self._warn_single_node_volume()
         self._put_elastic_parts(pod)

@@ -13,6 +13,7 @@ from kubernetes_asyncio.client import models as client_models
 from tornado import web
 
 from . import podspec
+from .orchestrator.nodefit import Constraints, NodeTemplate, misfit
 from .podresources import resources_problem
 from .quantity import QuantityError, parse_quantity
 
@@ -93,6 +94,31 @@ class AdminChecks:
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
             if problem:
                 raise bad_configuration(problem)
+
+    def _refuse_no_tier(self, spec: dict) -> None:
+        """A node selector or required node affinity (the hub's, a profile's,
+        extra_pod_config's) that no node of either tier can match on the tier
+        label (a typo, 'onprem' for 'on-prem'): every server waited Pending
+        until start_timeout, and the orchestrator can start no node for it."""
+        key = self.tier_label
+        selector = tuple((k, str(v)) for k, v in (spec.get("nodeSelector") or {}).items() if k == key)
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or {}
+        terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
+        # Only the tier label is known of a node here: a term that does not name it may match some node of a tier.
+        on_key = [[e for e in t.get("matchExpressions") or [] if isinstance(e, dict) and e.get("key") == key]
+                  for t in terms]
+        terms = () if not all(on_key) else tuple({"matchExpressions": e} for e in on_key)
+        asks = Constraints(node_selector=selector, terms=terms)
+        why = {tier: misfit(asks, NodeTemplate(tier, {key: tier})) for tier in (self.onprem_tier, self.cloud_tier)}
+        if all(why.values()):
+            reasons = " and ".join(sorted({w if w.startswith("node selector") else f"{w} on {key}"
+                                           for w in why.values()}))
+            raise bad_configuration(
+                f"the pod's {reasons} (from node_selector, node_affinity_required, extra_pod_config or a profile): "
+                f"no node of either tier can take it (on-prem nodes have {key}={self.onprem_tier}, cloud nodes "
+                f"{key}={self.cloud_tier}), so every server would wait unplaced until start_timeout; name one of "
+                "these tiers, or leave the tier to ElasticHub")
 
     def _resources_problem(self) -> str | None:
         """The server's container's requests and limits as KubeSpawner makes

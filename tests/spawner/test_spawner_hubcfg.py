@@ -125,3 +125,42 @@ async def test_a_profiles_pod_name_template_without_the_server_name_is_refused_f
     await s.load_user_options()
     s.clear_state()
     assert s.pod_name != default_pod and "gpu" in s.pod_name
+
+
+TIER = "elastichub.io/tier"
+
+
+def _required(*expressions):
+    return [{"matchExpressions": list(expressions)}]
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"node_selector": {TIER: "onprem"}}, f"the pod's node selector {TIER}=onprem (from node_selector"),
+    ({"extra_pod_config": {"nodeSelector": {TIER: "burst"}}}, f"the pod's node selector {TIER}=burst"),
+    ({"node_affinity_required": _required({"key": TIER, "operator": "In", "values": ["gpu"]})},
+     f"the pod's required node affinity on {TIER} (from node_selector"),
+    ({"node_affinity_required": _required({"key": TIER, "operator": "NotIn", "values": ["on-prem", "cloud"]})},
+     "no node of either tier can take it (on-prem nodes have elastichub.io/tier=on-prem, cloud nodes "
+     "elastichub.io/tier=cloud), so every server would wait unplaced until start_timeout"),
+    ({"node_selector": {TIER: "cloud"}, "node_affinity_required": _required(
+        {"key": TIER, "operator": "In", "values": ["on-prem"]})},
+     f"the pod's node selector {TIER}=cloud and required node affinity on {TIER}"),
+])
+async def test_a_placement_no_node_of_either_tier_matches_is_one_error(settings, words):
+    """A typo in a tier ('onprem'): the pod waited Pending until start_timeout,
+    and the orchestrator could start no node for it."""
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(**settings).get_pod_manifest()
+    said(err, words)
+
+
+@pytest.mark.parametrize("settings", [
+    {"node_selector": {TIER: "cloud", "gpu": "a100"}},  # a cloud-burst profile: docs/spawner.md
+    {"node_affinity_required": _required({"key": TIER, "operator": "NotIn", "values": ["cloud"]})},
+    # One term names no tier: a node of either may match it.
+    {"node_affinity_required": _required({"key": TIER, "operator": "In", "values": ["x"]})
+     + _required({"key": "gpu", "operator": "Exists"})},
+])
+async def test_a_placement_one_tier_matches_is_kept_as_the_admin_wrote_it(settings):
+    pod = await spawner(**settings).get_pod_manifest()
+    assert pod.spec.node_selector == settings.get("node_selector")
