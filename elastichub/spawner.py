@@ -23,7 +23,8 @@ from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
-from .spawnerchecks import INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_configuration, shared_pod_name_problem
+from .spawnerchecks import (INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_choice, bad_configuration, configuration_problem,
+                            shared_pod_name_problem, typed_choices)
 from .spawnertypes import MemorySize, memory_help, with_model_preferences
 from .spawnerway import PodInTheWay
 
@@ -213,19 +214,24 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         """A value the user typed into a profile option's free-form field
         ("Other...", KubeSpawner's unlisted_choice) is the user's mistake, not
         the admin's: say so to them (400), not "Bad ElasticHub configuration"."""
-        for key, typed in (self.user_options or {}).items():
-            if (key.endswith("--unlisted-choice") and isinstance(typed, str) and typed
-                    and any(typed in str(value) for value in spawner_override.values())):
-                option = key[:-len("--unlisted-choice")]
-                error = web.HTTPError(400, "Your choice %r for %s cannot be used: %s", typed, option, problem)
-                error.jupyterhub_message = f"Your choice {typed!r} for {option} cannot be used: {problem}"
-                return error
+        for option, typed in typed_choices(self.user_options):
+            if any(typed in str(value) for value in spawner_override.values()):
+                return bad_choice(option, typed, problem)
         return bad_configuration(f"profile_list: kubespawner_override: {problem}")
 
     async def get_pod_manifest(self):
-        self._refuse_bad_pod_settings()
-        pod = await super().get_pod_manifest()
-        self._refuse_no_tier(podspec.plain(pod.spec))
+        try:
+            self._refuse_bad_pod_settings()
+            pod = await super().get_pod_manifest()
+            self._refuse_no_tier(podspec.plain(pod.spec))
+        except web.HTTPError as e:
+            # The pod's checks see a typed choice only once it is in the pod's settings
+            # ("two" GPUs): a problem naming that value is the user's too.
+            problem = configuration_problem(e)
+            typed = next((c for c in typed_choices(self.user_options) if problem and repr(c[1]) in problem), None)
+            if typed:
+                raise bad_choice(*typed, problem) from None
+            raise
         self._warn_outweighing(podspec.plain(pod.spec.affinity))
         self._warn_single_node_volume()
         self._put_elastic_parts(pod)

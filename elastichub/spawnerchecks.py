@@ -18,13 +18,36 @@ from .podresources import resources_problem
 from .quantity import QuantityError, parse_quantity
 
 
+_BAD_CONFIGURATION = "Bad ElasticHub configuration: %s"
+
+
 def bad_configuration(problem: str) -> web.HTTPError:
     """The error a bad setting ends a start with: one line naming it, logged
     without a traceback and answered to the user as it is (raised inside a
     spawn, a plain HTTPError reaches the API as "Internal Server Error")."""
-    error = web.HTTPError(500, "Bad ElasticHub configuration: %s", problem)
-    error.jupyterhub_message = f"Bad ElasticHub configuration: {problem}"
+    error = web.HTTPError(500, _BAD_CONFIGURATION, problem)
+    error.jupyterhub_message = _BAD_CONFIGURATION % problem
     return error
+
+
+def bad_choice(option: str, typed: str, problem: str) -> web.HTTPError:
+    """The error for a value the user typed into a profile option's free-form
+    field ("Other...", KubeSpawner's unlisted_choice): the user's mistake (400)."""
+    error = web.HTTPError(400, "Your choice %r for %s cannot be used: %s", typed, option, problem)
+    error.jupyterhub_message = f"Your choice {typed!r} for {option} cannot be used: {problem}"
+    return error
+
+
+def typed_choices(user_options: dict | None):
+    """(option, value) of each value the user typed into a free-form field."""
+    for key, typed in (user_options or {}).items():
+        if key.endswith("--unlisted-choice") and isinstance(typed, str) and typed:
+            yield key[:-len("--unlisted-choice")], typed
+
+
+def configuration_problem(error: web.HTTPError) -> str | None:
+    """The problem a bad_configuration error names (None: another error)."""
+    return error.args[0] if error.log_message == _BAD_CONFIGURATION and error.args else None
 
 
 # Refused at the start rather than found out at the first stop or move.

@@ -190,6 +190,36 @@ async def test_a_value_the_user_typed_into_an_option_is_the_users_mistake_not_th
     assert s.mem_limit == 4 * 2**30
 
 
+@pytest.mark.parametrize("profile_list", ["sync", "async"])
+async def test_a_typed_choice_the_pods_checks_refuse_is_the_users_mistake_too(profile_list):
+    """A profile_list callable (zero-to-jupyterhub's way to size profiles per
+    user) whose GPU option takes a typed count: "two" passed every check of
+    the override and was refused only with the pod, blaming the admin (500)."""
+    gpus = {"display_name": "GPUs", "unlisted_choice": {
+        "enabled": True, "kubespawner_override": {"extra_resource_limits": {"nvidia.com/gpu": "{value}"}}},
+        "choices": {"one": {"display_name": "1", "kubespawner_override": {
+            "extra_resource_limits": {"nvidia.com/gpu": "1"}}}}}
+    profiles = [{"display_name": "GPU", "slug": "gpu", "profile_options": {"gpus": gpus}}]
+
+    async def later(_):
+        return profiles
+
+    for typed, words in (("two", "'two' is not a quantity"), ("0.5", "'0.5' is not a whole number")):
+        s = spawner(profile_list=(lambda _: profiles) if profile_list == "sync" else later)
+        s.user_options = {"profile": "gpu", "gpus--unlisted-choice": typed}
+        await s.load_user_options()
+        with pytest.raises(web.HTTPError) as err:
+            await s.get_pod_manifest()
+        assert err.value.status_code == 400
+        assert err.value.jupyterhub_message.startswith(f"Your choice {typed!r} for gpus cannot be used: "
+                                                       "extra_resource_limits: 'nvidia.com/gpu': ")
+        assert words in err.value.jupyterhub_message
+    s = spawner(profile_list=(lambda _: profiles) if profile_list == "sync" else later)
+    s.user_options = {"profile": "gpu", "gpus--unlisted-choice": "2"}
+    await s.load_user_options()
+    assert (await s.get_pod_manifest()).spec.containers[0].resources.limits == {"nvidia.com/gpu": "2"}
+
+
 @pytest.mark.parametrize("override, words", [
     ({"migrateable": False}, "kubespawner_override key 'migrateable' is not a setting of ElasticSpawner (did you "
                              "mean 'migratable'?)"),
