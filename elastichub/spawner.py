@@ -223,7 +223,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         try:
             self._refuse_bad_pod_settings()
             pod = await super().get_pod_manifest()
-            self._refuse_no_tier(podspec.plain(pod.spec))
+            self._refuse_bad_placement(podspec.plain(pod.spec))
         except web.HTTPError as e:
             # The pod's checks see a typed choice only once it is in the pod's settings
             # ("two" GPUs): a problem naming that value is the user's too.

@@ -99,12 +99,6 @@ class AdminChecks:
         problem = self._resources_problem()
         if problem:
             raise bad_configuration(problem)
-        cordon = podspec.cordon_toleration(self.tolerations)
-        if cordon is not None:
-            raise bad_configuration(
-                f"tolerations: {cordon!r} tolerates {podspec.CORDON_TAINT['key']}, a cordoned node's taint: servers "
-                "would be placed on the nodes ElasticHub cordons to drain them, and a moved server could come back "
-                "to the node it is moved off; give it the key of the taint it is meant for")
         for setting, model in podspec.OBJECT_SETTINGS.items():  # a misspelt key: KubeSpawner's ValueError
             value = getattr(self, setting) or {}
             problem = None if callable(value) else (  # a security context's callable: KubeSpawner calls it later
@@ -117,6 +111,19 @@ class AdminChecks:
             problem = podspec.own_key_problem(setting, getattr(self, setting) or {})
             if problem:
                 raise bad_configuration(problem)
+
+    def _refuse_bad_placement(self, spec: dict) -> None:
+        """The built pod's placement (`spec`, plain JSON): what the hub's settings, a
+        profile and extra_pod_config (whose tolerations replace the setting's) made of it."""
+        cordon = podspec.cordon_toleration(spec.get("tolerations"))
+        if cordon is not None:
+            setting = ("tolerations" if podspec.cordon_toleration(self.tolerations) is not None
+                       else "extra_pod_config: tolerations")
+            raise bad_configuration(
+                f"{setting}: {cordon!r} tolerates {podspec.CORDON_TAINT['key']}, a cordoned node's taint: servers "
+                "would be placed on the nodes ElasticHub cordons to drain them, and a moved server could come back "
+                "to the node it is moved off; give it the key of the taint it is meant for")
+        self._refuse_no_tier(spec)
 
     def _refuse_no_tier(self, spec: dict) -> None:
         """A node selector or required node affinity (the hub's, a profile's,

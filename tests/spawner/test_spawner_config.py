@@ -12,7 +12,7 @@ import pytest
 from tornado import web
 from traitlets.config import Config
 
-from elastichub import podmeta
+from elastichub import podmeta, podspec
 from elastichub.checkpoint_client import CheckpointOutcome
 from elastichub.spawner import STATE_KEY, ElasticSpawner
 from spawnertools import said as _said
@@ -659,6 +659,18 @@ async def test_a_toleration_of_the_cordon_is_refused_in_one_line(tolerations):
             "nodes ElasticHub cordons to drain them") in message, message
     keyed = [{"key": "gpu", "operator": "Exists"}, {"key": "dedicated", "value": "user", "effect": "NoSchedule"}]
     assert len((await spawner(tolerations=keyed).get_pod_manifest()).spec.tolerations) == 2  # z2jh's kind: fine
+
+
+async def test_a_toleration_of_the_cordon_in_extra_pod_config_is_refused_too():
+    """extra_pod_config's tolerations replace the setting's on the pod: one
+    that tolerates every taint went on the pod unchecked."""
+    with pytest.raises(web.HTTPError) as err:
+        await spawner(tolerations=[{"key": "gpu", "operator": "Exists"}],
+                      extra_pod_config={"tolerations": [{"operator": "Exists"}]}).get_pod_manifest()
+    _said(err, "extra_pod_config: tolerations: {'operator': 'Exists'} tolerates node.kubernetes.io/unschedulable")
+    keyed = {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "user", "effect": "NoSchedule"}]}
+    pod = await spawner(extra_pod_config=keyed).get_pod_manifest()
+    assert podspec.plain(pod.spec)["tolerations"] == keyed["tolerations"]
 
 
 @pytest.mark.parametrize("settings, words", [
