@@ -284,6 +284,21 @@ def route_request_problem(pod: dict, user: str, server_name: str) -> str | None:
     return None
 
 
+# The container KubeSpawner runs the single-user server in (its make_pod names it so).
+NOTEBOOK_CONTAINER = "notebook"
+
+
+def notebook_serving(pod: dict | None) -> bool:
+    """Is the pod's notebook container up and ready, whatever its other
+    containers do? KubeSpawner's is_pod_running asks every container: a
+    sidecar (extra_containers) not ready hid a server that could checkpoint."""
+    status = (pod or {}).get("status") or {}
+    notebook = [c for c in status.get("containerStatuses") or []
+                if isinstance(c, dict) and c.get("name") == NOTEBOOK_CONTAINER]
+    return (status.get("phase") == "Running" and bool(status.get("podIP")) and bool(notebook)
+            and not _meta(pod).get("deletionTimestamp") and all(c.get("ready") for c in notebook))
+
+
 def pod_node(pod: dict | None) -> str | None:
     """The node a pod is bound to (None before the scheduler placed it)."""
     return ((pod or {}).get("spec") or {}).get("nodeName") or None

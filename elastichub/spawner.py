@@ -418,7 +418,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         pod = self._current_pod()
         if pod is not None:
             self.last_node = podspec.pod_node(pod) or self.last_node
-        if not now and self.server is not None and (pod is None or not self.is_pod_running(pod)):
+        if not now and self.server is not None and (
+                pod is None or not (self.is_pod_running(pod) or podspec.notebook_serving(pod))):
             # Nothing to ask (no pod, or one not serving): say so, a stop without a checkpoint is never silent.
             why = f"its pod {(pod.get('metadata') or {}).get('name')} is not running" if pod else "no pod was found"
             self.log.warning("ElasticHub: stopping %s without a checkpoint: %s", self._log_name, why)

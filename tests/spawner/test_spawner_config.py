@@ -508,14 +508,17 @@ async def stoppable(monkeypatch):
     return s, calls
 
 
-async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypatch):
-    s, calls = stoppable
-
+def _checkpoints_save(s, calls, monkeypatch) -> None:
     async def checkpoint(url, purpose):
         calls.append(("checkpoint",))
         return CheckpointOutcome("saved", kernels=1, bytes=5)
 
     monkeypatch.setattr(s, "_checkpoint", checkpoint)
+
+
+async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypatch):
+    s, calls = stoppable
+    _checkpoints_save(s, calls, monkeypatch)
     await s.stop()
     assert calls == [("checkpoint",), ("delete", False)]
     assert s.last_checkpoint.status == "saved" and s.last_node == "onprem-1"
@@ -588,6 +591,31 @@ async def test_a_pod_without_elastichub_annotations_is_still_checkpointed_before
     monkeypatch.setattr(s, "_checkpoint", checkpoint)
     await s.stop()
     assert calls == ["checkpoint", "delete"] and s.last_node == "cloud-1"
+
+
+@pytest.mark.parametrize("sidecar", [
+    {"name": "log-shipper", "ready": False, "state": {"waiting": {"reason": "CrashLoopBackOff"}}},
+    {"name": "proxy", "ready": False, "state": {"running": {}}},  # its readiness probe failing
+])
+async def test_a_server_whose_sidecar_is_not_ready_is_still_checkpointed_before_the_stop(sidecar, stoppable,
+                                                                                        monkeypatch):
+    """KubeSpawner's is_pod_running wants every container ready: a sidecar of
+    extra_containers not ready made the stop skip the checkpoint ("its pod
+    ... is not running") while the notebook container served the kernels."""
+    from kubespawner import KubeSpawner
+
+    s, calls = stoppable
+    pod = _running_pod(s.pod_name, {}, {})
+    pod["status"]["containerStatuses"] = [{"name": "notebook", "ready": True, "state": {"running": {}}}, sidecar]
+    monkeypatch.setattr(s, "_current_pod", lambda: pod)
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: KubeSpawner.is_pod_running(s, pod))
+    _checkpoints_save(s, calls, monkeypatch)
+    await s.stop()
+    assert calls == [("checkpoint",), ("delete", False)]
+    calls.clear()
+    pod["status"]["containerStatuses"][0].update(ready=False, state={"terminated": {"exitCode": 1}})
+    await s.stop()  # the notebook container itself down: nothing to ask
+    assert calls == [("delete", False)]
 
 
 async def test_a_stop_without_a_pod_to_ask_says_so(stoppable, monkeypatch, caplog):
