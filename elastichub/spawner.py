@@ -25,7 +25,7 @@ from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_choice, bad_configuration, configuration_problem,
                             shared_pod_name_problem, typed_choices)
-from .spawnertypes import MemorySize, memory_help, with_model_preferences
+from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
 from .spawnerway import PodInTheWay
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -173,6 +173,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         self._moved_from: str | None = None
         self._restoring: CheckpointOutcome | None = None
         self._creating_pod: str | None = None  # the pod a start is creating: one of its name is in the way
+        self._before_profile: dict = {}  # each setting a profile overrode, as it was before (clear_state)
         if getattr(self, "user", None) is not None:
             ElasticSpawner._servers[(self.user.name, self.name or "")] = self
 
@@ -191,6 +192,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
                                         f"ElasticSpawner{hint}")
         before = dict(self._config_problems)
         previous = {name: getattr(self, name) for name in spawner_override}  # every key is a trait (above)
+        for name, value in previous.items():  # copied: KubeSpawner merges a dict override into the dict itself
+            self._before_profile.setdefault(name, setting_copy(value))
         try:
             super()._apply_overrides(spawner_override)
         except TraitError as e:
@@ -304,6 +307,15 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         return podspec.current_pod(reflector.pods.values(), self.user.name, self.name or "", self.pod_name)
 
     # -- state -------------------------------------------------------------------------------------
+
+    def clear_state(self):
+        # JupyterHub keeps one spawner per server from start to start: the last start's profile (an
+        # exam's migratable = False, its environment) stayed on it under the profile picked next. Undone
+        # here, after the stop and before the next start's pre_spawn_hook (whose changes stand).
+        super().clear_state()
+        for name, value in getattr(self, "_before_profile", {}).items():
+            setattr(self, name, value)
+        self._before_profile = {}
 
     def get_state(self):
         state = super().get_state()

@@ -1,6 +1,6 @@
 """ElasticSpawner's pieces that are KubeSpawner's types rather than plain
-data (those are podspec's): its memory setting, and affinity as the client
-models KubeSpawner builds a pod of.
+data (those are podspec's): its memory setting, affinity as the client
+models KubeSpawner builds a pod of, and a setting's copy.
 """
 
 from __future__ import annotations
@@ -48,3 +48,13 @@ def with_model_preferences(affinity: V1Affinity | None, terms: list[dict]) -> V1
         node.preferred_during_scheduling_ignored_during_execution or []) + [
         decode(term, "V1PreferredSchedulingTerm") for term in terms]
     return affinity
+
+
+def setting_copy(value):
+    """A setting's value with its dicts and lists copied, their other contents
+    shared (a callable in `environment` is the admin's, kept as it is)."""
+    if isinstance(value, dict):
+        return {k: setting_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [setting_copy(v) for v in value]
+    return value

@@ -169,6 +169,33 @@ async def test_a_profile_can_pin_its_servers():
     assert pod.metadata.labels[podmeta.MIGRATABLE_LABEL] == "false"
 
 
+async def test_the_next_start_of_a_server_has_only_its_own_profiles_overrides():
+    """JupyterHub keeps one spawner per server across starts: an exam's
+    profile left the server pinned (and its environment) when the student
+    next picked the plain notebook; a profile option's dict merge too."""
+    memory = {"display_name": "Memory", "choices": {
+        "small": {"display_name": "2G", "kubespawner_override": {"extra_resource_limits": {"example.com/fpga": "1"}}},
+        "none": {"display_name": "-", "default": True}}}
+    s = spawner(migratable=True, environment={"HUB": "x"}, profile_list=[
+        {"display_name": "Notebook", "slug": "nb", "default": True, "profile_options": {"memory": memory}},
+        {"display_name": "Exam", "slug": "exam", "kubespawner_override": {"migratable": False,
+                                                                           "environment": {"EXAM": "1"}}}])
+    for start, (options, migratable, environment, limits) in enumerate((
+            ({"profile": "exam"}, "false", {"HUB": "x", "EXAM": "1"}, {}),
+            ({"profile": "nb", "memory": "small"}, "true", {"HUB": "x"}, {"example.com/fpga": "1"}),
+            ({"profile": "nb"}, "true", {"HUB": "x"}, {}),
+            ({"profile": "exam"}, "false", {"HUB": "x", "EXAM": "1"}, {}))):
+        s.clear_state()  # JupyterHub's, at every stop and before every start
+        s.environment["TOKEN"] = f"token-{start}"  # a pre_spawn_hook's (after clear_state): this start's stands
+        s.user_options = options
+        await s.load_user_options()
+        pod = await s.get_pod_manifest()
+        assert pod.metadata.labels[podmeta.MIGRATABLE_LABEL] == migratable, options
+        assert {e.name: e.value for e in pod.spec.containers[0].env
+                if e.name in ("HUB", "EXAM", "TOKEN")} == {**environment, "TOKEN": f"token-{start}"}
+        assert s.extra_resource_limits == limits, options
+
+
 async def test_a_value_the_user_typed_into_an_option_is_the_users_mistake_not_the_admins():
     """KubeSpawner's free-form "Other..." field: a memory the student typed
     ("lots") was answered "Bad ElasticHub configuration", blaming the admin."""
