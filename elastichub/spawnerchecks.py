@@ -142,8 +142,9 @@ class AdminChecks:
         asks = Constraints(node_selector=selector, terms=terms)
         why = {tier: misfit(asks, NodeTemplate(tier, {key: tier})) for tier in (self.onprem_tier, self.cloud_tier)}
         if all(why.values()):
-            reasons = " and ".join(sorted({w if w.startswith("node selector") else f"{w} on {key}"
-                                           for w in why.values()}))
+            # The value quoted: one the user typed into a profile option is then found theirs (get_pod_manifest).
+            reasons = " and ".join(sorted({f"node selector {key}: {selector[0][1]!r}" if w.startswith("node selector")
+                                           else f"{w} on {key}" for w in why.values()}))
             raise bad_configuration(
                 f"the pod's {reasons} (from node_selector, node_affinity_required, extra_pod_config or a profile): "
                 f"no node of either tier can take it (on-prem nodes have {key}={self.onprem_tier}, cloud nodes "

@@ -135,8 +135,8 @@ def _required(*expressions):
 
 
 @pytest.mark.parametrize("settings, words", [
-    ({"node_selector": {TIER: "onprem"}}, f"the pod's node selector {TIER}=onprem (from node_selector"),
-    ({"extra_pod_config": {"nodeSelector": {TIER: "burst"}}}, f"the pod's node selector {TIER}=burst"),
+    ({"node_selector": {TIER: "onprem"}}, f"the pod's node selector {TIER}: 'onprem' (from node_selector"),
+    ({"extra_pod_config": {"nodeSelector": {TIER: "burst"}}}, f"the pod's node selector {TIER}: 'burst'"),
     ({"node_affinity_required": _required({"key": TIER, "operator": "In", "values": ["gpu"]})},
      f"the pod's required node affinity on {TIER} (from node_selector"),
     ({"node_affinity_required": _required({"key": TIER, "operator": "NotIn", "values": ["on-prem", "cloud"]})},
@@ -144,7 +144,7 @@ def _required(*expressions):
      "elastichub.io/tier=cloud), so every server would wait unplaced until start_timeout"),
     ({"node_selector": {TIER: "cloud"}, "node_affinity_required": _required(
         {"key": TIER, "operator": "In", "values": ["on-prem"]})},
-     f"the pod's node selector {TIER}=cloud and required node affinity on {TIER}"),
+     f"the pod's node selector {TIER}: 'cloud' and required node affinity on {TIER}"),
 ])
 async def test_a_placement_no_node_of_either_tier_matches_is_one_error(settings, words):
     """A typo in a tier ('onprem'): the pod waited Pending until start_timeout,
@@ -164,3 +164,19 @@ async def test_a_placement_no_node_of_either_tier_matches_is_one_error(settings,
 async def test_a_placement_one_tier_matches_is_kept_as_the_admin_wrote_it(settings):
     pod = await spawner(**settings).get_pod_manifest()
     assert pod.spec.node_selector == settings.get("node_selector")
+
+
+async def test_a_tier_the_user_typed_into_a_profile_option_is_the_users_mistake():
+    """A "pick your pool" option with a free-form field: 'onprem' typed for
+    'on-prem' was answered "Bad ElasticHub configuration" (500), blaming the admin."""
+    pool = {"display_name": "Pool", "unlisted_choice": {
+        "enabled": True, "kubespawner_override": {"node_selector": {TIER: "{value}"}}},
+        "choices": {"cloud": {"display_name": "Cloud", "kubespawner_override": {"node_selector": {TIER: "cloud"}}}}}
+    s = spawner(profile_list=[{"display_name": "Any", "slug": "any", "profile_options": {"pool": pool}}])
+    s.user_options = {"profile": "any", "pool--unlisted-choice": "onprem"}
+    await s.load_user_options()
+    with pytest.raises(web.HTTPError) as err:
+        await s.get_pod_manifest()
+    assert err.value.status_code == 400
+    assert err.value.jupyterhub_message.startswith(
+        f"Your choice 'onprem' for pool cannot be used: the pod's node selector {TIER}: 'onprem' (from node_selector")
