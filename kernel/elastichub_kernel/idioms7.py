@@ -216,6 +216,9 @@ def _by_name(kind) -> bool:
     return _lookup(kind.__module__, kind.__qualname__) is kind
 
 
+NOT_SAVED = "elastichub: implementation not saved"  # in place of a registered implementation pickle refused
+
+
 def registering(reduced: tuple, entries: list) -> tuple:
     """A notebook class's reduce whose rebuild also registers it again (`registrations`), the ABCs and
     dispatchers by name: one whose library is missing at restore costs only the registration, said, not
@@ -228,6 +231,10 @@ def _set_and_register(cls, state):
     setter, state, entries = state
     cls = setter(cls, state)
     for module, qualname, impl in entries:
+        if isinstance(impl, str) and impl == NOT_SAVED:  # a copy once loaded: by value
+            idioms._note(f"{cls.__qualname__} is no longer registered with {module}.{qualname} (dispatch on it "
+                         "no longer sees it): its implementation could not be saved")
+            continue
         try:
             owner = _lookup(importlib.import_module(module).__name__, qualname)  # imported in the session
             if impl is None:

@@ -338,9 +338,20 @@ class NamespacePickler(cloudpickle.Pickler):
             if self._registrations is None:
                 self._registrations = idioms7.registrations()
             entries = self._registrations.get(id(obj))
+            if entries:
+                entries = [e if e[2] is None or self._savable(e[2]) else (*e[:2], idioms7.NOT_SAVED) for e in entries]
             reduced = _notebook_class_reduce(obj, reduced)
             return idioms7.registering(reduced, entries) if entries else reduced
         return reduced
+
+    def _savable(self, impl) -> bool:
+        """Can a registered implementation be saved? Inside its class's record, one that cannot would
+        fail the class and every object of it, for the sake of one registration."""
+        try:
+            NamespacePickler(io.BytesIO(), self._user_ns, lambda _: None).dump(impl)
+        except Exception:
+            return False
+        return True
 
     def _shared_cell(self, cell) -> _SharedCell:
         entry = self._cells.get(id(cell))

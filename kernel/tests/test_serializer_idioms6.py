@@ -140,3 +140,23 @@ def test_looking_for_registrations_imports_no_lazily_loaded_module(monkeypatch):
     ns = {"p": notebook["Point"]()}
     assert serializer.dump_namespace(ns, ["p"], user_ns=ns).failed == {}
     assert type(lazy).__name__ == "_LazyModule"  # still not run
+
+
+def test_an_implementation_that_cannot_be_saved_costs_only_its_registration(monkeypatch):
+    """A notebook class's implementation in a helper file's singledispatch
+    function that cannot be saved (it reads a generator of the notebook's)
+    must not take the class's objects with it: they were saved before the
+    registrations were carried; now only the registration is lost, and said."""
+    helper = types.ModuleType("dispatching_helper")
+    exec("import functools\n@functools.singledispatch\ndef describe(x):\n    return 'thing'\n", vars(helper))
+    monkeypatch.setitem(sys.modules, "dispatching_helper", helper)
+    notebook = {"__name__": "__main__", "dispatching_helper": helper}
+    exec("class Ring:\n    size = 3\nticks = (i for i in range(3))\n"
+         "@dispatching_helper.describe.register\ndef _(r: Ring):\n    return f'ring {next(ticks)}'\n", notebook)
+    ns = {"ring": notebook["Ring"]()}
+    dumped = serializer.dump_namespace(ns, ["ring"], user_ns=ns)
+    assert dumped.failed == {}
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                                  {"__name__": "__main__"})
+    assert failed == {} and values["ring"].size == 3
+    assert "Ring is no longer registered with dispatching_helper.describe" in " ".join(map(str, notes.values()))
