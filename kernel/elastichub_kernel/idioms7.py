@@ -212,8 +212,17 @@ def _registered(kind) -> list:
 
 
 def _by_name(kind) -> bool:
-    """Whether pickle finds `kind` by its module and name (not one made inside a function)."""
-    return _lookup(kind.__module__, kind.__qualname__) is kind
+    """Whether pickle finds `kind` by its module and name (not one made inside a function). Asked of
+    every loaded ABC and dispatcher, so only the module's own namespace is read: its __getattr__ would
+    answer a name it lacks with a deprecation warning in the student's output, or an import."""
+    head, _, rest = kind.__qualname__.partition(".")
+    try:
+        found = object.__getattribute__(sys.modules.get(kind.__module__), "__dict__").get(head)
+    except Exception:  # no such module, or a stand-in without a namespace
+        return False
+    for part in rest.split(".") if rest else ():
+        found = getattr(found, part, None)
+    return found is kind
 
 
 NOT_SAVED = "elastichub: implementation not saved"  # in place of a registered implementation pickle refused

@@ -160,3 +160,25 @@ def test_an_implementation_that_cannot_be_saved_costs_only_its_registration(monk
                                                   {"__name__": "__main__"})
     assert failed == {} and values["ring"].size == 3
     assert "Ring is no longer registered with dispatching_helper.describe" in " ".join(map(str, notes.values()))
+
+
+def test_looking_for_registrations_asks_no_module_for_a_name_it_lacks(monkeypatch):
+    """The search walks every loaded ABC and asks its module for it by name.
+    A module's __getattr__ (PEP 562) answers names it lacks: a deprecation
+    warning printed into the student's output at each checkpoint (as
+    cryptography's was), or a submodule imported the notebook never asked for."""
+    asked = []
+    library = types.ModuleType("answers_by_getattr")
+
+    def module_getattr(name):
+        asked.append(name)
+        raise AttributeError(name)
+
+    library.__getattr__ = module_getattr
+    hidden = type("Hidden", (__import__("abc").ABC,), {"__module__": "answers_by_getattr"})
+    monkeypatch.setitem(sys.modules, "answers_by_getattr", library)
+    notebook = {"__name__": "__main__"}
+    exec("class Point:\n    x = 1\n", notebook)
+    ns = {"p": notebook["Point"]()}
+    assert serializer.dump_namespace(ns, ["p"], user_ns=ns).failed == {}
+    assert hidden and asked == [], asked
