@@ -284,7 +284,8 @@ def route_request_problem(pod: dict, user: str, server_name: str) -> str | None:
     return None
 
 
-# The container KubeSpawner runs the single-user server in (its make_pod names it so).
+# The container KubeSpawner runs the single-user server in (its make_pod names it so): the spawner's
+# checks and the orchestrator's live moves find it by this name.
 NOTEBOOK_CONTAINER = "notebook"
 
 

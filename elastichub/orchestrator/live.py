@@ -41,7 +41,7 @@ from typing import Callable
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import podmeta
-from ..podspec import delete_grace
+from ..podspec import NOTEBOOK_CONTAINER, delete_grace
 from .hub import HubClient, HubError, HubServer
 from .kube import KubePods, error_line
 from .records import PodRecord
@@ -49,7 +49,6 @@ from .records import PodRecord
 log = logging.getLogger(__name__)
 
 LIVE, ROUTE = "live", "route"  # record steps: destination may exist / route switch asked
-NOTEBOOK_CONTAINER = "notebook"  # KubeSpawner's name for the single-user container
 _MOVE_SUFFIX = re.compile(r"-m[0-9a-f]{6}$")
 FINAL_ATTEMPTS = 3  # pauses tried; the last one goes ahead even if a cell arrived
 DEST_GONE = "the destination pod is gone"
