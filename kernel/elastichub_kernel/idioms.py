@@ -39,14 +39,9 @@ Each is a reduce the namespace pickler uses for objects of one type
   ``WeakKeyDictionary`` or ``WeakSet`` (their live items);
 - a ``queue.Queue`` (``LifoQueue``, ``PriorityQueue``, ``SimpleQueue``: a
   breadth-first search stepped through cell by cell): its items, size
-  limit and unfinished tasks; its locks are new;
-- a ``sqlite3`` connection and its cursors: a database in memory (a SQL
-  course's tables) is saved whole (``Connection.serialize``), a database
-  file is opened again (never created: a file gone fails the variable by
-  name), attached databases too, with the connection's settings. What a
-  connection cannot tell (functions, collations, ``detect_types``),
-  uncommitted changes of a file and temporary tables are said in the
-  restore report; a cursor comes back as a new one on its connection.
+  limit and unfinished tasks; its locks are new.
+
+``sqlite3`` connections, cursors and rows: sqlitestate.py.
 """
 
 from __future__ import annotations
@@ -54,11 +49,10 @@ from __future__ import annotations
 import functools
 import mmap
 import os
-import pickle
 import types
 import typing
 
-from . import idioms2, idioms3, idioms4, idioms6, idioms7
+from . import idioms2, idioms3, idioms4, idioms6, idioms7, sqlitestate
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -98,11 +92,11 @@ def reduce_for(kind: type):
     if kind.__name__ == "memmap" and kind.__module__ == "numpy":  # numpy is never imported here
         return _file_map
     if _is_class_of(kind, "sqlite3", "Connection"):  # nor sqlite3
-        return _sqlite_connection
+        return sqlitestate._sqlite_connection
     if _is_class_of(kind, "sqlite3", "Cursor"):
-        return _sqlite_cursor
+        return sqlitestate._sqlite_cursor
     if kind.__name__ == "Row" and kind.__module__ == "sqlite3":
-        return _sqlite_row
+        return sqlitestate._sqlite_row
     if kind.__module__ == "_io" and kind.__name__ in FILE_CLASSES:
         return _file_handle
     if kind.__module__ == "weakref" and kind.__name__ == "ReferenceType":  # weakref.ref itself
@@ -580,131 +574,5 @@ def _rebuild_simple_queue(kind, items):
     return q
 
 
-# -- sqlite3 ----------------------------------------------------------------------------
-
-def _sqlite_state(conn):
-    import sqlite3
-
-    try:
-        schemas = conn.execute("PRAGMA database_list").fetchall()
-    except sqlite3.ProgrammingError as exc:
-        if "closed" in str(exc):
-            return None
-        raise
-    databases, temp_tables = [], 0
-    for _, schema, path in schemas:  # main first
-        if schema == "temp":
-            temp_tables = conn.execute("SELECT count(*) FROM temp.sqlite_master WHERE type = 'table'").fetchone()[0]
-        elif path:
-            databases.append((schema, path, None))
-        else:  # in memory: the database is its content, written out of band (no copy in the pickle)
-            databases.append((schema, None, pickle.PickleBuffer(conn.serialize(name=schema))))
-    settings = {"isolation_level": conn.isolation_level, "row_factory": conn.row_factory,
-                "text_factory": conn.text_factory}
-    autocommit = getattr(conn, "autocommit", None)  # Python 3.12+
-    if autocommit is not None and autocommit != getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", None):
-        settings["autocommit"] = autocommit
-    return {"databases": databases, "settings": settings, "in_transaction": conn.in_transaction,
-            "temp_tables": temp_tables}
-
-
-def _sqlite_connection(conn, user_ns):
-    state = on_cells_thread(lambda: _sqlite_state(conn))
-    attrs = getattr(conn, "__dict__", None)  # a factory class of the notebook's
-    return _reconnect, (type(conn), state), dict(attrs) if attrs else None, None, None, _set_attrs
-
-
-def _reconnect(kind, state):
-    return on_cells_thread(lambda: _connect(kind, state))  # a live move's delta is applied on the control thread
-
-
-def _connect(kind, state):
-    import sqlite3
-
-    if state is None:  # closed when saved: closed again
-        conn = sqlite3.connect(":memory:", factory=kind)
-        conn.close()
-        return conn
-    (_, path, image), *attached = state["databases"]
-    try:
-        conn = sqlite3.connect(":memory:" if path is None else _file_uri(path), uri=True, factory=kind)
-    except sqlite3.Error as exc:
-        raise ValueError(f"sqlite3 database {path}: the file cannot be opened ({exc})") from None
-    if image is not None:
-        conn.deserialize(image)
-    for schema, path, image in attached:
-        name = '"' + schema.replace('"', '""') + '"'
-        try:
-            conn.execute(f"ATTACH DATABASE ? AS {name}", (":memory:" if path is None else _file_uri(path),))
-        except sqlite3.Error as exc:
-            raise ValueError(f"sqlite3 database {path} (attached as {schema}): the file cannot be opened "
-                             f"({exc})") from None
-        if image is not None:
-            conn.deserialize(image, name=schema)
-    for name, value in state["settings"].items():  # isolation_level before autocommit
-        setattr(conn, name, value)
-    files = [path for _, path, _ in state["databases"] if path]
-    places = ", ".join(path or "in memory" for _, path, _ in state["databases"])
-    said = [f"the sqlite3 connection is open again ({places}); functions, "
-            "collations and detect_types set on it are not carried: make those calls again if you made any"]
-    if state["in_transaction"]:
-        if files:
-            said.append("changes it had not committed to a file are lost")
-        if len(files) < len(state["databases"]):
-            said.append("its open transaction in memory comes back committed")
-    if state["temp_tables"]:
-        said.append(f"its {state['temp_tables']} temporary table(s) are not carried")
-    _note("; ".join(said))
-    return conn
-
-
-def _file_uri(path: str) -> str:
-    from urllib.parse import quote
-
-    return f"file:{quote(path)}?mode=rw"  # rw: a file gone is an error, never a new empty database
-
-
-def _cursor_state(cur):
-    return cur.row_factory, cur.arraysize, cur.description is not None
-
-
-def _sqlite_cursor(cur, user_ns):
-    row_factory, arraysize, had_rows = on_cells_thread(lambda: _cursor_state(cur))
-    return _new_cursor, (cur.connection, row_factory, arraysize, had_rows)
-
-
-def _new_cursor(conn, row_factory, arraysize, had_rows):
-    return on_cells_thread(lambda: _cursor(conn, row_factory, arraysize, had_rows))
-
-
-def _cursor(conn, row_factory, arraysize, had_rows):
-    import sqlite3
-
-    try:
-        cur = conn.cursor()
-    except sqlite3.ProgrammingError:  # its connection was closed
-        spare = sqlite3.connect(":memory:")
-        cur = spare.cursor()
-        spare.close()
-    cur.row_factory, cur.arraysize = row_factory, arraysize
-    if had_rows:
-        _note("a new cursor on the same connection: rows of its last query not fetched yet are not carried")
-    return cur
-
-
-def _sqlite_row(row, user_ns):
-    keys = row.keys()
-    return (_rebuild_row, (tuple(keys), tuple(row))) if keys else None
-
-
-def _rebuild_row(keys, values):
-    import sqlite3
-
-    # A Row takes its column names from a cursor's description: any query
-    # with those names gives one.
-    conn = sqlite3.connect(":memory:")
-    try:
-        cursor = conn.execute("SELECT " + ", ".join('NULL AS "' + k.replace('"', '""') + '"' for k in keys))
-        return sqlite3.Row(cursor, values)
-    finally:
-        conn.close()
+# Checkpoints written before sqlitestate.py was split out (2026-12-03) name these rebuilds here.
+_reconnect, _new_cursor, _rebuild_row = sqlitestate._reconnect, sqlitestate._new_cursor, sqlitestate._rebuild_row

@@ -827,3 +827,14 @@ def test_a_read_only_strided_array_comes_back_read_only():
     values, failed, _notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), {})
     assert failed == {} and values["every_third"].tolist() == [0.0, 3.0, 6.0, 9.0]
     assert values["every_third"].flags.writeable is False
+
+
+def test_a_checkpoint_naming_the_sqlite_rebuilds_in_idioms_still_loads():
+    # Written before sqlitestate.py was split out of idioms.py: the pickle
+    # names idioms._rebuild_row (protocol 0, by hand, as such a file holds it).
+    old = b"celastichub_kernel.idioms\n_rebuild_row\n((Vname\nVscore\nt(Vada\nI3\nttR."
+    row = pickle.loads(old)
+    assert row.keys() == ["name", "score"] and tuple(row) == ("ada", 3)
+    from elastichub_kernel import idioms
+
+    assert callable(idioms._reconnect) and callable(idioms._new_cursor)
