@@ -130,3 +130,24 @@ def test_the_scale_rows_say_they_count_actions_not_vms():
     text = rendered(summary(scale_outs=2, scale_ins=3))
     assert "scale-outs (boots ordered)" in text and "scale-ins (drains started)" in text
     assert "VMs given back" not in text
+
+
+def test_each_students_node_is_read_from_the_same_status_as_the_node_table():
+    # The final frame of a run: the room had last located s2 on its source node, before its move.
+    from types import SimpleNamespace
+
+    from elastichub.demo.view import render
+
+    node = {"tier": "on-prem", "draining": False, "status": "ready", "occupancy_ram": 50.0}
+    status = {"theta_out": 80, "occupancy": {"ram": 50.0}, "pending": [], "decisions": [],
+              "migrations": {"in_flight": [], "recent": []},
+              "nodes": [{**node, "name": "onprem-1", "servers": ["s1", "s2"]},
+                        {**node, "name": "cloud-1", "tier": "cloud", "status": "stopped", "servers": []}]}
+    students = [SimpleNamespace(name="s1", phase="working", node="onprem-1", wait_s=3.0),
+                SimpleNamespace(name="s2", phase="moved, state identical", node="cloud-1", wait_s=9.0),
+                SimpleNamespace(name="s3", phase="left", node="cloud-1", wait_s=4.0)]
+    console = Console(width=200, record=True)
+    console.print(render(status, students, []))
+    rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.startswith("s")}
+    assert "onprem-1" in rows["s2"] and "cloud-1" not in rows["s2"]
+    assert "onprem-1" in rows["s1"] and "cloud-1" not in rows["s3"]

@@ -18,6 +18,7 @@ from typing import Callable
 
 from .notebook import Notebook, NotebookError
 from .stage import Stage
+from .view import server_nodes
 
 STATE = """
 import hashlib
@@ -130,7 +131,7 @@ class Classroom:
             raise RuntimeError("no student got a server: " + self.students[0].error)
 
     def locate(self, status: dict) -> None:
-        where = {srv: n["name"] for n in status["nodes"] for srv in n["servers"]}
+        where = server_nodes(status)
         for s in self.students:
             s.node = where.get(s.name)
 

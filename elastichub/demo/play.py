@@ -109,8 +109,6 @@ async def play(settings: DemoSettings) -> int:
                 while True:
                     nonlocal status
                     status = await stage.orchestrator_status() or status
-                    if status:
-                        room.locate(status)
                     live.update(render(status or None, room.students, messages))
                     await asyncio.sleep(0.5)
             viewer = asyncio.create_task(refresh())

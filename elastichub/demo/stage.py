@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from ..localcluster.cluster import LocalCluster
 from ..localcluster.config import ClusterConfig, NodeConfig
@@ -235,11 +235,11 @@ class Stage:
         errors = error_lines(log)
         return "\n".join(errors[-8:]) if errors else "\n".join(log[-20:])
 
-    async def api(self, method: str, path: str, body=None, token: str | None = None):
+    async def api(self, method: str, path: str, body=None, token: str | None = None, timeout: float = 120):
         url = path if path.startswith("http") else f"{self.url}/hub/api{path}"
         resp = await self.http.fetch(HTTPRequest(
             url, method=method, body=None if body is None else json.dumps(body), allow_nonstandard_methods=True,
-            headers={"Authorization": f"token {token or self.token}"}, request_timeout=120,
+            headers={"Authorization": f"token {token or self.token}"}, request_timeout=timeout,
             follow_redirects=False), raise_error=False)
         try:
             return resp.code, json.loads(resp.body) if resp.body else None
@@ -247,9 +247,9 @@ class Stage:
             return resp.code, resp.body
 
     async def orchestrator_status(self) -> dict | None:
-        try:
-            code, body = await self.api("GET", f"{self.status_url}api/status")
-        except OSError:
+        try:  # a status late or cut off is skipped: the view shows the last one and asks again
+            code, body = await self.api("GET", f"{self.status_url}api/status", timeout=10)
+        except (OSError, HTTPClientError):
             return None
         return body if code == 200 and isinstance(body, dict) else None
 

@@ -38,6 +38,11 @@ def occupancy_bar(percent: float | None, theta: float | None, width: int = 30) -
     return text
 
 
+def server_nodes(status: dict) -> dict[str, str]:
+    """The node each server runs on, by server name, in an orchestrator status."""
+    return {server: n["name"] for n in status["nodes"] for server in n["servers"]}
+
+
 def render(status: dict | None, students: list, messages: list[str]) -> Group:
     parts = []
     if status is None:
@@ -75,11 +80,15 @@ def render(status: dict | None, students: list, messages: list[str]) -> Group:
                 down = "" if m["downtime_s"] is None else f" ({m['downtime_s']:.1f} s)"
                 lines.append(f"{m['server']}: {m['from']} -> {m['to'] or '?'} {m['outcome']}{down}\n")
             parts.append(Panel(lines, title="migrations", title_align="left"))
+    # Each student's node from this frame's status, as in the node table above: the node the room
+    # located the student on last may be older (a final frame after a move showed the source node).
+    where = server_nodes(status) if status else {}
     table = Table(expand=True, show_edge=False, pad_edge=False)
     for col in ("student", "doing", "node", "waited"):
         table.add_column(col)
     for s in students:
-        table.add_row(s.name, s.phase, s.node or "", "" if s.wait_s is None else f"{s.wait_s:.1f} s")
+        node = where.get(s.name, "") if status else s.node or ""
+        table.add_row(s.name, s.phase, node, "" if s.wait_s is None else f"{s.wait_s:.1f} s")
     parts.append(table)
     parts.extend(Text(m, style="italic") for m in messages[-3:])
     return Group(*parts)
