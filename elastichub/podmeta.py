@@ -61,6 +61,12 @@ ADOPT_SESSIONS_ENV = "ELASTICHUB_ADOPT_SESSIONS"
 
 TRUE, FALSE = "true", "false"
 
+# -- KubeSpawner's own marks (ElasticSpawner's pods carry them too) ------------
+# A pod with these and none of ours is a server KubeSpawner started before the
+# hub switched to ElasticSpawner (or another hub's): a user's session all the same.
+KUBESPAWNER_USER = "hub.jupyter.org/username"  # the annotation holds the raw name, the label a slug
+KUBESPAWNER_SERVER_NAME = "hub.jupyter.org/servername"  # annotation, only on named servers
+
 
 def server_key(user: str, server_name: str) -> str:
     """One string for a hub server: "alice" or "alice/gpu" (as the hub's

@@ -34,7 +34,7 @@ from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
-from .records import PodRecord, format_time, load_drain, parse_time
+from .records import PodRecord, format_time, load_drain, parse_time, unmovable
 
 log = logging.getLogger(__name__)
 
@@ -161,9 +161,8 @@ class Drain:
                     here = self._servers_here()
                     if not here:
                         break
-                    pinned = [p.server for p in here if not p.migratable]
-                    if pinned:
-                        raise MoveAborted(f"server(s) {', '.join(pinned)} may not be moved (migratable: false)")
+                    if not all(p.migratable for p in here):
+                        raise MoveAborted(unmovable(here))
                     self._pause_if_closing()
                     await self._move(here[0])
             await self._stop_vm()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .. import podmeta, podspec
+from .records import pod_record
 
 log = logging.getLogger(__name__)
 
@@ -299,12 +300,13 @@ class KubePods:
             (pod.get("spec") or {}).get("nodeName") == node and _holds_resources(pod))
 
     async def servers_on(self, node: str) -> list[dict]:
-        """The ElasticHub server pods bound to `node` that hold resources,
-        read from the API server, not a cache: asked before a VM is stopped."""
+        """The hub's server pods bound to `node` that hold resources, read
+        from the API server, not a cache: asked before a VM is stopped. Not
+        by our label alone: a server KubeSpawner started before the hub ran
+        ElasticSpawner has none, and its session ends with the VM too."""
         body = await _raw_json(await self.core.list_pod_for_all_namespaces(
-            field_selector=f"spec.nodeName={node}", label_selector=f"{podmeta.MANAGED_LABEL}={podmeta.TRUE}",
-            _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
-        return [p for p in body.get("items") or [] if _holds_resources(p)]
+            field_selector=f"spec.nodeName={node}", _preload_content=False, _request_timeout=REQUEST_TIMEOUT))
+        return [p for p in body.get("items") or [] if _holds_resources(p) and pod_record(p).managed]
 
     async def create(self, namespace: str, manifest: dict) -> None:
         await self.core.create_namespaced_pod(namespace, manifest, _request_timeout=REQUEST_TIMEOUT)

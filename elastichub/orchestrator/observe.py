@@ -215,6 +215,10 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         out_nodes.append(Node(name, Tier.CLOUD, config.default_allocatable, Resources(), (), status,
                               boot_started.get(name) if status is NodeStatus.BOOTING else None))
 
+    cloud = {n.name for n in out_nodes if n.tier is Tier.CLOUD}
+    unlabelled = [p.server for p in pods if p.unlabelled and p.holds_resources and p.node in cloud]
+    if unlabelled:
+        problems.append(unlabelled_problem(unlabelled))
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems, onprem_only=onprem_only,
                        waiting=waiting, unmapped=unnamed, unbacked=unbacked)
@@ -335,6 +339,15 @@ def no_ram_problem(servers: list[str]) -> str:
     (theta_out) is what scales the cloud, and it cannot count them."""
     return (f"servers that request no memory: {len(servers)} ({_first_names(servers)}): the RAM occupancy "
             "that scales the cloud cannot count them; set c.KubeSpawner.mem_guarantee")
+
+
+def unlabelled_problem(servers: list[str]) -> str:
+    """One line for the servers on cloud nodes whose pods have none of
+    ElasticHub's labels: they keep their nodes up."""
+    return (f"servers without the {podmeta.MANAGED_LABEL} label keep their cloud nodes up: {len(servers)} "
+            f"({_first_names(servers)}): started by KubeSpawner before the hub ran ElasticSpawner (or another "
+            "hub's), they are never moved (nothing asks them for a checkpoint); a server is ElasticSpawner's "
+            "from its next start")
 
 
 def cloud_only_unserved_problem(pending: Iterable[Server]) -> str | None:

@@ -45,7 +45,7 @@ class PodRecord:
     cpu: float  # requested cores, every container
     ram: float  # requested bytes
     terminating: bool
-    managed: bool  # labelled by ElasticSpawner
+    managed: bool  # a hub's server: labelled by ElasticSpawner, or `unlabelled`
     migratable: bool
     user: str = ""
     server_name: str = ""
@@ -58,6 +58,7 @@ class PodRecord:
     move_of: str = ""  # a live move's destination: the source pod's key (namespace/name)
     needs: Constraints | None = None  # a server's node constraints (nodefit); None for a pod not ElasticHub's
     uid: str = ""  # what an Event about the pod names (the spawner follows a pod's events by uid)
+    unlabelled: bool = False  # a server KubeSpawner started before ElasticSpawner ran the hub: counted, never moved
 
 
 def parse_time(text: str | None) -> float | None:
@@ -149,6 +150,14 @@ def pod_record(obj: dict) -> PodRecord:
                    f"but has no {podmeta.USER_ANNOTATION} annotation")
         managed = False
     node = spec.get("nodeName") or None
+    # A server KubeSpawner started before the hub ran ElasticSpawner (or another hub's) has KubeSpawner's
+    # marks only. Once bound to a node it is a session to keep: counted as a server that is never moved
+    # (nothing here can checkpoint it), so its node is never drained from under it.
+    kubespawner_user = annotations.get(podmeta.KUBESPAWNER_USER) or labels.get(podmeta.KUBESPAWNER_USER)
+    unlabelled = podmeta.MANAGED_LABEL not in labels and bool(node and kubespawner_user)
+    if unlabelled:
+        managed, user = True, str(kubespawner_user)
+        server_name = str(annotations.get(podmeta.KUBESPAWNER_SERVER_NAME, ""))
     phase = str(status.get("phase") or "Pending")
     # A moved server's pod carries when its user asked for it: no new arrival.
     created = parse_time(annotations.get(podmeta.ASKED_ANNOTATION)) or parse_time(meta.get("creationTimestamp"))
@@ -156,7 +165,7 @@ def pod_record(obj: dict) -> PodRecord:
     started = parse_time(annotations.get(podmeta.STARTED_ANNOTATION)) or parse_time(status.get("startTime"))
     move_of = annotations.get(podmeta.MOVE_OF_ANNOTATION)
     # Anything but an explicit "false" is movable: the spawner's default.
-    migratable = labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE
+    migratable = labels.get(podmeta.MIGRATABLE_LABEL, podmeta.TRUE) != podmeta.FALSE and not unlabelled
     key = podmeta.server_key(user, server_name)
     return PodRecord(
         key=f"{meta.get('namespace', '')}/{meta.get('name', '')}",
@@ -169,7 +178,20 @@ def pod_record(obj: dict) -> PodRecord:
         move_of=f"{meta.get('namespace', '')}/{move_of}" if managed and move_of else "",
         needs=pod_constraints(spec) if managed else None,
         uid=str(meta.get("uid") or ""),
+        unlabelled=unlabelled,
     )
+
+
+def unmovable(pods: list[PodRecord]) -> str:
+    """Why a drain of a node holding `pods` cannot go on (some may not be
+    moved); one line, for the drain's roll-back and the status page."""
+    pinned = [p.server for p in pods if not p.migratable and not p.unlabelled]
+    unlabelled = [p.server for p in pods if p.unlabelled]
+    why = [f"server(s) {', '.join(pinned)} may not be moved (migratable: false)"] if pinned else []
+    if unlabelled:
+        why.append(f"server(s) {', '.join(unlabelled)} have no {podmeta.MANAGED_LABEL} label (started by "
+                   "KubeSpawner before the hub ran ElasticSpawner, or another hub's): never moved")
+    return "; ".join(why)
 
 
 def load_drain(text: str | None) -> dict | None:
