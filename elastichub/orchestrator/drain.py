@@ -34,7 +34,7 @@ from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
-from .records import PodRecord, format_time, load_drain, parse_time, unmovable
+from .records import DRAIN_RECORD_VERSION, PodRecord, format_time, load_drain, parse_time, unmovable
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,8 @@ class Drain:
     # -- entry points -------------------------------------------------------------------
 
     async def start(self) -> str:
-        self.record = {"v": 1, "state": DRAINING, "started": self.clock(), "reason": self.reason, "servers": {}}
+        self.record = {"v": DRAIN_RECORD_VERSION, "state": DRAINING, "started": self.clock(), "reason": self.reason,
+                       "servers": {}}
         if await self.kube.mark_drain(self.node, self.record) is None:
             raise MoveAborted(f"node {self.node} is gone")
         return await self._run()

@@ -155,9 +155,12 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         if rec.problem:
             problems.append(rec.problem)
         seen.add(rec.name)
-        if rec.drain is not None:
+        unreadable = drain_record_problem(rec)
+        if unreadable:
+            problems.append(unreadable)  # neither resumed nor uncordoned: the node is left as it is
+        elif rec.drain is not None:
             drains[rec.name] = rec.drain
-        if rec.drain_taint:
+        if rec.drain_taint and not unreadable:
             tainted.add(rec.name)
         vm = vm_by_node.get(rec.name)
         if tier is Tier.CLOUD and cloud_managed and vm is None and not rec.provider_id and servers.get(rec.name):
@@ -339,6 +342,17 @@ def no_ram_problem(servers: list[str]) -> str:
     (theta_out) is what scales the cloud, and it cannot count them."""
     return (f"servers that request no memory: {len(servers)} ({_first_names(servers)}): the RAM occupancy "
             "that scales the cloud cannot count them; set c.KubeSpawner.mem_guarantee")
+
+
+def drain_record_problem(rec: NodeRecord) -> str | None:
+    """Why the drain record on `rec` cannot be read (None: it can, or there
+    is none): a drain this orchestrator must neither resume nor undo."""
+    try:
+        load_drain(rec.drain)
+    except ValueError as e:
+        return (f"node {rec.name}: {e}: left as it is (neither resumed nor uncordoned); finish the drain with the "
+                "ElasticHub that wrote it, or see docs/deploy.md, 'Upgrading'")
+    return None
 
 
 def unlabelled_problem(servers: list[str]) -> str:

@@ -18,6 +18,7 @@ from ..quantity import QuantityError, parse_cpu, parse_memory
 from .nodefit import Constraints, NodeTemplate, node_template, pod_constraints
 
 MILLI = 1000.0
+DRAIN_RECORD_VERSION = 1  # the drain record's "v": bump when its states, steps or fields change meaning
 READY_CONDITION = "Ready"
 
 
@@ -206,4 +207,8 @@ def load_drain(text: str | None) -> dict | None:
         raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is not JSON: {e}") from None
     if not isinstance(value, dict) or not isinstance(value.get("servers", {}), dict):
         raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is not a drain record: {text[:200]!r}")
+    if value.get("v", DRAIN_RECORD_VERSION) != DRAIN_RECORD_VERSION:
+        # Another ElasticHub's (a newer one, before a downgrade): its states and steps are not ours to guess.
+        raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is a drain record of version {value.get('v')!r}, written by "
+                         f"another version of ElasticHub; this one reads version {DRAIN_RECORD_VERSION}")
     return value

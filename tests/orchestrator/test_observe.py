@@ -133,6 +133,8 @@ def test_drain_records_that_are_not_ours_are_refused_by_name():
         load_drain("{oops")
     with pytest.raises(ValueError, match="not a drain record"):
         load_drain('["a"]')
+    with pytest.raises(ValueError, match="drain record of version 2, written by another version of ElasticHub"):
+        load_drain('{"v": 2, "state": "draining", "servers": {}}')
 
 
 def test_a_live_moves_destination_is_not_a_second_server_while_its_source_runs():
