@@ -260,17 +260,32 @@ class ElasticHubExtension(ExtensionApp):
             self.adopted.append({"session_id": None, "kernel_id": None, "state": "failed",
                                  "error": f"{ADOPT_ENV} is malformed ({exc})"})
             return
+        # Sessions by kernel: a notebook and a console on its kernel (or two notebooks sharing one) are
+        # two sessions of one kernel, which must start once (two starts of one id: two processes).
+        by_kernel: dict[str, list] = {}
         for item in items:
             entry = {"session_id": None, "kernel_id": None, "state": "starting", "error": None}
             self.adopted.append(entry)
+            try:
+                fields = _adoption_fields(item)
+            except ValueError as exc:  # already says what is wrong
+                entry.update(state="failed", error=str(exc))
+                self.log.error("elastichub: adopting a session failed: %s", exc)
+                continue
+            entry.update(session_id=fields[0], kernel_id=fields[4])
+            by_kernel.setdefault(fields[4], []).append((fields, entry))
+        for group in by_kernel.values():
+            # The notebook's session first: its path names the kernel's checkpoints (as follow_sessions).
+            group.sort(key=lambda member: member[0][3] != "notebook")
             # In the background: the server answers (status says "starting")
             # while large pre-copies are read.
-            self._adoptions.append(asyncio.create_task(self._adopt(item, entry)))
+            self._adoptions.append(asyncio.create_task(self._adopt(group)))
 
-    async def _adopt(self, item: Any, entry: dict) -> None:
+    async def _adopt(self, group: list) -> None:
+        """Start one kernel under its old id, then save each of its sessions under theirs."""
+        entries = [entry for _, entry in group]
+        session_id, path, name, _, kernel_id, kernel_name = group[0][0]
         try:
-            session_id, path, name, kind, kernel_id, kernel_name = _adoption_fields(item)
-            entry.update(session_id=session_id, kernel_id=kernel_id)
             app = self.serverapp
             sm, km = app.session_manager, app.kernel_manager
             kernel_path = await _maybe_await(app.contents_manager.get_kernel_path(path=path))
@@ -280,20 +295,21 @@ class ElasticHubExtension(ExtensionApp):
             env = dict(sm.get_kernel_env(path, name), ELASTICHUB_LIVE_DESTINATION="1")
             self.told[kernel_id] = env["JPY_SESSION_NAME"]
             await km.start_kernel(kernel_id=kernel_id, kernel_name=kernel_name, path=kernel_path, env=env)
-            await sm.save_session(session_id, path=path, name=name, type=kind, kernel_id=kernel_id)
-            self.log.info("elastichub: adopting session %s: kernel %s started, waiting for its restore",
-                          session_id, kernel_id)
+            for (sid, spath, sname, kind, _, _), _ in group:
+                await sm.save_session(sid, path=spath, name=sname, type=kind, kernel_id=kernel_id)
+            self.log.info("elastichub: adopting session(s) %s: kernel %s started, waiting for its restore",
+                          ", ".join(e["session_id"] for e in entries), kernel_id)
             status = await self._first_status(km.get_kernel(kernel_id))
             live = status.get("live") or {}
-            entry.update(state="ready", restored_base_id=live.get("restored_base_id"),
-                         restored=status.get("restored"))
+            for entry in entries:
+                entry.update(state="ready", restored_base_id=live.get("restored_base_id"),
+                             restored=status.get("restored"))
             self.log.info("elastichub: adopted session %s (kernel %s)", session_id, kernel_id)
-        except (ValueError, KernelRequestError) as exc:  # already says what is wrong
-            entry.update(state="failed", error=str(exc))
-            self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
         except Exception as exc:
-            entry.update(state="failed", error=f"{type(exc).__name__}: {exc}")
-            self.log.error("elastichub: adopting session %s failed: %s", entry["session_id"], entry["error"])
+            error = str(exc) if isinstance(exc, (ValueError, KernelRequestError)) else f"{type(exc).__name__}: {exc}"
+            for entry in entries:
+                entry.update(state="failed", error=error)
+            self.log.error("elastichub: adopting the session(s) of kernel %s failed: %s", kernel_id, error)
 
     def _kernel_or_404(self, kernel_id: str) -> Any:
         km = self.serverapp.kernel_manager

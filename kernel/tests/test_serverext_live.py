@@ -131,3 +131,63 @@ def test_release_closes_the_clients_kernel_websockets(tmp_path):
         assert [k["id"] for k in kernels] == [kernel_id]  # the kernel itself is left alone
     finally:
         srv.stop()
+
+
+def _kernel_processes(server: JupyterServer, kernel_id: str) -> list[int]:
+    """The pids of the kernel processes a server started for one kernel id
+    (each is given the connection file kernel-ID.json of its runtime dir)."""
+    import pathlib
+
+    wanted = str(server.runtime / f"kernel-{kernel_id}.json").encode()
+    pids = []
+    for proc in pathlib.Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and wanted in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:  # ended meanwhile
+            pass
+    return pids
+
+
+def test_a_kernel_shared_by_two_sessions_is_adopted_once(tmp_path, run_cell):
+    """A notebook with a console on its kernel (JupyterLab's "New Console for
+    Notebook"): two sessions, one kernel. The destination starts that kernel
+    once, under the notebook's path (its checkpoints), and re-creates both sessions."""
+    src = JupyterServer(tmp_path / "a").start()
+    dst = None
+    try:
+        kernel_id = src.start_session("work/shared.ipynb")
+        status, console = src.request("POST", "/api/sessions", {
+            "path": "work/console-1", "name": "Console 1", "type": "console", "kernel": {"id": kernel_id}})
+        assert status == 201 and console["kernel"]["id"] == kernel_id, console
+        client = src.client(kernel_id)
+        ok_cell(run_cell, client, "shared = 'state'")
+        _, [pre] = src.request("POST", "/api/elastichub/live", {"phase": "precopy"})
+        assert pre["ok"] is True and pre["base_id"], pre
+
+        _, sessions = src.request("GET", "/api/sessions")
+        sessions.sort(key=lambda s: s["type"] != "console")  # the console's first: its path must not win
+        dst = _destination(tmp_path / "b", src, sessions).start()
+        adopted = _wait_adopted(dst)
+        assert sorted(a["session_id"] for a in adopted) == sorted(s["id"] for s in sessions), adopted
+        assert all(a["state"] == "ready" and a["kernel_id"] == kernel_id for a in adopted), adopted
+        assert all(a["restored_base_id"] == pre["base_id"] for a in adopted), adopted
+        _, moved = dst.request("GET", "/api/sessions")
+        assert sorted((s["id"], s["path"], s["kernel"]["id"]) for s in moved) == \
+            sorted((s["id"], s["path"], s["kernel"]["id"]) for s in sessions)
+        assert len(_kernel_processes(dst, kernel_id)) == 1, dst.read_log()[-3000:]
+
+        ok_cell(run_cell, client, "shared = 'changed'")
+        client.stop_channels()
+        _, [frozen] = src.request("POST", "/api/elastichub/live", {"phase": "freeze", "wait_s": 5, "lease_s": 60})
+        assert frozen["ok"] is True, frozen
+        _, [applied] = dst.request("POST", "/api/elastichub/live",
+                                   {"phase": "apply", "kernel_id": kernel_id, "delta_id": frozen["delta_id"]})
+        assert applied["ok"] is True, applied
+        client = dst.client(kernel_id)
+        assert ok_cell(run_cell, client, "print(shared)").strip() == "changed"
+        client.stop_channels()
+    finally:
+        if dst is not None:
+            dst.stop()
+        src.stop()

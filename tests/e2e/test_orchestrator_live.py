@@ -46,11 +46,13 @@ async def _print_pod_logs(cluster) -> None:
         print("=====", pod["metadata"]["name"], "\n", (text or "")[-6000:])
 
 
-async def _sessions(hub, user: str) -> list[tuple[str, str]]:
+async def _sessions(hub, user: str) -> list[tuple]:
+    """(session id, kernel id, path, type, name) of each session: JupyterLab
+    finds its documents' sessions by id, and reads the rest from them."""
     client = hub_client(hub)
     server = await client.server(user, "")
     payload = await client.server_call(client.proxy_base(server), "GET", "/api/sessions")
-    return sorted((s["id"], s["kernel"]["id"]) for s in payload)
+    return sorted((s["id"], s["kernel"]["id"], s["path"], s["type"], s["name"]) for s in payload)
 
 
 class Probe:
@@ -389,3 +391,43 @@ async def test_a_destination_evicted_once_switched_is_no_reason_to_bring_the_sou
     assert [(m.method, m.outcome) for m in ctl.moves] in ([("live", "moved")], [("live", "skipped")]), [
         m.to_json() for m in ctl.moves]
     assert not [p for p in _pods(cluster, "alice") if p["metadata"]["name"] == source], "the source runs on"
+
+
+async def test_a_console_open_on_a_notebooks_kernel_moves_live_with_it(hub_on_cluster, wire):
+    """JupyterLab's "New Console for Notebook": two sessions, one kernel. The
+    destination started that kernel once per session (two processes under
+    one id, one reported dead): the move was undone, and moved by a restart."""
+    cluster, hub = hub_on_cluster
+    digests = await users_on_cloud(cluster, hub, ["alice"])
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
+    client = hub_client(hub)
+    base = client.proxy_base(await client.server("alice", ""))
+
+    def open_console() -> dict:  # as JupyterLab does (201 Created)
+        import urllib.request
+
+        request = urllib.request.Request(base + "api/sessions", method="POST", data=json.dumps({
+            "path": "console-1", "name": "Console 1", "type": "console", "kernel": {"id": nb.kernel_id}}).encode(),
+            headers={"Authorization": f"token {hub.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return json.loads(answer.read())
+    console = await asyncio.to_thread(open_console)
+    assert console["kernel"]["id"] == nb.kernel_id, console
+    nb.close()
+    before = await _sessions(hub, "alice")
+    assert len(before) == 2 and len({s[1] for s in before}) == 1, before
+    cluster.store.delete("pods", "filler", "default")
+    ctl = await _controller(cluster, hub, wire)
+    try:
+        await run_until_vm_stopped(ctl)
+    except AssertionError:
+        await _print_pod_logs(cluster)
+        raise
+    assert [(m.method, m.outcome) for m in ctl.moves] == [("live", "moved")], [m.to_json() for m in ctl.moves]
+    assert await _sessions(hub, "alice") == before, "sessions or kernel ids changed"
+    kernels = await client.server_call(base, "GET", "/api/kernels")
+    assert [k["id"] for k in kernels] == [nb.kernel_id]
+    nb = await open_notebook(hub, "alice", "alice.ipynb")
+    assert nb.kernel_id == before[0][1]
+    assert (await nb.run(DIGEST))["stdout"] == digests["alice"]
+    nb.close()
