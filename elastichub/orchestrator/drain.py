@@ -33,7 +33,7 @@ from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
-from .live import LIVE, ROUTE, LiveMove, LiveMoveFailed, LiveUnsupported, destination_name
+from .live import LIVE, ROUTE, LiveMove, LiveMoveBusy, LiveMoveFailed, LiveUnsupported, destination_name
 from .records import DRAIN_RECORD_VERSION, PodRecord, format_time, load_drain, parse_time, unmovable
 
 log = logging.getLogger(__name__)
@@ -333,7 +333,7 @@ class Drain:
             if await self._stopped_meanwhile(pod):  # no failure: nothing is left to move
                 await self._skip_stopped(pod, report)
                 return
-            report.outcome, report.error = "failed", str(e)
+            report.outcome, report.error = "aborted" if isinstance(e, LiveMoveBusy) else "failed", str(e)
             self.on_move(report)
             raise MoveAborted(f"live move of {pod.server}: {e}") from None
         except HubError as e:  # the undo itself failed: the record stays, the next cycle's resume finishes it

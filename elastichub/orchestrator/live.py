@@ -58,6 +58,13 @@ class LiveMoveFailed(Exception):
     """The live move cannot go on; the source keeps serving."""
 
 
+class LiveMoveBusy(LiveMoveFailed):
+    """The user is at work: a cell runs, or a notebook was opened or closed
+    during the move. Undone as any failure, but a restart move would do no
+    better (it waits for the cell too, and costs the user their kernels):
+    the server's next move is live again."""
+
+
 class LiveUnsupported(Exception):
     """The server has no live-move endpoint (no Elastic kernel package in its
     image): nothing was changed; a restart move is the way for it."""
@@ -138,6 +145,18 @@ def failures(results, phase: str) -> list[str]:
     return [f"kernel {r.get('kernel_id')}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
 
 
+def refuse(results, phase: str, extra: list[str] = ()) -> None:
+    """LiveMoveFailed naming what a phase failed on (and `extra` problems,
+    which are the user's: kernel drift); LiveMoveBusy when each failure is
+    the user's doing (a kernel that answered busy: its cell still runs)."""
+    bad = failures(results, phase)
+    if not bad and not extra:
+        return
+    understood = isinstance(results, list) and all(isinstance(r, dict) for r in results)
+    busy = understood and all(r.get("busy") is True for r in results if r.get("ok") is not True)
+    raise (LiveMoveBusy if busy else LiveMoveFailed)(f"{phase}: " + "; ".join(bad + list(extra)))
+
+
 def kernel_drift(frozen: list, kernels: set) -> list[str]:
     """The source's kernels that differ from those the destination re-created
     (the freeze goes to every kernel the source runs now). One shut down
@@ -206,9 +225,7 @@ class LiveMove:
                 if e.code == 404:
                     raise LiveUnsupported(str(e)) from None
                 raise
-            bad = failures(precopy, "precopy")
-            if bad:
-                raise LiveMoveFailed("pre-copy: " + "; ".join(bad))
+            refuse(precopy, "pre-copy")
             lap("precopy_s")
             source = await self.pods.get(self.namespace, self.entry["source"])
             if source is None or (source.get("metadata") or {}).get("deletionTimestamp"):
@@ -236,7 +253,8 @@ class LiveMove:
                     return self.entry.get("to")
             else:
                 await self.undo()
-            raise LiveMoveFailed(why) from None
+            # Busy: the user's doing, said so (the server's next move is live again).
+            raise (LiveMoveBusy if isinstance(e, LiveMoveBusy) else LiveMoveFailed)(why) from None
         return await self.finish()
 
     async def _final_step(self, source_base: str, dest_base: str, kernels: set, lap, server=None) -> float:
@@ -254,9 +272,7 @@ class LiveMove:
             frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
                 "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
                 timeout=self.t.busy + self.t.checkpoint)
-            bad = failures(frozen, "freeze") or kernel_drift(frozen, kernels)
-            if bad:
-                raise LiveMoveFailed("freeze: " + "; ".join(bad))
+            refuse(frozen, "freeze", [] if failures(frozen, "freeze") else kernel_drift(frozen, kernels))
             self.phases["delta_bytes"] = sum(int(r.get("bytes") or 0) for r in frozen)
             lap("freeze_s")
             for r in frozen:
@@ -293,7 +309,7 @@ class LiveMove:
             if not busy:
                 return
             if time.monotonic() > deadline:
-                raise LiveMoveFailed(f"kernel(s) {', '.join(busy)} still running a cell after {self.t.busy:g} s")
+                raise LiveMoveBusy(f"kernel(s) {', '.join(busy)} still running a cell after {self.t.busy:g} s")
             await asyncio.sleep(self.poll)
 
     async def _wait_destination(self, kernels: set, prefix: str) -> str:

@@ -1,0 +1,118 @@
+"""A live move a student's work gets in the way of (a cell still running, a
+notebook opened during the move) is undone and tried again later, live: a
+restart move would wait for the same cell, and costs the student their
+kernels (the tab sees them die). A real LiveMove and Drain against a hub
+and pods that answer as scripted; the controller decides the next move."""
+
+from __future__ import annotations
+
+import pytest
+from test_drain_moves import MovingHub, carol_pod
+
+from elastichub.orchestrator.controller import Controller
+from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
+from elastichub.orchestrator.live import LiveMove
+
+pytestmark = [pytest.mark.timeout(30)]
+
+SESSION = {"id": "s1", "path": "a.ipynb", "name": "a.ipynb", "type": "notebook",
+           "kernel": {"id": "k1", "name": "elastic-python"}}
+BUSY = {"ok": False, "busy": True, "error": "a cell is still running after 300 s; not frozen"}
+
+
+class Pods:
+    """The source pod and a destination that is Running and ready at once."""
+
+    def __init__(self):
+        self.deleted = []
+
+    async def get(self, namespace, name):
+        return {"metadata": {"name": name, "namespace": namespace},
+                "spec": {"nodeName": "onprem-1", "containers": [
+                    {"name": "notebook", "ports": [{"name": "notebook-port", "containerPort": 8888}]}]},
+                "status": {"phase": "Running", "podIP": "10.0.0.9", "containerStatuses": [{"ready": True}]}}
+
+    async def create(self, namespace, manifest):
+        pass
+
+    async def delete(self, namespace, name, **kw):
+        self.deleted.append(name)
+
+
+class LiveHub(MovingHub):
+    """carol's server, one notebook: `kernels` and `answers[phase]` script what her work does."""
+
+    def __init__(self, kernels, answers):
+        super().__init__()
+        self.kernel_list, self.answers = kernels, answers
+
+    def proxy_base(self, server):
+        return "http://proxy/user/carol/"
+
+    async def kernels(self, server):
+        return self.kernel_list
+
+    async def server_call(self, base, method, path, body=None, timeout=None):
+        if path == "/api/sessions":
+            return [SESSION]
+        if path == "/api/elastichub/status":
+            return {"adopted": [{"kernel_id": "k1", "state": "ready"}]}
+        self.events.append(body["phase"])
+        return self.answers.get(body["phase"], [{"kernel_id": "k1", "ok": True}])
+
+
+async def _live_move(monkeypatch, hub: LiveHub):
+    """carol's live move off cloud-1; (the controller told of it, its report, the pods, what the move raised)."""
+    pods, ctl, reports = Pods(), Controller(None, None, None, None, None, None, clock=lambda: 0.0), []
+    timeouts = DrainTimeouts(start=1, stop=0.3, poll=0.02, busy=0.1)
+    monkeypatch.setattr(Drain, "_live", lambda self, entry: LiveMove(
+        hub=hub, pods=pods, timeouts=timeouts, entry=entry, save=self._save, poll=0.02))
+
+    def on_move(report):
+        reports.append(report)
+        ctl._on_move(report)
+
+    drain = Drain("cloud-1", None, kube=Kube(), hub=hub, cloud=None, pods=lambda: [], move_method="live",
+                  kube_pods=pods, timeouts=timeouts, on_move=on_move)
+    drain.record = {"v": 1, "state": "draining", "servers": {}}
+    with pytest.raises(MoveAborted) as raised:
+        await drain._move(carol_pod())
+    assert len({id(r) for r in reports}) == 1, [r.to_json() for r in reports]
+    return ctl, reports[-1], pods, raised.value
+
+
+class Kube:
+    async def record_drain(self, node, record):
+        return {}  # the Node, as written
+
+
+@pytest.mark.parametrize("work, kernels, answers, said", [
+    ("a cell runs at the pre-copy", [{"id": "k1", "execution_state": "busy"}],
+     {"precopy": [dict(BUSY, kernel_id="k1")]}, "pre-copy: kernel k1: a cell is still running"),
+    ("a cell runs at the pause", [{"id": "k1", "execution_state": "busy"}], {},
+     "kernel(s) k1 still running a cell after"),
+    ("a cell starts just before the freeze", [{"id": "k1", "execution_state": "idle"}],
+     {"freeze": [dict(BUSY, kernel_id="k1")]}, "freeze: kernel k1: a cell is still running"),
+    ("a notebook opened during the pre-copy", [{"id": "k1", "execution_state": "idle"}],
+     {"freeze": [{"kernel_id": "k1", "ok": True}, {"kernel_id": "k2", "ok": True}]},
+     "freeze: kernel k2: started since the move began"),
+])
+async def test_a_live_move_the_students_work_undoes_is_tried_live_again(monkeypatch, work, kernels, answers, said):
+    hub = LiveHub(kernels, answers)
+    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    assert said in str(raised), (work, raised)
+    assert pods.deleted and pods.deleted[-1].startswith("jupyter-carol-m"), "the destination must go"
+    assert hub.events[-1] == "thaw" and "checkpoint" not in hub.events, hub.events
+    assert report.method == "live" and said in report.error, (work, report.to_json())
+    assert report.outcome == "aborted", f"{work}: a student at work is no failed live move ({report.error})"
+    assert ctl.restart_next == {}, f"{work}: carol's next move must be live again"
+
+
+async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by_a_restart(monkeypatch):
+    """A stock kernel cannot be moved live: that stays, so its next move is a restart."""
+    stock = {"kernel_id": "k1", "ok": False, "error": "kernel 'python3' is not an Elastic Python kernel"}
+    busy = dict(BUSY, kernel_id="k2")  # a busy kernel beside it does not make it the student's doing
+    hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"precopy": [stock, busy]})
+    ctl, report, _, raised = await _live_move(monkeypatch, hub)
+    assert "not an Elastic Python kernel" in str(raised)
+    assert report.outcome == "failed" and list(ctl.restart_next) == ["carol"], report.to_json()
