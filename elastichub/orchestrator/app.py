@@ -166,7 +166,7 @@ class ElasticOrchestrator(Application):
         its destination pod; past that the move is undone (the source serves on).""")
     freeze_lease = Float(60.0, config=True, help="""Live moves: seconds a source kernel stays paused for the
         final step before it resumes by itself (so a crashed orchestrator never leaves a user's kernel
-        paused).""")
+        paused). A cell that started just before the pause is waited for at most half of it.""")
 
     # -- JupyterHub -------------------------------------------------------------------------
     hub_api_url = Unicode(config=True, help="The hub's REST API. Default: $JUPYTERHUB_API_URL.")

@@ -269,9 +269,13 @@ class LiveMove:
             if server is not None:
                 await self._wait_quiet(server)
             paused = time.monotonic()
+            # Each kernel waits for a cell that started in between while the others are frozen, each on
+            # its lease: a wait past it thaws them (their deltas gone), failing the move after pausing its
+            # user for nothing. Half the lease is left for apply and retire.
+            wait_s = min(self.t.busy, self.t.freeze_lease / 2)
             frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
-                "phase": "freeze", "wait_s": self.t.busy, "lease_s": self.t.freeze_lease},
-                timeout=self.t.busy + self.t.checkpoint)
+                "phase": "freeze", "wait_s": wait_s, "lease_s": self.t.freeze_lease},
+                timeout=wait_s + self.t.checkpoint)
             refuse(frozen, "freeze", [] if failures(frozen, "freeze") else kernel_drift(frozen, kernels))
             self.phases["delta_bytes"] = sum(int(r.get("bytes") or 0) for r in frozen)
             lap("freeze_s")

@@ -52,19 +52,22 @@ class LiveHub(MovingHub):
     async def kernels(self, server):
         return self.kernel_list
 
+    sessions = [SESSION]
+
     async def server_call(self, base, method, path, body=None, timeout=None):
         if path == "/api/sessions":
-            return [SESSION]
+            return self.sessions
         if path == "/api/elastichub/status":
-            return {"adopted": [{"kernel_id": "k1", "state": "ready"}]}
+            return {"adopted": [{"kernel_id": s["kernel"]["id"], "state": "ready"} for s in self.sessions]}
         self.events.append(body["phase"])
-        return self.answers.get(body["phase"], [{"kernel_id": "k1", "ok": True}])
+        answer = self.answers.get(body["phase"], [{"kernel_id": "k1", "ok": True}])
+        return answer(body) if callable(answer) else answer
 
 
-async def _live_move(monkeypatch, hub: LiveHub):
+async def _live_move(monkeypatch, hub: LiveHub, **settings):
     """carol's live move off cloud-1; (the controller told of it, its report, the pods, what the move raised)."""
     pods, ctl, reports = Pods(), Controller(None, None, None, None, None, None, clock=lambda: 0.0), []
-    timeouts = DrainTimeouts(start=1, stop=0.3, poll=0.02, busy=0.1)
+    timeouts = DrainTimeouts(**{"start": 1, "stop": 0.3, "poll": 0.02, "busy": 0.1, **settings})
     monkeypatch.setattr(Drain, "_live", lambda self, entry: LiveMove(
         hub=hub, pods=pods, timeouts=timeouts, entry=entry, save=self._save, poll=0.02))
 
@@ -116,3 +119,32 @@ async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by
     ctl, report, _, raised = await _live_move(monkeypatch, hub)
     assert "not an Elastic Python kernel" in str(raised)
     assert report.outcome == "failed" and list(ctl.restart_next) == ["carol"], report.to_json()
+
+
+async def test_a_cell_started_in_one_notebook_just_before_the_freeze_does_not_outwait_the_others_lease(monkeypatch):
+    """Two notebooks; a 100 s cell starts in the second just as the pause
+    begins. The freeze waited for it up to `busy` (300 s) while the first
+    notebook's kernel was frozen on its 60 s lease: that kernel thawed by
+    itself (its delta removed), its user paused a minute for nothing, and
+    the move failed on the apply, so the next move was a restart. The wait
+    now ends within the lease: undone as the student's work, live next time."""
+    cell_s, thawed = 100.0, []
+
+    def freeze(body):  # what the two kernels answer, from the wait and lease asked for
+        if cell_s > body["wait_s"]:
+            return [{"kernel_id": "k1", "ok": True, "delta_id": "d1"}, dict(BUSY, kernel_id="k2")]
+        if cell_s > body["lease_s"]:
+            thawed.append("k1")  # its lease ran out while the freeze waited for k2's cell
+        return [{"kernel_id": "k1", "ok": True, "delta_id": "d1"}, {"kernel_id": "k2", "ok": True, "delta_id": "d2"}]
+
+    def apply(body):
+        if body["kernel_id"] in thawed:
+            return [{"kernel_id": body["kernel_id"], "ok": False, "error": "delta d1 not found"}]
+        return [{"kernel_id": body["kernel_id"], "ok": True}]
+
+    hub = LiveHub([{"id": "k1", "execution_state": "idle"}, {"id": "k2", "execution_state": "idle"}],
+                  {"freeze": freeze, "apply": apply})
+    hub.sessions = [SESSION, dict(SESSION, id="s2", path="b.ipynb", kernel={"id": "k2", "name": "elastic-python"})]
+    ctl, report, _, raised = await _live_move(monkeypatch, hub, busy=300, freeze_lease=60)
+    assert "freeze: kernel k2: a cell is still running" in str(raised), raised
+    assert thawed == [] and report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
