@@ -145,15 +145,20 @@ def failures(results, phase: str) -> list[str]:
     return [f"kernel {r.get('kernel_id')}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
 
 
+def understood(results) -> bool:
+    """A phase's answer is a list of per-kernel results (else `failures` says it is malformed)."""
+    return isinstance(results, list) and all(isinstance(r, dict) for r in results)
+
+
 def refuse(results, phase: str, extra: list[str] = ()) -> None:
-    """LiveMoveFailed naming what a phase failed on (and `extra` problems,
-    which are the user's: kernel drift); LiveMoveBusy when each failure is
-    the user's doing (a kernel that answered busy: its cell still runs)."""
+    """LiveMoveFailed naming what a phase failed on and `extra` problems;
+    LiveMoveBusy when it is the user's doing: `extra` (kernel drift: a
+    notebook opened or closed), or each failed kernel answered busy (its cell still runs)."""
     bad = failures(results, phase)
     if not bad and not extra:
         return
-    understood = isinstance(results, list) and all(isinstance(r, dict) for r in results)
-    busy = understood and all(r.get("busy") is True for r in results if r.get("ok") is not True)
+    busy = understood(results) and (bool(extra) or all(r.get("busy") is True for r in results
+                                                        if r.get("ok") is not True))
     raise (LiveMoveBusy if busy else LiveMoveFailed)(f"{phase}: " + "; ".join(bad + list(extra)))
 
 
@@ -291,13 +296,15 @@ class LiveMove:
             retired = await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
                                                  {"phase": "retire", "force": last})
             bad = failures(retired, "retire")
-            if not bad:
+            if not bad or not (understood(retired) and all(r.get("activity") for r in retired
+                                                           if r.get("ok") is not True)):
+                # Not a cell that arrived: a kernel opened since the freeze (it is not frozen) or closed
+                # since (the destination would bring it back) is the user's doing; anything else fails.
+                refuse(retired, "retire", kernel_drift(retired, kernels) if understood(retired) else [])
                 lap("retire_s")
                 self.phases["attempts"] = attempt
                 self.phases["cells_not_run"] = last and any(r.get("activity") for r in retired)
                 return paused
-            if not all(r.get("activity") for r in retired if r.get("ok") is not True):
-                raise LiveMoveFailed("retire: " + "; ".join(bad))
             await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {"phase": "thaw"})
             lap("retry_s")
         raise LiveMoveFailed("retire did not succeed")  # not reached: the last try forces it

@@ -24,7 +24,7 @@ class Pods:
     """The source pod and a destination that is Running and ready at once."""
 
     def __init__(self):
-        self.deleted = []
+        self.deleted, self.annotated = [], []
 
     async def get(self, namespace, name):
         return {"metadata": {"name": name, "namespace": namespace},
@@ -37,6 +37,9 @@ class Pods:
 
     async def delete(self, namespace, name, **kw):
         self.deleted.append(name)
+
+    async def annotate(self, namespace, name, annotations):
+        self.annotated.append(annotations)  # the route request: the hub never answers here
 
 
 class LiveHub(MovingHub):
@@ -148,3 +151,35 @@ async def test_a_cell_started_in_one_notebook_just_before_the_freeze_does_not_ou
     ctl, report, _, raised = await _live_move(monkeypatch, hub, busy=300, freeze_lease=60)
     assert "freeze: kernel k2: a cell is still running" in str(raised), raised
     assert thawed == [] and report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
+
+
+NOT_FROZEN = {"ok": False, "error": "the kernel is not frozen (thawed, or its lease ran out); not retired"}
+SECOND = dict(SESSION, id="s2", path="b.ipynb", kernel={"id": "k2", "name": "elastic-python"})
+
+
+@pytest.mark.parametrize("work, sessions, freeze, retire, said", [
+    # Shut down between the freeze and the retire: the destination re-created it and would bring it back.
+    ("a notebook closed during the pause", [SESSION, SECOND], ["k1", "k2"], [{"kernel_id": "k1", "ok": True}],
+     "retire: kernel k2: shut down since the move began"),
+    # Started after the freeze: not frozen, so its retire fails; the destination has no kernel for it.
+    ("a notebook opened during the pause", [SESSION], ["k1"],
+     [{"kernel_id": "k1", "ok": True}, dict(NOT_FROZEN, kernel_id="k2")],
+     "kernel k2: started since the move began"),
+])
+async def test_a_notebook_opened_or_closed_during_the_pause_undoes_the_move_before_the_route(
+        monkeypatch, work, sessions, freeze, retire, said):
+    hub = LiveHub([{"id": s["kernel"]["id"], "execution_state": "idle"} for s in sessions],
+                  {"freeze": [{"kernel_id": k, "ok": True, "delta_id": f"d-{k}"} for k in freeze], "retire": retire})
+    hub.sessions = sessions
+    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    assert said in str(raised), (work, raised)
+    assert pods.annotated == [], f"{work}: the route must not be asked for"
+    assert pods.deleted and hub.events[-1] == "thaw", (pods.deleted, hub.events)
+    assert report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
+
+
+async def test_a_malformed_retire_answer_undoes_the_move_and_says_so(monkeypatch):
+    hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"retire": {"message": "not a list"}})
+    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    assert "retire: malformed answer" in str(raised) and report.outcome == "failed", report.to_json()
+    assert pods.annotated == [] and hub.events[-1] == "thaw"
