@@ -124,6 +124,22 @@ def pod_ready(pod: dict | None) -> bool:
             and all(cs.get("ready") for cs in status.get("containerStatuses") or [{}]))
 
 
+def pod_waiting(pod: dict) -> str | None:
+    """Why a pod does not run yet, as Kubernetes says it: not scheduled (no
+    node has room for the server's requests) or a container waiting (its
+    image, a crash); None when it says nothing."""
+    status = pod.get("status") or {}
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return f"the destination pod is not scheduled: {c.get('message') or c.get('reason') or 'no reason given'}"
+    for cs in status.get("containerStatuses") or []:
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") and waiting["reason"] not in ("ContainerCreating", "PodInitializing"):
+            why = f"{waiting['reason']}: {waiting['message']}" if waiting.get("message") else waiting["reason"]
+            return f"the destination pod's container {cs.get('name')} is waiting ({why})"
+    return None
+
+
 def session_list(payload) -> list[dict]:
     """Jupyter Server's /api/sessions, checked: each with an id and a kernel."""
     if not isinstance(payload, list):
@@ -334,6 +350,7 @@ class LiveMove:
             if phase in ("Failed", "Succeeded"):
                 raise LiveMoveFailed(f"pod {self.entry['dest']} ended ({phase}) before it served")
             base = pod_base(pod, prefix)
+            problem = pod_waiting(pod) or problem
             if pod_ready(pod) and base:
                 try:
                     status = await self.hub.server_call(base, "GET", "/api/elastichub/status")

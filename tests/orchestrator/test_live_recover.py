@@ -107,3 +107,18 @@ async def test_a_server_started_afresh_under_the_sources_name_is_not_deleted(cor
     assert await _move(api, fresh).recover() == "stopped"
     pod = _source_left(cluster)
     assert pod is not None and fresh.phases == []
+
+
+async def test_a_destination_no_node_has_room_for_is_named_not_just_late(core):
+    """The destination pod asks what the server asked (the state's RAM); no
+    node has that room: the move was undone with "the destination pod did
+    not start within 600 s", saying nothing of why. The scheduler's answer is said."""
+    from elastichub.orchestrator.live import LiveMoveFailed
+
+    cluster, api = core
+    cluster.store.create("pods", server_pod("alice", memory="900Gi", migratable=True) | {
+        "metadata": dict(server_pod("alice")["metadata"], name=DEST)})
+    move = _move(api, Hub(_model(SOURCE)))
+    move.t = DrainTimeouts(start=1.0)
+    with pytest.raises(LiveMoveFailed, match="the destination pod is not scheduled: .*[Ii]nsufficient memory"):
+        await move._wait_destination({"k1"}, "/user/alice/")
