@@ -435,8 +435,14 @@ class LiveMove:
             # Not when its user (or a culler) is stopping it: the hub no longer routes to it, and the stop
             # checkpoints its kernels (a frozen kernel's state is the one the freeze wrote).
             if server is not None and server.ready:
-                thawed = await self.hub.server_call(self.hub.proxy_base(server), "POST", "/api/elastichub/live",
-                                                    {"phase": "thaw"})
+                base = self.hub.proxy_base(server)
+                try:  # given up: each kernel's pre-copy file (a full copy of its state) goes too
+                    thawed = await self.hub.server_call(base, "POST", "/api/elastichub/live",
+                                                        {"phase": "thaw", "abandon": True})
+                except HubError as e:
+                    if e.code != 400:  # an older server extension refuses the field: a plain thaw
+                        raise
+                    thawed = await self.hub.server_call(base, "POST", "/api/elastichub/live", {"phase": "thaw"})
                 retired = [str(r.get("kernel_id")) for r in thawed if isinstance(r, dict)
                            and r.get("was") == "retired"] if isinstance(thawed, list) else []
                 if retired:  # the one copy that serves: the destination, never switched to, goes now

@@ -300,9 +300,9 @@ class LiveMigrationMixin:
             self._cancel_lease()
             delta_id, self._live_delta_id = self._live_delta_id, None
             if self._live_precopy:
-                # The move failed or is being retried (a cell arrived): a
-                # retry's freeze still builds on this pre-copy, so its file
-                # stays; this kernel's next full checkpoint removes it.
+                # The pause is being retried (a cell arrived): the retry's
+                # freeze still builds on this pre-copy, so its file stays
+                # (unless the move is given up, below).
                 self._live_precopy = dict(self._live_precopy, thawed=True)
         removed = False
         if delta_id:
@@ -310,8 +310,12 @@ class LiveMigrationMixin:
 
             removed = remove_delta(self.session_dir, delta_id)
         held = self._live_precopy
-        if lease_ran_out and held and held.get("base_id"):
-            # Nobody finished the move: its pre-copy file goes too.
+        # Nobody finishes the move: its lease ran out, the orchestrator gave it up ("abandon": undone),
+        # or it is undone before any pause (a thaw between two tries of the pause meets a frozen kernel).
+        # Its pre-copy file goes too: a full copy of the state, kept until the next full checkpoint it
+        # may leave no room for.
+        given_up = lease_ran_out or content.get("abandon") is True or was == "running"
+        if given_up and held and held.get("base_id"):
             from .live import remove_live_base
 
             remove_live_base(self.session_dir, held["base_id"])

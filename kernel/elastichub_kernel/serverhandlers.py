@@ -134,7 +134,7 @@ def _live_body(raw: bytes) -> dict:
         raise web.HTTPError(400, "the request body is not valid JSON") from None
     if not isinstance(body, dict):
         raise web.HTTPError(400, 'the request body must be a JSON object, e.g. {"phase": "precopy"}')
-    unknown = sorted(set(body) - {"phase", "kernel_id", "wait_s", "lease_s", "delta_id", "force"})
+    unknown = sorted(set(body) - {"phase", "kernel_id", "wait_s", "lease_s", "delta_id", "force", "abandon"})
     if unknown:
         raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
     if body.get("phase") not in LIVE_PHASES:
@@ -143,8 +143,9 @@ def _live_body(raw: bytes) -> dict:
         value = body.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
             raise web.HTTPError(400, f"'{key}' must be a non-negative number of seconds")
-    if "force" in body and not isinstance(body["force"], bool):
-        raise web.HTTPError(400, "'force' must be true or false")
+    for key in ("force", "abandon"):
+        if key in body and not isinstance(body[key], bool):
+            raise web.HTTPError(400, f"'{key}' must be true or false")
     for key in ("kernel_id", "delta_id"):
         value = body.get(key)
         if value is not None and (not isinstance(value, str) or not value):

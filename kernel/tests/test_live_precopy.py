@@ -207,3 +207,26 @@ def test_a_move_nobody_finishes_leaves_no_precopy_behind(tmp_path, start_elastic
     again = live(control_request, src, "freeze", wait_s=5, lease_s=60)
     assert again["ok"] is True and again["base_id"] is None and again["reused_buffers"] == 0
     assert live(control_request, src, "thaw")["delta_removed"] is True
+
+
+@pytest.mark.parametrize("undone", ["before the pause", "after the freeze"])
+def test_a_move_undone_leaves_no_precopy_behind(tmp_path, start_elastic_kernel, run_cell, control_request, undone):
+    """The move is undone (the destination did not start, another kernel
+    was busy...): the source's thaw left its pre-copy, a full copy of the
+    state, on the checkpoint volume until its next full checkpoint, which
+    that copy could leave no room for. A thaw between two tries of the
+    pause keeps it (the retry's delta builds on it)."""
+    _, src = start_elastic_kernel(tmp_path, session_name=SESSION)
+    assert run_cell(src, "import numpy as np\na = np.arange(1000.0)")["error"] is None
+    assert live(control_request, src, "precopy")["ok"] is True
+    base = os.path.join(session_dir(control_request, src), "live-base.ehk")
+    if undone == "after the freeze":
+        assert live(control_request, src, "freeze", wait_s=5, lease_s=60)["ok"] is True
+        assert live(control_request, src, "thaw")["was"] == "frozen"  # a retry of the pause: kept
+        assert os.path.exists(base)
+        assert live(control_request, src, "freeze", wait_s=5, lease_s=60)["base_id"] is not None
+        assert live(control_request, src, "thaw", abandon=True)["was"] == "frozen"
+    else:
+        assert live(control_request, src, "thaw")["was"] == "running"
+    assert not os.path.exists(base)
+    assert run_cell(src, "print(a[:2].tolist())")["stdout"].strip() == "[0.0, 1.0]"

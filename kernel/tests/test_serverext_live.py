@@ -84,6 +84,10 @@ def test_live_endpoint_refuses_malformed_requests_and_stock_kernels(tmp_path):
         assert code == 400 and "unknown field(s) in the request body: lease" in body["message"]
         code, body = srv.error("POST", "/api/elastichub/live", body={"phase": "freeze", "wait_s": "x"})
         assert code == 400 and "'wait_s'" in body["message"]
+        code, body = srv.error("POST", "/api/elastichub/live", body={"phase": "thaw", "abandon": "yes"})
+        assert code == 400 and "'abandon' must be true or false" in body["message"]
+        _, results = srv.request("POST", "/api/elastichub/live", {"phase": "thaw", "abandon": True})
+        assert results == []  # no kernel yet: nothing to thaw, the field understood
         stock = srv.start_kernel("python3")
         _, [result] = srv.request("POST", "/api/elastichub/live", {"phase": "precopy", "kernel_id": stock})
         assert result["ok"] is False and "not an Elastic Python kernel" in result["error"]

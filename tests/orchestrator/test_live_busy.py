@@ -47,7 +47,7 @@ class LiveHub(MovingHub):
 
     def __init__(self, kernels, answers):
         super().__init__()
-        self.kernel_list, self.answers = kernels, answers
+        self.kernel_list, self.answers, self.bodies = kernels, answers, []
 
     def proxy_base(self, server):
         return "http://proxy/user/carol/"
@@ -63,6 +63,7 @@ class LiveHub(MovingHub):
         if path == "/api/elastichub/status":
             return {"adopted": [{"kernel_id": s["kernel"]["id"], "state": "ready"} for s in self.sessions]}
         self.events.append(body["phase"])
+        self.bodies.append(body)
         answer = self.answers.get(body["phase"], [{"kernel_id": "k1", "ok": True}])
         return answer(body) if callable(answer) else answer
 
@@ -183,3 +184,22 @@ async def test_a_malformed_retire_answer_undoes_the_move_and_says_so(monkeypatch
     ctl, report, pods, raised = await _live_move(monkeypatch, hub)
     assert "retire: malformed answer" in str(raised) and report.outcome == "failed", report.to_json()
     assert pods.annotated == [] and hub.events[-1] == "thaw"
+
+
+@pytest.mark.parametrize("extension", ["current", "older"])
+async def test_an_undone_move_gives_up_the_precopy_files(monkeypatch, extension):
+    """Undone, the move's pre-copy files (a full copy of each kernel's state)
+    are given up with the thaw; a server extension that predates the field
+    refuses it (400), and gets the plain thaw it knows."""
+    from elastichub.orchestrator.hub import HubError
+
+    class Hub(LiveHub):
+        async def server_call(self, base, method, path, body=None, timeout=None):
+            if extension == "older" and isinstance(body, dict) and "abandon" in body:
+                raise HubError("POST /api/elastichub/live: 400 unknown field(s) in the request body: abandon", 400)
+            return await super().server_call(base, method, path, body, timeout)
+
+    hub = Hub([{"id": "k1", "execution_state": "busy"}], {})  # busy at the pause: undone
+    await _live_move(monkeypatch, hub)
+    thaws = [b for b in hub.bodies if b["phase"] == "thaw"]
+    assert thaws == ([{"phase": "thaw", "abandon": True}] if extension == "current" else [{"phase": "thaw"}])
