@@ -310,7 +310,7 @@ class Drain:
 
     def _live(self, entry: dict) -> LiveMove:
         return LiveMove(hub=self.hub, pods=self.kube_pods, timeouts=self.t, entry=entry, save=self._save,
-                        poll=min(self.t.poll, 0.1))
+                        poll=min(self.t.poll, 0.1), terminals_in_use=self._terminals_in_use)
 
     async def _move_live(self, pod: PodRecord, server: HubServer, report: MoveReport) -> None:
         """Make-before-break (live.py). A failed live move leaves the source

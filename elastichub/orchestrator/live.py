@@ -209,9 +209,10 @@ class LiveMove:
     `needed` survives a deleted Node); `phases` collects the seconds of each step."""
 
     def __init__(self, *, hub: HubClient, pods: KubePods, timeouts, entry: dict, save: Callable,
-                 poll: float = 0.1):
+                 poll: float = 0.1, terminals_in_use: Callable[[list], list] | None = None):
         self.hub, self.pods, self.t = hub, pods, timeouts
         self.entry, self.save, self.poll = entry, save, poll
+        self.terminals_in_use = terminals_in_use  # the drain's reading of /api/terminals: what is in use
         self.phases: dict = {}
 
     @property
@@ -326,17 +327,23 @@ class LiveMove:
         raise LiveMoveFailed("retire did not succeed")  # not reached: the last try forces it
 
     async def _wait_quiet(self, server: HubServer) -> None:
-        """Until no kernel of the server runs a cell (at most the busy
-        timeout). The freeze goes to every kernel at once, each waiting for
-        its own cell: an idle kernel frozen beside a busy one would hold its
-        user's cells until its lease ran out, thaw, and fail the move."""
+        """Until no kernel of the server runs a cell and no terminal is in
+        use (at most the busy timeout). The freeze goes to every kernel at
+        once, each waiting for its own cell: an idle kernel frozen beside a
+        busy one would hold its user's cells until its lease ran out, thaw,
+        and fail the move. A process started in a terminal since the move
+        began (the pre-copy and the destination's start take a while) would
+        end with the source pod: it is waited for as before the move."""
         deadline = time.monotonic() + self.t.busy
         while True:
             busy = [str(k.get("id")) for k in await self.hub.kernels(server) if k.get("execution_state") == "busy"]
-            if not busy:
+            terminals = self.terminals_in_use(await self.hub.terminals(server)) if self.terminals_in_use else []
+            problems = ([f"kernel(s) {', '.join(busy)} still running a cell"] if busy else []) + (
+                [f"terminal(s) in use ({', '.join(terminals)})"] if terminals else [])
+            if not problems:
                 return
             if time.monotonic() > deadline:
-                raise LiveMoveBusy(f"kernel(s) {', '.join(busy)} still running a cell after {self.t.busy:g} s")
+                raise LiveMoveBusy(f"{' and '.join(problems)} after {self.t.busy:g} s")
             await asyncio.sleep(self.poll)
 
     async def _wait_destination(self, kernels: set, prefix: str) -> str:

@@ -11,7 +11,6 @@ from test_drain_moves import MovingHub, carol_pod
 
 from elastichub.orchestrator.controller import Controller
 from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
-from elastichub.orchestrator.live import LiveMove
 
 pytestmark = [pytest.mark.timeout(30)]
 
@@ -68,12 +67,10 @@ class LiveHub(MovingHub):
         return answer(body) if callable(answer) else answer
 
 
-async def _live_move(monkeypatch, hub: LiveHub, **settings):
+async def _live_move(hub: LiveHub, **settings):
     """carol's live move off cloud-1; (the controller told of it, its report, the pods, what the move raised)."""
     pods, ctl, reports = Pods(), Controller(None, None, None, None, None, None, clock=lambda: 0.0), []
     timeouts = DrainTimeouts(**{"start": 1, "stop": 0.3, "poll": 0.02, "busy": 0.1, **settings})
-    monkeypatch.setattr(Drain, "_live", lambda self, entry: LiveMove(
-        hub=hub, pods=pods, timeouts=timeouts, entry=entry, save=self._save, poll=0.02))
 
     def on_move(report):
         reports.append(report)
@@ -104,9 +101,9 @@ class Kube:
      {"freeze": [{"kernel_id": "k1", "ok": True}, {"kernel_id": "k2", "ok": True}]},
      "freeze: kernel k2: started since the move began"),
 ])
-async def test_a_live_move_the_students_work_undoes_is_tried_live_again(monkeypatch, work, kernels, answers, said):
+async def test_a_live_move_the_students_work_undoes_is_tried_live_again(work, kernels, answers, said):
     hub = LiveHub(kernels, answers)
-    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    ctl, report, pods, raised = await _live_move(hub)
     assert said in str(raised), (work, raised)
     assert pods.deleted and pods.deleted[-1].startswith("jupyter-carol-m"), "the destination must go"
     assert hub.events[-1] == "thaw" and "checkpoint" not in hub.events, hub.events
@@ -115,17 +112,17 @@ async def test_a_live_move_the_students_work_undoes_is_tried_live_again(monkeypa
     assert ctl.restart_next == {}, f"{work}: carol's next move must be live again"
 
 
-async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by_a_restart(monkeypatch):
+async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by_a_restart():
     """A stock kernel cannot be moved live: that stays, so its next move is a restart."""
     stock = {"kernel_id": "k1", "ok": False, "error": "kernel 'python3' is not an Elastic Python kernel"}
     busy = dict(BUSY, kernel_id="k2")  # a busy kernel beside it does not make it the student's doing
     hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"precopy": [stock, busy]})
-    ctl, report, _, raised = await _live_move(monkeypatch, hub)
+    ctl, report, _, raised = await _live_move(hub)
     assert "not an Elastic Python kernel" in str(raised)
     assert report.outcome == "failed" and list(ctl.restart_next) == ["carol"], report.to_json()
 
 
-async def test_a_cell_started_in_one_notebook_just_before_the_freeze_does_not_outwait_the_others_lease(monkeypatch):
+async def test_a_cell_started_in_one_notebook_just_before_the_freeze_does_not_outwait_the_others_lease():
     """Two notebooks; a 100 s cell starts in the second just as the pause
     begins. The freeze waited for it up to `busy` (300 s) while the first
     notebook's kernel was frozen on its 60 s lease: that kernel thawed by
@@ -149,7 +146,7 @@ async def test_a_cell_started_in_one_notebook_just_before_the_freeze_does_not_ou
     hub = LiveHub([{"id": "k1", "execution_state": "idle"}, {"id": "k2", "execution_state": "idle"}],
                   {"freeze": freeze, "apply": apply})
     hub.sessions = [SESSION, dict(SESSION, id="s2", path="b.ipynb", kernel={"id": "k2", "name": "elastic-python"})]
-    ctl, report, _, raised = await _live_move(monkeypatch, hub, busy=300, freeze_lease=60)
+    ctl, report, _, raised = await _live_move(hub, busy=300, freeze_lease=60)
     assert "freeze: kernel k2: a cell is still running" in str(raised), raised
     assert thawed == [] and report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
 
@@ -168,26 +165,26 @@ SECOND = dict(SESSION, id="s2", path="b.ipynb", kernel={"id": "k2", "name": "ela
      "kernel k2: started since the move began"),
 ])
 async def test_a_notebook_opened_or_closed_during_the_pause_undoes_the_move_before_the_route(
-        monkeypatch, work, sessions, freeze, retire, said):
+        work, sessions, freeze, retire, said):
     hub = LiveHub([{"id": s["kernel"]["id"], "execution_state": "idle"} for s in sessions],
                   {"freeze": [{"kernel_id": k, "ok": True, "delta_id": f"d-{k}"} for k in freeze], "retire": retire})
     hub.sessions = sessions
-    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    ctl, report, pods, raised = await _live_move(hub)
     assert said in str(raised), (work, raised)
     assert pods.annotated == [], f"{work}: the route must not be asked for"
     assert pods.deleted and hub.events[-1] == "thaw", (pods.deleted, hub.events)
     assert report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
 
 
-async def test_a_malformed_retire_answer_undoes_the_move_and_says_so(monkeypatch):
+async def test_a_malformed_retire_answer_undoes_the_move_and_says_so():
     hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"retire": {"message": "not a list"}})
-    ctl, report, pods, raised = await _live_move(monkeypatch, hub)
+    ctl, report, pods, raised = await _live_move(hub)
     assert "retire: malformed answer" in str(raised) and report.outcome == "failed", report.to_json()
     assert pods.annotated == [] and hub.events[-1] == "thaw"
 
 
 @pytest.mark.parametrize("extension", ["current", "older"])
-async def test_an_undone_move_gives_up_the_precopy_files(monkeypatch, extension):
+async def test_an_undone_move_gives_up_the_precopy_files(extension):
     """Undone, the move's pre-copy files (a full copy of each kernel's state)
     are given up with the thaw; a server extension that predates the field
     refuses it (400), and gets the plain thaw it knows."""
@@ -200,6 +197,24 @@ async def test_an_undone_move_gives_up_the_precopy_files(monkeypatch, extension)
             return await super().server_call(base, method, path, body, timeout)
 
     hub = Hub([{"id": "k1", "execution_state": "busy"}], {})  # busy at the pause: undone
-    await _live_move(monkeypatch, hub)
+    await _live_move(hub)
     thaws = [b for b in hub.bodies if b["phase"] == "thaw"]
     assert thaws == ([{"phase": "thaw", "abandon": True}] if extension == "current" else [{"phase": "thaw"}])
+
+
+async def test_a_terminal_command_started_during_the_move_is_waited_for_before_the_pause():
+    """The terminals were read once, before the move: `python train.py`
+    started in a terminal during the pre-copy (or while the destination
+    started) was ended by the source pod's deletion."""
+    class Hub(LiveHub):
+        async def terminals(self, server):
+            if "precopy" not in self.events:
+                return []
+            return [{"name": "1", "last_activity": "2020-01-01T00:00:00Z",
+                     "processes": [{"pid": 41, "command": "python train.py"}]}]
+
+    hub = Hub([{"id": "k1", "execution_state": "idle"}], {})
+    ctl, report, pods, raised = await _live_move(hub)
+    assert "terminal(s) in use (1: running python train.py) after" in str(raised), raised
+    assert "freeze" not in hub.events and pods.annotated == [], hub.events
+    assert report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
