@@ -1,6 +1,6 @@
 """Notebook idioms of an eleventh round (idioms6.reduce_for asks here
-before its library-state check; same shape: a reduce per type and its
-rebuild):
+before its library-state check, and this asks idioms8.py last; same
+shape: a reduce per type and its rebuild):
 
 - a ``threading.local`` (``state = threading.local(); state.user = ...``):
   the attributes the cells' thread (the main thread) gave it, read on that
@@ -41,7 +41,7 @@ import importlib
 import sys
 import types
 
-from . import idioms, idioms6, usermodules
+from . import idioms, idioms6, idioms8, usermodules
 
 
 def reduce_for(kind: type):
@@ -61,7 +61,7 @@ def reduce_for(kind: type):
         return _decimal_context_manager
     if name == ("_contextvars", "Token"):
         return _context_token
-    return None
+    return idioms8.reduce_for(kind)
 
 
 # -- threading.local ----------------------------------------------------------------------------
