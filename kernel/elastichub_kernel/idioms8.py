@@ -7,13 +7,26 @@ same shape: a reduce per type and its rebuild):
   (``default is not SUPPRESS``), and pickle gave back an equal string of its
   own, so the restored parser's ``parse_args`` put ``help='==SUPPRESS=='``
   in every Namespace and printed hidden options in its help. They are saved
-  by name and are argparse's own again.
+  by name and are argparse's own again;
+- ``ctypes`` types a cell made: an array type (``(c_int * 5)(...)``,
+  ``create_string_buffer``) is saved as its item type and length, made
+  again by ``*`` (pickle saved it as a class of its own, which failed the
+  restore: "PyCArrayType has no attribute '__mul__'"), a pointer type as
+  ``POINTER(item type)``, a byte-swapped one (a ``BigEndianStructure``'s
+  field) as its plain type's ``__ctype_be__``; ctypes' metaclasses, which
+  ``_ctypes`` does not name, as the type of ``ctypes.Structure`` (...);
+  a notebook ``Structure`` or ``Union`` class (and
+  so its objects) pickled with its fields' descriptors, which pickle
+  refuses: its layout (``_pack_``, ``_anonymous_``, then ``_fields_``) is
+  set on the made class as a cell sets it, and ctypes makes the fields.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+from . import idioms
 
 # Libraries that test their own string constants by identity: their objects' attributes holding one are saved
 # by the constant's name.
@@ -22,6 +35,14 @@ _SENTINEL_MODULES = ("argparse",)
 
 def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms7.reduce_for asks last)."""
+    if kind is type:
+        return _ctypes_metaclass
+    if idioms._is_class_of(kind, "_ctypes", "PyCArrayType"):
+        return _ctypes_array_type
+    if idioms._is_class_of(kind, "_ctypes", "PyCSimpleType"):
+        return _swapped_simple_type
+    if idioms._is_class_of(kind, "_ctypes", "PyCPointerType"):
+        return _ctypes_pointer_type
     if any(c.__module__ in _SENTINEL_MODULES for c in kind.__mro__) and _plain_state(kind):
         return _with_sentinels
     return None
@@ -67,3 +88,78 @@ def _set_with_sentinels(obj, state):
     obj.__dict__.update({key: getattr(module, name) for key, name in marked.items()})
     return obj
 
+
+
+# -- ctypes types made by a cell -------------------------------------------------------------------
+
+def _ctypes_array_type(kind, user_ns):
+    if not isinstance(kind, type) or kind._type_ * kind._length_ is not kind:
+        return None  # a class of its own over an array type: pickled as a class
+    return _array_type, (kind._type_, kind._length_, kind.__module__)
+
+
+def _array_type(item, length, module):
+    return _named(item * length, module)  # ctypes keeps one type per (item, length): every holder gets the same
+
+
+def _ctypes_pointer_type(kind, user_ns):
+    import ctypes  # imported already: a ctypes type exists
+
+    if not isinstance(kind, type) or ctypes.POINTER(kind._type_) is not kind:
+        return None
+    return _pointer_type, (kind._type_, kind.__module__)
+
+
+def _pointer_type(item, module):
+    import ctypes
+
+    return _named(ctypes.POINTER(item), module)
+
+
+def _named(kind, module):
+    """`kind` with the module its cell gave it: made here, it would say this module's name in its repr."""
+    if kind.__module__ == __name__:
+        kind.__module__ = module
+    return kind
+
+
+def _swapped_simple_type(kind, user_ns):
+    native, swapped = ("__ctype_le__", "__ctype_be__") if sys.byteorder == "little" else \
+        ("__ctype_be__", "__ctype_le__")
+    plain = getattr(kind, native, kind)
+    if not isinstance(kind, type) or plain is kind or getattr(plain, swapped, None) is not kind:
+        return None  # a plain one: by name
+    return getattr, (plain, swapped)
+
+
+# ctypes' metaclasses, which _ctypes does not name: pickle found them nowhere, saved them as classes of their own,
+# and the ctypes classes made of those failed to load. Each is the type of a class ctypes names.
+_METACLASSES = {"PyCStructType": "Structure", "UnionType": "Union", "PyCArrayType": "Array",
+                "PyCPointerType": "_Pointer", "PyCSimpleType": "_SimpleCData", "PyCFuncPtrType": "_CFuncPtr"}
+
+
+def _ctypes_metaclass(cls, user_ns):
+    if cls.__module__ != "_ctypes" or cls.__name__ not in _METACLASSES:
+        return None  # any other class: one dict lookup
+    return _ctypes_meta, (cls.__name__,)
+
+
+def _ctypes_meta(name):
+    import ctypes
+
+    return type(getattr(ctypes, _METACLASSES[name]))
+
+
+# Set in this order: ctypes reads the others when _fields_ is set, and makes the layout then.
+_LAYOUT = ("_pack_", "_align_", "_anonymous_", "_fields_")
+
+
+def ctypes_layout_last(cls, state: dict) -> dict:
+    """A notebook ``Structure``'s (``Union``'s) class state for cloudpickle's rebuild: without the fields'
+    descriptors (pickle refuses them; setting ``_fields_`` makes them), its layout set last, in order."""
+    if not (idioms._is_class_of(type(cls), "_ctypes", "PyCStructType")
+            or idioms._is_class_of(type(cls), "_ctypes", "UnionType")):
+        return state
+    kept = {k: v for k, v in state.items()
+            if k not in _LAYOUT and not (type(v).__module__ == "_ctypes" and type(v).__name__ == "CField")}
+    return {**kept, **{k: state[k] for k in _LAYOUT if k in state}}

@@ -38,7 +38,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-from . import culprit, deepstack, idioms, idioms7, nans, views
+from . import culprit, deepstack, idioms, idioms7, idioms8, nans, views
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -114,6 +114,8 @@ def _notebook_class_reduce(cls, reduced):
         # attribute assigned by mistake (a typo) no longer raised. (A named
         # tuple's empty slots are its factory's to make.)
         args = (*args[:3], {**args[3], "__slots__": slots}, *args[4:])
+    if make is cloudpickle.cloudpickle._make_skeleton_class:
+        state = idioms8.ctypes_layout_last(cls, state)  # a ctypes Structure's fields: made by its _fields_
     if make is cloudpickle.cloudpickle._make_skeleton_class and type(cls).__module__ == "__main__":
         # a metaclass of the notebook's: its __new__/__init__ are the
         # notebook's code, run when the class was defined (a registry it

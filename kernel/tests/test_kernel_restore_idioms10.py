@@ -29,3 +29,42 @@ def test_a_parsers_next_parse_args_gives_the_same_namespace(moved, run_cell):
     assert before == [{"lr": 0.5, "debug_dump": None, "files": ["a.csv"]},
                       {"lr": 0.1, "debug_dump": None, "files": ["b.csv"]}, False]
     assert run_cell.facts(kc, PARSER_PROBE) == before
+
+
+CTYPES = r'''
+import ctypes
+class Point(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_int), ("y", ctypes.c_double)]
+    def norm1(self):
+        return abs(self.x) + abs(self.y)
+class Record(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("tag", ctypes.c_char), ("at", Point)]
+class Header(ctypes.BigEndianStructure):
+    _fields_ = [("size", ctypes.c_uint16)]
+p = Point(1, 2.5)
+rec = Record(b"a", Point(-3, 0.5))
+counts = (ctypes.c_int * 5)(1, 2, 3, 4, 5)
+path = (Point * 2)(Point(0, 0), Point(2, 2))
+name = ctypes.create_string_buffer(b"hello", 10)
+hdr = Header(258)
+PointPtr = ctypes.POINTER(Point)
+'''
+CTYPES_PROBE = r'''
+import json
+print("FACTS" + json.dumps([p.x, p.norm1(), rec.at.norm1(), ctypes.sizeof(Record), list(counts), [q.x for q in path],
+                            name.raw.decode(), bytes(hdr).hex(), hdr.size, repr(type(counts)), repr(PointPtr),
+                            PointPtr is ctypes.POINTER(Point), type(path) is Point * 2]))
+'''
+
+
+def test_ctypes_structures_and_arrays_of_the_notebook_come_back(moved, run_cell):
+    """A notebook `ctypes.Structure` class and its objects were 'not restorable'
+    (cannot pickle '_ctypes.CField' object), and `(c_int * 5)(...)` or
+    `create_string_buffer` failed the restore (PyCArrayType has no attribute '__mul__')."""
+    reply, before, kc = moved(SESSION, CTYPES, lambda kc: run_cell.facts(kc, CTYPES_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before[:9] == [1, 3.5, 3.5, 17, [1, 2, 3, 4, 5], [0, 2], "hello\0\0\0\0\0", "0102", 258]
+    assert run_cell.facts(kc, CTYPES_PROBE) == before
+    out = run_cell(kc, "counts[0] = 9\nrec.at.x = 4\nprint(list(counts)[:2], rec.at.norm1(), Point(5, 0).norm1())")
+    assert out["error"] is None and out["stdout"] == "[9, 2] 4.5 5.0\n", out

@@ -1,6 +1,7 @@
 """The idioms of idioms8.py, through the serializer and the loader directly."""
 
 import argparse
+import ctypes
 
 from elastichub_kernel import loader, serializer
 
@@ -26,3 +27,19 @@ def test_argparse_constants_tested_by_identity_are_argparses_own_again():
     assert vars(parser.parse_args(["--lr", "0.5"])) == {"lr": 0.5, "secret": None}
     assert "--secret" not in parser.format_help() and "--seed" in parser.format_help()
     assert parser.usage is argparse.SUPPRESS and values["group"] in parser._action_groups
+
+
+def test_ctypes_arrays_and_byte_swapped_fields_come_back_of_ctypes_own_types():
+    """An array of `(c_int * 5)(...)` or `create_string_buffer` was saved as
+    a class of its own, whose load failed ("type object 'PyCArrayType' has
+    no attribute '__mul__'"): a partial restore."""
+
+    arr = (ctypes.c_int * 5)(1, 2, 3, 4, 5)
+    ns = {"arr": arr, "buf": ctypes.create_string_buffer(b"hi", 6), "kind": ctypes.c_double * 2,
+          "swapped": ctypes.c_uint16.__ctype_be__, "ptr": ctypes.POINTER(ctypes.c_int * 5)}
+    values, failed, notes = _round_trip(ns)
+    assert failed == {} and notes == {}
+    assert type(values["arr"]) is ctypes.c_int * 5 and list(values["arr"]) == [1, 2, 3, 4, 5]
+    assert type(values["buf"]) is ctypes.c_char * 6 and values["buf"].raw == b"hi\0\0\0\0"
+    assert values["kind"] is ctypes.c_double * 2 and values["swapped"] is ctypes.c_uint16.__ctype_be__
+    assert values["ptr"] is ctypes.POINTER(ctypes.c_int * 5) and values["ptr"].__module__ == __name__
