@@ -25,6 +25,8 @@ def where(name: str, value, exc: BaseException) -> str | None:
     if found is None:
         return None
     refused, seen, level = found.group(1), {id(value)}, [(name, value)]
+    if _refused_as(value, refused):
+        return None  # the value itself (a multiprocessing Queue holds a queue.Queue: not the one refused)
     for _ in range(MAX_DEPTH):
         following = []
         for path, obj in level:

@@ -18,7 +18,18 @@ same shape: a reduce per type and its rebuild):
   a notebook ``Structure`` or ``Union`` class (and
   so its objects) pickled with its fields' descriptors, which pickle
   refuses: its layout (``_pack_``, ``_anonymous_``, then ``_fields_``) is
-  set on the made class as a cell sets it, and ctypes makes the fields.
+  set on the made class as a cell sets it, and ctypes makes the fields;
+- ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
+  mp.Value("i", 0)``) no process holds the lock of comes back in new shared
+  memory with its value (the processes it was shared with ended with the
+  old kernel). The others are named in plain words with what to do, not by
+  multiprocessing's "should only be shared between processes through
+  inheritance" or "Pickling an AuthenticationString object is disallowed":
+  a Manager and the dicts and lists it shares (their values live in its
+  process; pickled, they failed the restore trying to reach it, a partial
+  restore), a queue, a lock or event, a process, and an open ``Pipe`` end,
+  which pickle saved as its file descriptor's number: restored, it read,
+  wrote or closed whatever the new kernel had opened under that number.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import idioms
+from . import idioms, idioms6
 
 # Libraries that test their own string constants by identity: their objects' attributes holding one are saved
 # by the constant's name.
@@ -37,6 +48,8 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms7.reduce_for asks last)."""
     if kind is type:
         return _ctypes_metaclass
+    if any(str(c.__module__).startswith("multiprocessing.") for c in kind.__mro__):
+        return _multiprocessing_reduce(kind)
     if idioms._is_class_of(kind, "_ctypes", "PyCArrayType"):
         return _ctypes_array_type
     if idioms._is_class_of(kind, "_ctypes", "PyCSimpleType"):
@@ -163,3 +176,59 @@ def ctypes_layout_last(cls, state: dict) -> dict:
     kept = {k: v for k, v in state.items()
             if k not in _LAYOUT and not (type(v).__module__ == "_ctypes" and type(v).__name__ == "CField")}
     return {**kept, **{k: state[k] for k in _LAYOUT if k in state}}
+
+
+# -- multiprocessing ------------------------------------------------------------------------
+
+_AGAIN = "make it again after restore"
+_SHARED = "a multiprocessing {name} (the old kernel's processes share it): " + _AGAIN
+_MP_REASONS = {  # "module.qualname" of a class in the MRO: what it is, what to do (pickle's words follow)
+    "multiprocessing.managers.BaseProxy": "a {name} a multiprocessing Manager shares (held in its process, gone "
+                                          "with the old kernel): keep a copy, e.g. dict(x), or " + _AGAIN,
+    "multiprocessing.managers.BaseManager": "a multiprocessing Manager (a process of the old kernel's): " + _AGAIN,
+    "multiprocessing.queues.Queue": "a multiprocessing queue (its items are in a pipe of the old kernel's): "
+                                    + _AGAIN,
+    "multiprocessing.queues.SimpleQueue": "a multiprocessing queue (its items are in a pipe of the old "
+                                          "kernel's): " + _AGAIN,
+    "multiprocessing.connection._ConnectionBase": "an open multiprocessing Pipe end (a channel of the old "
+                                                  "kernel's): make the Pipe again after restore",
+    "multiprocessing.synchronize.SemLock": _SHARED,
+    "multiprocessing.synchronize.Condition": _SHARED,
+    "multiprocessing.synchronize.Event": _SHARED,
+    "multiprocessing.synchronize.Barrier": _SHARED,
+    "multiprocessing.process.BaseProcess": "a multiprocessing Process (of the old kernel): " + _AGAIN,
+}
+
+
+def _multiprocessing_reduce(kind):
+    names = [f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__]
+    if "multiprocessing.sharedctypes.SynchronizedBase" in names:
+        return _shared_value
+    reason = next((_MP_REASONS[n] for n in names if n in _MP_REASONS), None)
+    if reason is None:
+        return None  # a Pool: typeprobe names it; anything else pickles as it does
+
+    def refuse(obj, user_ns):
+        if "multiprocessing.connection._ConnectionBase" in names and obj.closed:
+            return None  # a closed one holds no descriptor: its attributes
+        raise idioms6.refused(obj, reason.format(name=kind.__name__.removesuffix("Proxy").lower()
+                                                 if "Proxy" in kind.__name__ else kind.__name__))
+    return refuse
+
+
+def _shared_value(value, user_ns):
+    semlock = getattr(value.get_lock(), "_semlock", None)
+    if semlock is not None and hasattr(semlock, "_get_value") and semlock._get_value() == 0:
+        raise idioms6.refused(value, f"a multiprocessing {_SHARED_NAMES.get(type(value).__name__, 'Value')} whose "
+                              "lock is held (by a process or a cell): release it, or " + _AGAIN)
+    shared = value.get_obj()  # a ctypes object over the shared memory: a plain copy is its type and bytes
+    return _in_shared_memory, (type(shared).from_buffer_copy(shared),)
+
+
+_SHARED_NAMES = {"Synchronized": "Value", "SynchronizedArray": "Array", "SynchronizedString": "Array"}
+
+
+def _in_shared_memory(obj):
+    from multiprocessing import sharedctypes
+
+    return sharedctypes.synchronized(sharedctypes.copy(obj))  # with a new lock, as Value() and Array() make it

@@ -68,3 +68,30 @@ def test_ctypes_structures_and_arrays_of_the_notebook_come_back(moved, run_cell)
     assert run_cell.facts(kc, CTYPES_PROBE) == before
     out = run_cell(kc, "counts[0] = 9\nrec.at.x = 4\nprint(list(counts)[:2], rec.at.norm1(), Point(5, 0).norm1())")
     assert out["error"] is None and out["stdout"] == "[9, 2] 4.5 5.0\n", out
+
+
+PROCESSES = r'''
+import multiprocessing as mp
+counter = mp.Value("i", 0)
+scores = mp.Array("d", [0.5, 1.5])
+manager = mp.Manager()
+results = manager.dict(done=2)
+jobs = mp.Queue()
+parent_end, child_end = mp.Pipe()
+with counter.get_lock():
+    counter.value += 3
+'''
+
+
+def test_multiprocessing_objects_come_back_or_are_named_in_plain_words(moved, run_cell):
+    """`counter = mp.Value("i", 0)` was 'not restorable' ("Synchronized objects should only be shared
+    between processes through inheritance"), a Manager's dict failed the restore (Connection refused:
+    a partial restore), and a Pipe end came back as the old kernel's descriptor number."""
+    reply, _, kc = moved(SESSION, PROCESSES)
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert reply["ok"] and set(reasons) == {"manager", "results", "jobs", "parent_end", "child_end"}, reply
+    assert "a dict a multiprocessing Manager shares" in reasons["results"], reasons
+    assert "a multiprocessing queue" in reasons["jobs"] and "Pipe end" in reasons["child_end"], reasons
+    first = run_cell(kc, "with counter.get_lock():\n    counter.value += 1\nprint(counter.value, scores[:])")
+    assert first["error"] is None and first["stdout"] == "4 [0.5, 1.5]\n", first
+    assert "could not be loaded" not in first["stderr"] and "partial-restore" not in first["stderr"], first

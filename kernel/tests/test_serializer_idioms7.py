@@ -2,6 +2,7 @@
 
 import argparse
 import ctypes
+import multiprocessing
 
 from elastichub_kernel import loader, serializer
 
@@ -43,3 +44,27 @@ def test_ctypes_arrays_and_byte_swapped_fields_come_back_of_ctypes_own_types():
     assert type(values["buf"]) is ctypes.c_char * 6 and values["buf"].raw == b"hi\0\0\0\0"
     assert values["kind"] is ctypes.c_double * 2 and values["swapped"] is ctypes.c_uint16.__ctype_be__
     assert values["ptr"] is ctypes.POINTER(ctypes.c_int * 5) and values["ptr"].__module__ == __name__
+
+
+def test_a_shared_value_comes_back_in_shared_memory_and_a_pipe_end_is_never_its_descriptor_number():
+    """A Pipe end pickled as its file descriptor's number: restored, it read,
+    wrote or closed what the new process had opened under that number."""
+    counter, text = multiprocessing.Value("i", 3), multiprocessing.Array("c", b"hey")
+    ends = multiprocessing.Pipe()
+    closed = multiprocessing.Pipe()[0]
+    closed.close()
+    try:
+        ns = {"counter": counter, "text": text, "closed": closed, "end": ends[0], "inside": {"end": ends[1]}}
+        failed = serializer.dump_namespace(ns, list(ns), user_ns=ns).failed
+        assert set(failed) == {"end", "inside"}
+        assert "an open multiprocessing Pipe end" in failed["end"] and "make the Pipe again" in failed["end"]
+        assert failed["inside"].endswith("at inside['end'])")
+        values, failed, notes = _round_trip({k: ns[k] for k in ("counter", "text", "closed")})
+        assert failed == {} and notes == {} and values["closed"].closed
+        counter, text = values["counter"], values["text"]
+        with counter.get_lock():
+            counter.value += 1
+        assert (counter.value, text.value, type(counter).__name__) == (4, b"hey", "Synchronized")
+    finally:
+        for end in ends:
+            end.close()
