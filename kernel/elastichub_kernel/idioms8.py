@@ -29,7 +29,13 @@ same shape: a reduce per type and its rebuild):
   process; pickled, they failed the restore trying to reach it, a partial
   restore), a queue, a lock or event, a process, and an open ``Pipe`` end,
   which pickle saved as its file descriptor's number: restored, it read,
-  wrote or closed whatever the new kernel had opened under that number.
+  wrote or closed whatever the new kernel had opened under that number;
+- Pillow: an ``ImageDraw.Draw(img)`` kept to draw on in later cells: made
+  again on its restored image, with its settings (pickle refused its C
+  drawing object); a font loaded from bytes (``ImageFont.load_default(size=
+  24)``, ``truetype(io.BytesIO(data))``, the font ``draw.text`` keeps):
+  Pillow saved its stream, read to its end, and the restore failed ("cannot
+  open resource"); it is made again from the bytes it was read from.
 """
 
 from __future__ import annotations
@@ -48,6 +54,10 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms7.reduce_for asks last)."""
     if kind is type:
         return _ctypes_metaclass
+    if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
+        return _image_draw
+    if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
+        return _font_from_bytes
     if any(str(c.__module__).startswith("multiprocessing.") for c in kind.__mro__):
         return _multiprocessing_reduce(kind)
     if idioms._is_class_of(kind, "_ctypes", "PyCArrayType"):
@@ -232,3 +242,37 @@ def _in_shared_memory(obj):
     from multiprocessing import sharedctypes
 
     return sharedctypes.synchronized(sharedctypes.copy(obj))  # with a new lock, as Value() and Array() make it
+
+
+# -- Pillow ------------------------------------------------------------------------------------
+
+_DRAW_MADE = ("palette", "_image", "im", "draw", "ink")  # what ImageDraw.__init__ makes of its image and mode
+
+
+def _image_draw(draw, user_ns):
+    image = vars(draw).get("_image")
+    if image is None or getattr(image, "im", None) is not draw.im:
+        # drawn on by itself, or its image's pixels replaced since (thumbnail): made again it would draw on the image
+        raise idioms6.refused(draw, "an ImageDraw whose image it no longer draws on: make it again after restore")
+    settings = {k: v for k, v in vars(draw).items() if k not in _DRAW_MADE}
+    return _made_draw, (type(draw), image, draw.mode), settings, None, None, idioms._set_attrs
+
+
+def _made_draw(kind, image, mode):
+    return kind(image, mode)
+
+
+def _font_from_bytes(font, user_ns):
+    data = vars(font).get("font_bytes")
+    if not isinstance(data, bytes) or isinstance(font.path, (str, bytes)) or hasattr(font.path, "__fspath__"):
+        return None  # a font file: Pillow opens it again by its path
+    own = {k: v for k, v in vars(font).items() if k not in ("path", "size", "index", "encoding", "layout_engine",
+                                                             "font_bytes", "font")}
+    return (_made_font, (type(font), data, font.size, font.index, font.encoding, font.layout_engine), own or None,
+            None, None, idioms._set_attrs if own else None)
+
+
+def _made_font(kind, data, size, index, encoding, layout_engine):
+    import io
+
+    return kind(io.BytesIO(data), size, index, encoding, layout_engine)

@@ -95,3 +95,29 @@ def test_multiprocessing_objects_come_back_or_are_named_in_plain_words(moved, ru
     first = run_cell(kc, "with counter.get_lock():\n    counter.value += 1\nprint(counter.value, scores[:])")
     assert first["error"] is None and first["stdout"] == "4 [0.5, 1.5]\n", first
     assert "could not be loaded" not in first["stderr"] and "partial-restore" not in first["stderr"], first
+
+
+DRAWING = r'''
+from PIL import Image, ImageDraw, ImageFont
+canvas = Image.new("RGB", (80, 40), "white")
+pen = ImageDraw.Draw(canvas)
+pen.rectangle([0, 0, 9, 9], fill="blue")
+title = ImageFont.load_default(size=18)
+pen.text((12, 2), "hi", fill="black", font=title)
+'''
+DRAWING_PROBE = r'''
+import json
+pen.ellipse([50, 20, 60, 30], fill="red")
+pen.text((12, 20), "ok", fill="black")
+print("FACTS" + json.dumps([canvas.getpixel((55, 25)), canvas.getpixel((5, 5)), title.size,
+                            pen.textbbox((0, 0), "score", font=title), canvas.getbbox()]))
+'''
+
+
+def test_a_drawing_kept_in_a_variable_draws_on_its_image_after_a_move(moved, run_cell):
+    """`pen = ImageDraw.Draw(canvas)` was 'not restorable' (cannot pickle 'ImagingCore'), and
+    `ImageFont.load_default(size=18)` failed the restore ("cannot open resource"): a partial restore."""
+    reply, before, kc = moved(SESSION, DRAWING, lambda kc: run_cell.facts(kc, DRAWING_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before[:3] == [[255, 0, 0], [0, 0, 255], 18]
+    assert run_cell.facts(kc, DRAWING_PROBE) == before

@@ -68,3 +68,23 @@ def test_a_shared_value_comes_back_in_shared_memory_and_a_pipe_end_is_never_its_
     finally:
         for end in ends:
             end.close()
+
+
+def test_an_image_draw_draws_on_its_restored_image_and_a_font_from_bytes_loads():
+    """`draw = ImageDraw.Draw(img)` was 'not restorable' (cannot pickle 'ImagingCore'), and a font loaded
+    from bytes (`ImageFont.load_default(size=20)`, the one `draw.text` keeps) failed the restore
+    ("cannot open resource"): Pillow saved its stream read to the end."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (60, 30), "white")
+    draw = ImageDraw.Draw(img)
+    draw.text((0, 0), "hi", fill="black")
+    draw.fontmode = "1"
+    big = ImageFont.load_default(size=20)
+    values, failed, notes = _round_trip({"img": img, "draw": draw, "big": big})
+    assert failed == {} and notes == {}
+    img, draw, big = values["img"], values["draw"], values["big"]
+    draw.rectangle([40, 0, 42, 2], fill="green")
+    assert img.getpixel((41, 1)) == (0, 128, 0) and draw.fontmode == "1"
+    assert big.size == 20 and big.getbbox("hello") == ImageFont.load_default(size=20).getbbox("hello")
+    assert draw.font.getbbox("hi") == ImageFont.load_default().getbbox("hi")
