@@ -35,7 +35,10 @@ same shape: a reduce per type and its rebuild):
   drawing object); a font loaded from bytes (``ImageFont.load_default(size=
   24)``, ``truetype(io.BytesIO(data))``, the font ``draw.text`` keeps):
   Pillow saved its stream, read to its end, and the restore failed ("cannot
-  open resource"); it is made again from the bytes it was read from.
+  open resource"); it is made again from the bytes it was read from;
+- a ``json.JSONDecoder`` (a subclass with an ``object_hook``, kept to decode
+  a course's records): its scanner, a C object made of the decoder's
+  settings, is made again from them (pickle refused it).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms7.reduce_for asks last)."""
     if kind is type:
         return _ctypes_metaclass
+    if idioms._is_class_of(kind, "json.decoder", "JSONDecoder") and _plain_state(kind):
+        return _json_decoder
     if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
         return _image_draw
     if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
@@ -276,3 +281,21 @@ def _made_font(kind, data, size, index, encoding, layout_engine):
     import io
 
     return kind(io.BytesIO(data), size, index, encoding, layout_engine)
+
+
+# -- json ------------------------------------------------------------------------------------
+
+def _json_decoder(decoder, user_ns):
+    state = getattr(decoder, "__dict__", None)
+    if not isinstance(state, dict) or type(state.get("scan_once")).__module__ != "_json":
+        return None  # no scanner of json's C code: pickled as it is
+    state = {k: v for k, v in state.items() if k != "scan_once"}
+    return _bare, (type(decoder),), state, None, None, _set_decoder
+
+
+def _set_decoder(decoder, state):
+    from json import scanner
+
+    decoder.__dict__.update(state)
+    decoder.scan_once = scanner.make_scanner(decoder)  # as JSONDecoder.__init__ makes it, from the settings
+    return decoder

@@ -121,3 +121,26 @@ def test_a_drawing_kept_in_a_variable_draws_on_its_image_after_a_move(moved, run
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert before[:3] == [[255, 0, 0], [0, 0, 255], 18]
     assert run_cell.facts(kc, DRAWING_PROBE) == before
+
+
+DECODER = r'''
+import json
+class Records(json.JSONDecoder):
+    def __init__(self, **kw):
+        super().__init__(object_hook=self.record, **kw)
+        self.seen = 0
+    def record(self, d):
+        self.seen += 1
+        return {k.lower(): v for k, v in d.items()}
+reader = Records()
+first = reader.decode('{"Name": "ann", "Score": 3}')
+'''
+
+
+def test_a_notebook_json_decoder_decodes_on_after_a_move(moved, run_cell):
+    """`reader = Records()` (a JSONDecoder subclass with an object_hook) was 'not restorable'
+    (cannot pickle '_json.Scanner' object, at reader.scan_once)."""
+    reply, _, kc = moved(SESSION, DECODER)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, 'print(first, reader.decode(\'[{"ID": 2}]\'), reader.seen)')
+    assert out["error"] is None and out["stdout"] == "{'name': 'ann', 'score': 3} [{'id': 2}] 2\n", out

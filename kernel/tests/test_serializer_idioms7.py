@@ -2,6 +2,8 @@
 
 import argparse
 import ctypes
+import decimal
+import json
 import multiprocessing
 
 from elastichub_kernel import loader, serializer
@@ -88,3 +90,19 @@ def test_an_image_draw_draws_on_its_restored_image_and_a_font_from_bytes_loads()
     assert img.getpixel((41, 1)) == (0, 128, 0) and draw.fontmode == "1"
     assert big.size == 20 and big.getbbox("hello") == ImageFont.load_default(size=20).getbbox("hello")
     assert draw.font.getbbox("hi") == ImageFont.load_default().getbbox("hi")
+
+
+class _Upper(json.JSONDecoder):
+    def __init__(self, **kw):
+        super().__init__(object_hook=self.hook, **kw)
+
+    def hook(self, d):
+        return {k.upper(): v for k, v in d.items()}
+
+
+def test_a_json_decoder_decodes_with_its_settings_after_a_round_trip():
+    """A JSONDecoder kept in a variable was 'not restorable': cannot pickle '_json.Scanner' object."""
+    values, failed, notes = _round_trip({"upper": _Upper(), "exact": json.JSONDecoder(parse_float=decimal.Decimal)})
+    assert failed == {} and notes == {}
+    assert values["upper"].decode('{"a": {"b": 1}}') == {"A": {"B": 1}}
+    assert values["exact"].decode("[1.10]") == [decimal.Decimal("1.10")]
