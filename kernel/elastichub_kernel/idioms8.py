@@ -38,7 +38,11 @@ same shape: a reduce per type and its rebuild):
   open resource"); it is made again from the bytes it was read from;
 - a ``json.JSONDecoder`` (a subclass with an ``object_hook``, kept to decode
   a course's records): its scanner, a C object made of the decoder's
-  settings, is made again from them (pickle refused it).
+  settings, is made again from them (pickle refused it);
+- an ``ElementTree.iterparse`` kept in a variable is named in plain words
+  with what to do, not by pickle's "cannot pickle 'generator' object": its
+  parser's place in the file cannot be read back. (The elements it gave,
+  held in variables, are carried.)
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ def reduce_for(kind: type):
         return _ctypes_metaclass
     if idioms._is_class_of(kind, "json.decoder", "JSONDecoder") and _plain_state(kind):
         return _json_decoder
+    if kind.__module__ == "xml.etree.ElementTree" and kind.__name__ == "IterParseIterator":
+        return _iterparse
     if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
         return _image_draw
     if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
@@ -299,3 +305,14 @@ def _set_decoder(decoder, state):
     decoder.__dict__.update(state)
     decoder.scan_once = scanner.make_scanner(decoder)  # as JSONDecoder.__init__ makes it, from the settings
     return decoder
+
+
+# -- xml.etree.ElementTree.iterparse ------------------------------------------------------------
+
+def _iterparse(it, user_ns):
+    gen = getattr(type(it).__next__, "__self__", None)  # its class's __next__ is its generator's
+    if getattr(gen, "gi_frame", True) is None:
+        raise idioms6.refused(it, "an ElementTree.iterparse read to its end: keep its root (root = it.root), "
+                              "or make it again after restore")
+    raise idioms6.refused(it, "an ElementTree.iterparse part-way (its parser's place in the file cannot be "
+                          "read back): make it again after restore")

@@ -144,3 +144,22 @@ def test_a_notebook_json_decoder_decodes_on_after_a_move(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     out = run_cell(kc, 'print(first, reader.decode(\'[{"ID": 2}]\'), reader.seen)')
     assert out["error"] is None and out["stdout"] == "{'name': 'ann', 'score': 3} [{'id': 2}] 2\n", out
+
+
+ITERPARSE = r'''
+import xml.etree.ElementTree as ET
+with open("catalog.xml", "w") as out:
+    out.write("<lib>" + "".join(f"<book id='{i}'/>" for i in range(4)) + "</lib>")
+books = ET.iterparse("catalog.xml", events=("start",))
+seen = [next(books)[1].tag for _ in range(2)]
+'''
+
+
+def test_an_iterparse_part_way_is_named_with_what_to_do(moved, run_cell):
+    """`books = ET.iterparse(...)` read part-way was named by pickle's
+    "cannot pickle 'generator' object", with nothing to say what to do."""
+    reply, _, kc = moved(SESSION, ITERPARSE)
+    [refused] = reply["not_restorable"]
+    assert refused["name"] == "books" and "ElementTree.iterparse part-way" in refused["reason"], reply
+    first = run_cell(kc, "print(seen)")
+    assert first["stdout"] == "['lib', 'book']\n" and "make it again after restore" in first["stderr"], first

@@ -5,6 +5,7 @@ import ctypes
 import decimal
 import json
 import multiprocessing
+import xml.etree.ElementTree as ET
 
 from elastichub_kernel import loader, serializer
 
@@ -106,3 +107,18 @@ def test_a_json_decoder_decodes_with_its_settings_after_a_round_trip():
     assert failed == {} and notes == {}
     assert values["upper"].decode('{"a": {"b": 1}}') == {"A": {"B": 1}}
     assert values["exact"].decode("[1.10]") == [decimal.Decimal("1.10")]
+
+
+def test_an_iterparse_is_named_in_plain_words(tmp_path):
+    """An ElementTree.iterparse kept in a variable was named by pickle's
+    "cannot pickle 'generator' object": nothing said what it was, nor what to do."""
+    path = tmp_path / "data.xml"
+    path.write_text("<r>" + "".join(f"<item n='{i}'/>" for i in range(5)) + "</r>")
+    midway, done = ET.iterparse(path), ET.iterparse(path)
+    next(midway)
+    events = list(done)
+    ns = {"midway": midway, "done": done, "events": events, "root": done.root}
+    failed = serializer.dump_namespace(ns, list(ns), user_ns=ns).failed
+    assert set(failed) == {"midway", "done"}
+    assert "an ElementTree.iterparse part-way" in failed["midway"] and "make it again" in failed["midway"]
+    assert "read to its end: keep its root (root = it.root)" in failed["done"]
