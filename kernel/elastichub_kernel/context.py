@@ -394,7 +394,8 @@ def checked(saved) -> None:
     unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                            "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb"}
+                            "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
+                            "last_error"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -450,6 +451,7 @@ def checked(saved) -> None:
                                               for k, v in locales.items())):
         raise ValueError("locale")
     shellstate.checked_history(saved)
+    shellstate.checked_last_error(saved)
     if "logging" in saved:
         logstate.checked(saved["logging"])
     if "library_options" in saved:

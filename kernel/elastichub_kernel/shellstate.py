@@ -8,7 +8,10 @@ settings of the shell's parts that differ from their values at start.
 Also the cell history: the execution counter (cell numbers go on where
 they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), and
 their outputs where they cost nothing (outputs.py); and the magics the
-notebook's own functions make (usermagics.py). Saved with the session's context (context.py) and set again once the
+notebook's own functions make (usermagics.py). When the last cell failed,
+its error is named at the restore: its traceback holds the old kernel's
+frames and is not carried, and `%debug` and `%tb` said there was none.
+Saved with the session's context (context.py) and set again once the
 variables are loaded: after a move, editing a helper module still takes
 effect in the next cell, and a cell shows the outputs it showed before.
 """
@@ -16,6 +19,7 @@ effect in the next cell, and a cell shows the outputs it showed before.
 from __future__ import annotations
 
 import json
+import sys
 import warnings
 
 from . import outputs, shellmodes, usermagics
@@ -53,6 +57,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     if history:
         saved["history"] = history
     saved.update(usermagics.capture(shell))
+    saved.update(_last_error(shell))
     if config_at_start is not None:
         saved.update(shellmodes.capture(shell, config_at_start.get("modes")))
         changed, unsaved = _config_changes(shell, config_at_start)
@@ -233,6 +238,25 @@ def checked_history(saved: dict) -> None:
         raise ValueError("history")
 
 
+def _last_error(shell) -> dict:
+    """{"last_error": "ZeroDivisionError: division by zero"} when the last cell failed (the error %debug and %tb
+    would show next), else {}."""
+    value = getattr(sys, "last_value", None)
+    if getattr(shell, "last_execution_succeeded", True) or not isinstance(value, BaseException):
+        return {}
+    from .serializer import describe_error  # loaded by the checkpoint this is part of
+
+    try:
+        return {"last_error": describe_error(value)}
+    except Exception:  # an exception class of the notebook's whose __str__ fails
+        return {"last_error": type(value).__name__}
+
+
+def checked_last_error(saved: dict) -> None:
+    if not isinstance(saved.get("last_error", ""), str):
+        raise ValueError("last_error")
+
+
 def _plain_formatter(shell):
     formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None) or {}
     return formatters.get("text/plain")
@@ -271,6 +295,9 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
+    if saved.get("last_error"):
+        problems.append(f"the last cell failed ({saved['last_error']}), and its traceback is not carried (it holds "
+                        "the old kernel's frames): %debug and %tb have none to show; run that cell again to inspect it")
     return (problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
             + shellmodes.restore(shell, saved))
 

@@ -163,3 +163,29 @@ def test_an_iterparse_part_way_is_named_with_what_to_do(moved, run_cell):
     assert refused["name"] == "books" and "ElementTree.iterparse part-way" in refused["reason"], reply
     first = run_cell(kc, "print(seen)")
     assert first["stdout"] == "['lib', 'book']\n" and "make it again after restore" in first["stderr"], first
+
+
+def _run_and_move(start_in_work, run_cell, control_request, cells, kernel=None):
+    """Runs `cells` in `kernel` (km, kc) or a new one, checkpoints, kills it; the next one restores."""
+    km, kc = kernel or start_in_work(SESSION)
+    for cell in cells:
+        run_cell(kc, cell)
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    return start_in_work(SESSION)
+
+
+def test_the_last_cells_error_is_named_since_its_traceback_is_not_carried(start_in_work, run_cell, control_request):
+    """After a move, %debug on the cell that had just failed said "No traceback has been produced":
+    the error and its frames were the old kernel's, and nothing said so. An earlier cell's error is not
+    named (every notebook has one)."""
+    km, kc = _run_and_move(start_in_work, run_cell, control_request, ["def ratio(x):\n    return 1 / x", "ratio(0)"])
+    first = run_cell(kc, "print(ratio(4))")
+    assert first["stdout"] == "0.25\n", first
+    assert "the last cell failed (ZeroDivisionError: division by zero)" in first["stderr"], first
+    assert "%debug and %tb have none to show" in first["stderr"], first
+    km, kc = _run_and_move(start_in_work, run_cell, control_request, ["1 / 0", "x = 2"], kernel=(km, kc))
+    first = run_cell(kc, "print(x)")
+    assert first["stdout"] == "2\n" and "ElasticHub: restored" in first["stderr"], first
+    assert "last cell failed" not in first["stderr"], first
