@@ -43,6 +43,10 @@ same shape: a reduce per type and its rebuild):
   with what to do, not by pickle's "cannot pickle 'generator' object": its
   parser's place in the file cannot be read back. (The elements it gave,
   held in variables, are carried.)
+- an ``asyncio`` Task or Future (``task = asyncio.create_task(...)``; ``await
+  task`` in a later cell) is named with what to do, not by pickle's "cannot
+  pickle '_asyncio.Task' object": a done one, keep its result; one not
+  done runs in the old kernel's event loop.
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ def reduce_for(kind: type):
         return _json_decoder
     if kind.__module__ == "xml.etree.ElementTree" and kind.__name__ == "IterParseIterator":
         return _iterparse
+    if idioms._is_class_of(kind, "_asyncio", "Future") or idioms._is_class_of(kind, "asyncio.futures", "Future"):
+        return _asyncio_future
     if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
         return _image_draw
     if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
@@ -316,3 +322,17 @@ def _iterparse(it, user_ns):
                               "or make it again after restore")
     raise idioms6.refused(it, "an ElementTree.iterparse part-way (its parser's place in the file cannot be "
                           "read back): make it again after restore")
+
+
+# -- asyncio -----------------------------------------------------------------------------------
+
+def _asyncio_future(future, user_ns):
+    what = "Task" if any(c.__name__ == "Task" for c in type(future).__mro__) else "Future"
+    if not future.done():
+        raise idioms6.refused(future, f"an asyncio {what} not done (it runs in the old kernel's event loop): make "
+                              "it again after restore")
+    if future.cancelled():
+        raise idioms6.refused(future, f"a cancelled asyncio {what} (of the old kernel's event loop): make it again "
+                              "after restore if it is still needed")
+    raise idioms6.refused(future, f"a done asyncio {what} (of the old kernel's event loop): keep its result in a "
+                          "variable (r = x.result()), or make it again after restore")

@@ -189,3 +189,25 @@ def test_the_last_cells_error_is_named_since_its_traceback_is_not_carried(start_
     first = run_cell(kc, "print(x)")
     assert first["stdout"] == "2\n" and "ElasticHub: restored" in first["stderr"], first
     assert "last cell failed" not in first["stderr"], first
+
+
+TASKS = r'''
+import asyncio
+async def fetch(n):
+    await asyncio.sleep(0)
+    return n * 2
+done = asyncio.create_task(fetch(3))
+await done
+waiting = asyncio.create_task(asyncio.sleep(60))
+await asyncio.sleep(0)
+'''
+
+
+def test_asyncio_tasks_are_named_with_what_to_do(moved, run_cell):
+    """`done = asyncio.create_task(...)` kept for a later `await` was named by pickle's
+    "cannot pickle '_asyncio.Task' object", with nothing to say what to do."""
+    reply, _, kc = moved(SESSION, TASKS)
+    reasons = {item["name"]: item["reason"] for item in reply["not_restorable"]}
+    assert set(reasons) == {"done", "waiting"}, reply
+    assert "a done asyncio Task" in reasons["done"] and "keep its result" in reasons["done"], reasons
+    assert "an asyncio Task not done (it runs in the old kernel's event loop)" in reasons["waiting"], reasons
