@@ -194,15 +194,27 @@ def _ctypes_meta(name):
 _LAYOUT = ("_pack_", "_align_", "_anonymous_", "_fields_")
 
 
-def ctypes_layout_last(cls, state: dict) -> dict:
-    """A notebook ``Structure``'s (``Union``'s) class state for cloudpickle's rebuild: without the fields'
-    descriptors (pickle refuses them; setting ``_fields_`` makes them), its layout set last, in order."""
+def ctypes_class_state(cls, state: dict, rest: list) -> tuple:
+    """A notebook ``Structure``'s (``Union``'s) class state and the rest of cloudpickle's reduce (`rest`: items,
+    pairs, setter): without the fields' descriptors (pickle refuses them; setting ``_fields_`` makes them), its
+    layout set last, in order; another class's as they are."""
     if not (idioms._is_class_of(type(cls), "_ctypes", "PyCStructType")
             or idioms._is_class_of(type(cls), "_ctypes", "UnionType")):
-        return state
+        return state, rest
     kept = {k: v for k, v in state.items()
             if k not in _LAYOUT and not (type(v).__module__ == "_ctypes" and type(v).__name__ == "CField")}
-    return {**kept, **{k: state[k] for k in _LAYOUT if k in state}}
+    return {**kept, **{k: state[k] for k in _LAYOUT if k in state}}, [*rest[:2], _set_ctypes_class_state]
+
+
+def _set_ctypes_class_state(cls, state):
+    from .serializer import cloudpickle
+
+    attrs, slots = state
+    if "_fields_" in vars(cls):
+        # the class this process made already (a second %elastic_restore: cloudpickle finds it by its id); its
+        # layout is final, and setting it again raised "_fields_ is final", failing the class and its objects
+        attrs = {k: v for k, v in attrs.items() if k not in _LAYOUT}
+    return cloudpickle.cloudpickle._class_setstate(cls, (attrs, slots))
 
 
 # -- multiprocessing ------------------------------------------------------------------------

@@ -33,6 +33,24 @@ def test_argparse_constants_tested_by_identity_are_argparses_own_again():
     assert parser.usage is argparse.SUPPRESS and values["group"] in parser._action_groups
 
 
+def test_a_ctypes_structure_class_loaded_again_in_the_same_process_keeps_its_layout():
+    """A notebook Structure class loaded a second time in one process (a second %elastic_restore: cloudpickle
+    finds the class it made the first time) failed with "_fields_ is final", and its objects with it."""
+
+    class Header(ctypes.BigEndianStructure):  # a class of the test's, so saved by value, as a notebook's
+        _pack_ = 1
+        _fields_ = [("kind", ctypes.c_char), ("size", ctypes.c_uint16)]
+
+        def total(self):
+            return self.size + 1
+
+    for _ in range(2):
+        values, failed, notes = _round_trip({"header": Header(b"a", 258), "kind": Header})
+        assert failed == {} and notes == {}
+    header = values["header"]
+    assert bytes(header) == b"a\x01\x02" and header.total() == 259 and ctypes.sizeof(values["kind"]) == 3
+
+
 def test_ctypes_arrays_and_byte_swapped_fields_come_back_of_ctypes_own_types():
     """An array of `(c_int * 5)(...)` or `create_string_buffer` was saved as
     a class of its own, whose load failed ("type object 'PyCArrayType' has
