@@ -142,7 +142,7 @@ class _Unloadable:
     def __init__(self, *args, **kwargs):
         pass
 
-    def __setstate__(self, state):
+    def __setstate__(self, *state):  # ctypes' _unpickle passes two: (instance dict, memory)
         pass
 
     def __setitem__(self, key, value):

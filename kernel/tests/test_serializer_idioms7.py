@@ -7,7 +7,7 @@ import json
 import multiprocessing
 import xml.etree.ElementTree as ET
 
-from elastichub_kernel import loader, serializer
+from elastichub_kernel import idioms8, loader, serializer
 
 
 def _round_trip(ns):
@@ -140,3 +140,25 @@ def test_an_iterparse_is_named_in_plain_words(tmp_path):
     assert set(failed) == {"midway", "done"}
     assert "an ElementTree.iterparse part-way" in failed["midway"] and "make it again" in failed["midway"]
     assert "read to its end: keep its root (root = it.root)" in failed["done"]
+
+
+def test_a_ctypes_object_whose_class_failed_to_load_is_named_by_it(monkeypatch):
+    """A ctypes object whose class's record failed to load failed with "_Unloadable.__setstate__() takes
+    2 positional arguments but 3 were given": the loader's stand-in for the class refused ctypes' two-part
+    state (instance dict, memory), and nothing named the class."""
+
+    class Header(ctypes.Structure):  # a class of the test's, so saved by value, as a notebook's
+        _fields_ = [("size", ctypes.c_uint16)]
+
+    ns = {"Header": Header, "header": Header(258)}
+    dumped = serializer.dump_namespace(ns, list(ns), user_ns=ns)
+    assert dumped.failed == {}
+
+    def broken(cls, state):  # what any failure inside the class's own load does
+        raise RuntimeError("the class could not be made")
+
+    monkeypatch.setattr(idioms8, "_set_ctypes_class_state", broken)
+    values, failed, notes = loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers),
+                                                  {"__name__": "__main__"})
+    assert values == {} and "the class could not be made" in failed["Header"], failed
+    assert "shares objects with Header" in failed["header"] and "positional" not in failed["header"], failed
