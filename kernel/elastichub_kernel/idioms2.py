@@ -7,7 +7,10 @@ into `idioms.reduce_for`, same shape: a reduce per type and its rebuild):
   failed; a counter or a registry kept in ``__new__`` counted every object
   again). Made by the base's ``__new__`` (``tuple``, ``int``, ``float``,
   ``complex``, ``str``, ``bytes``, ``frozenset``, ``object``) with the
-  value, then its ``__dict__``, as pickle makes any other object;
+  value, then its ``__dict__``, as pickle makes any other object; so is
+  one over a library class that leaves making and pickling to those
+  (``class Parser(argparse.ArgumentParser)`` with a ``__new__``), after
+  any idiom of that library class;
 - ``tempfile.NamedTemporaryFile(delete=False)``: its file is opened again
   as an open file is (idioms.py). Its wrapper's ``__getattr__`` answered
   pickle's look-up of ``__setstate__`` before it had a file (``KeyError:
@@ -56,7 +59,11 @@ def reduce_for(kind: type):
         return _opened_image
     if kind in _DICT_ITERATORS:
         return _dict_iterator
-    return idioms3.reduce_for(kind)  # re.Match
+    more = idioms3.reduce_for(kind)  # re.Match, and the later rounds' idioms
+    if _notebook_new(kind, over_library=True):
+        # an idiom of its library base first (its rebuild makes it past the notebook's __new__), else as pickle would
+        return _past_notebook_new if more is None else either(more, _past_notebook_new)
+    return more
 
 
 def either(first, second):
@@ -73,15 +80,23 @@ _NEW_BASES = frozenset({object, tuple, int, float, complex, str, bytes, frozense
 _OWN_PICKLING = ("__reduce__", "__reduce_ex__", "__getnewargs__", "__getnewargs_ex__")
 
 
-def _notebook_new(kind: type) -> bool:
+def _notebook_new(kind: type, over_library: bool = False) -> bool:
     """A notebook class with a ``__new__`` of its own over one of those
     bases, that leaves pickling to them (a named tuple gives its own
-    ``__getnewargs__``: its ``__new__`` is called as it asks)."""
+    ``__getnewargs__``: its ``__new__`` is called as it asks); `over_library`:
+    over library classes that leave both making and pickling to those bases
+    (``class Parser(argparse.ArgumentParser)``, whose objects pickle made by
+    calling the notebook's ``__new__`` again)."""
     if kind.__module__ != "__main__":
         return False
     own = [c for c in kind.__mro__ if c.__module__ == "__main__"]
-    return (any("__new__" in vars(c) for c in own) and all(c in _NEW_BASES for c in kind.__mro__ if c not in own)
-            and not any(name in vars(c) for c in own for name in _OWN_PICKLING))
+    bases = [c for c in kind.__mro__ if c not in own and c not in _NEW_BASES]
+    if over_library:
+        if not bases or any(name in vars(c) for c in bases for name in ("__new__", *_OWN_PICKLING)):
+            return False
+    elif bases:
+        return False
+    return any("__new__" in vars(c) for c in own) and not any(name in vars(c) for c in own for name in _OWN_PICKLING)
 
 
 def new_past_notebook(cls, args=()):

@@ -13,12 +13,13 @@ same shape: a reduce per type and its rebuild):
   again by ``*`` (pickle saved it as a class of its own, which failed the
   restore: "PyCArrayType has no attribute '__mul__'"), a pointer type as
   ``POINTER(item type)``, a byte-swapped one (a ``BigEndianStructure``'s
-  field) as its plain type's ``__ctype_be__``; ctypes' metaclasses, which
-  ``_ctypes`` does not name, as the type of ``ctypes.Structure`` (...);
-  a notebook ``Structure`` or ``Union`` class (and
-  so its objects) pickled with its fields' descriptors, which pickle
-  refuses: its layout (``_pack_``, ``_anonymous_``, then ``_fields_``) is
-  set on the made class as a cell sets it, and ctypes makes the fields;
+  field) as its plain type's ``__ctype_be__``, and ctypes' metaclasses,
+  which ``_ctypes`` does not name, as the types of the classes ctypes
+  names (``type(ctypes.Structure)``). A notebook ``Structure`` or ``Union``
+  class (and so its objects) was refused, its fields' descriptors with it:
+  its layout (``_pack_``, ``_anonymous_``, then ``_fields_``) is set on the
+  made class as a cell sets it, and ctypes makes the fields (not again on
+  a class this process made already: a second ``%elastic_restore``);
 - ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
@@ -42,7 +43,7 @@ same shape: a reduce per type and its rebuild):
 - an ``ElementTree.iterparse`` kept in a variable is named in plain words
   with what to do, not by pickle's "cannot pickle 'generator' object": its
   parser's place in the file cannot be read back. (The elements it gave,
-  held in variables, are carried.)
+  held in variables, are carried);
 - an ``asyncio`` Task or Future (``task = asyncio.create_task(...)``; ``await
   task`` in a later cell) is named with what to do, not by pickle's "cannot
   pickle '_asyncio.Task' object": a done one, keep its result; one not
@@ -54,7 +55,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import idioms, idioms6
+from . import idioms, idioms2, idioms6
 
 # Libraries that test their own string constants by identity: their objects' attributes holding one are saved
 # by the constant's name.
@@ -108,17 +109,13 @@ def _with_sentinels(obj, user_ns):
     if not marked:
         return None  # pickled as usual
     plain = {key: value for key, value in state.items() if key not in marked}
-    return _bare, (type(obj),), (plain, owner, marked), None, None, _set_with_sentinels
+    return idioms2.new_past_notebook, (type(obj),), (plain, owner, marked), None, None, _set_with_sentinels
 
 
 def _constants(module: str) -> dict:
     """{id(constant): name} of `module`'s own string constants (SUPPRESS, OPTIONAL...)."""
     namespace = vars(sys.modules[module])
     return {id(value): name for name, value in namespace.items() if type(value) is str and name.isupper()}
-
-
-def _bare(kind):
-    return kind.__new__(kind)
 
 
 def _set_with_sentinels(obj, state):
@@ -314,7 +311,7 @@ def _json_decoder(decoder, user_ns):
     if not isinstance(state, dict) or type(state.get("scan_once")).__module__ != "_json":
         return None  # no scanner of json's C code: pickled as it is
     state = {k: v for k, v in state.items() if k != "scan_once"}
-    return _bare, (type(decoder),), state, None, None, _set_decoder
+    return idioms2.new_past_notebook, (type(decoder),), state, None, None, _set_decoder
 
 
 def _set_decoder(decoder, state):

@@ -211,3 +211,30 @@ def test_asyncio_tasks_are_named_with_what_to_do(moved, run_cell):
     assert set(reasons) == {"done", "waiting"}, reply
     assert "a done asyncio Task" in reasons["done"] and "keep its result" in reasons["done"], reasons
     assert "an asyncio Task not done (it runs in the old kernel's event loop)" in reasons["waiting"], reasons
+
+
+COUNTED = r'''
+import argparse, json
+class Parser(argparse.ArgumentParser):
+    made = []
+    def __new__(cls, *args, **kwargs):
+        Parser.made.append(kwargs.get("prog"))
+        return super().__new__(cls)
+class Records(json.JSONDecoder):
+    made = 0
+    def __new__(cls, *args, **kwargs):
+        Records.made += 1
+        return super().__new__(cls)
+parser = Parser(prog="train")
+parser.add_argument("--lr", type=float, default=0.1)
+reader = Records()
+'''
+
+
+def test_a_notebook_subclass_new_is_not_run_again_by_a_restore(moved, run_cell):
+    """The rebuilds of this round's idioms (an argparse parser holding SUPPRESS, a JSONDecoder) called the
+    class's own __new__: a notebook subclass's code ran again at restore (Parser.made got a second entry)."""
+    reply, _, kc = moved(SESSION, COUNTED)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, "print(Parser.made, Records.made, vars(parser.parse_args([])), reader.decode('[1]'))")
+    assert out["error"] is None and out["stdout"] == "['train'] 1 {'lr': 0.1} [1]\n", out
