@@ -23,7 +23,8 @@ same shape: a reduce per type and its rebuild):
 - ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
-  old kernel). The others are named in plain words with what to do, not by
+  old kernel), and so does a ``RawValue``, ``RawArray`` or ``Value(...,
+  lock=False)``, which pickle refused (its memory map). The others are named in plain words with what to do, not by
   multiprocessing's "should only be shared between processes through
   inheritance" or "Pickling an AuthenticationString object is disallowed":
   a Manager and the dicts and lists it shares (their values live in its
@@ -76,6 +77,8 @@ def reduce_for(kind: type):
         return _image_draw
     if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
         return _font_from_bytes
+    if idioms._is_class_of(kind, "_ctypes", "_CData"):  # before the next: RawArray's types are multiprocessing's
+        return _raw_shared
     if any(str(c.__module__).startswith("multiprocessing.") for c in kind.__mro__):
         return _multiprocessing_reduce(kind)
     if idioms._is_class_of(kind, "_ctypes", "PyCArrayType"):
@@ -262,6 +265,19 @@ def _shared_value(value, user_ns):
 
 
 _SHARED_NAMES = {"Synchronized": "Value", "SynchronizedArray": "Array", "SynchronizedString": "Array"}
+
+
+def _raw_shared(obj, user_ns):
+    wrapper = getattr(obj, "__dict__", {}).get("_wrapper")
+    if type(wrapper).__module__ != "multiprocessing.heap":
+        return None  # a ctypes object of the process's own memory: ctypes pickles its bytes
+    return _raw_in_shared_memory, (type(obj).from_buffer_copy(obj),)
+
+
+def _raw_in_shared_memory(obj):
+    from multiprocessing import sharedctypes
+
+    return sharedctypes.copy(obj)  # as RawValue() and RawArray() make it
 
 
 def _in_shared_memory(obj):

@@ -162,3 +162,15 @@ def test_a_ctypes_object_whose_class_failed_to_load_is_named_by_it(monkeypatch):
                                                   {"__name__": "__main__"})
     assert values == {} and "the class could not be made" in failed["Header"], failed
     assert "shares objects with Header" in failed["header"] and "positional" not in failed["header"], failed
+
+
+def test_a_raw_shared_value_or_array_comes_back_in_shared_memory():
+    """`mp.RawArray("d", ...)`, `mp.RawValue` and `mp.Value(..., lock=False)` were 'not restorable':
+    cannot pickle 'mmap.mmap' object, at ra._wrapper._state[0][0].buffer."""
+    ns = {"ra": multiprocessing.RawArray("d", [1.0, 2.0]), "rv": multiprocessing.RawValue("i", 4),
+          "free": multiprocessing.Value("i", 3, lock=False)}
+    values, failed, notes = _round_trip(ns)
+    assert failed == {} and notes == {}
+    assert (values["ra"][:], values["rv"].value, values["free"].value) == ([1.0, 2.0], 4, 3)
+    for name, value in values.items():
+        assert type(value) is type(ns[name]) and "_wrapper" in vars(value)  # in shared memory again
