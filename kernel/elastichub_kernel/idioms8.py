@@ -24,7 +24,11 @@ same shape: a reduce per type and its rebuild):
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
   old kernel), and so does a ``RawValue``, ``RawArray`` or ``Value(...,
-  lock=False)``, which pickle refused (its memory map). The others are named in plain words with what to do, not by
+  lock=False)``, which pickle refused (its memory map). A ``shared_memory.
+  SharedMemory`` or ``ShareableList`` was saved as its segment's name: on
+  another node the segment is not there, and the restore failed; it is
+  saved with its bytes (its items) and made again in a new segment. The
+  others are named in plain words with what to do, not by
   multiprocessing's "should only be shared between processes through
   inheritance" or "Pickling an AuthenticationString object is disallowed":
   a Manager and the dicts and lists it shares (their values live in its
@@ -243,6 +247,10 @@ def _multiprocessing_reduce(kind):
     names = [f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__]
     if "multiprocessing.sharedctypes.SynchronizedBase" in names:
         return _shared_value
+    if "multiprocessing.shared_memory.SharedMemory" in names:
+        return _shared_memory
+    if "multiprocessing.shared_memory.ShareableList" in names:
+        return _shareable_list
     reason = next((_MP_REASONS[n] for n in names if n in _MP_REASONS), None)
     if reason is None:
         return None  # a Pool: typeprobe names it; anything else pickles as it does
@@ -361,3 +369,22 @@ def _asyncio_future(future, user_ns):
                               "after restore if it is still needed")
     raise idioms6.refused(future, f"a done asyncio {what} (of the old kernel's event loop): keep its result in a "
                           "variable (r = x.result()), or make it again after restore")
+
+
+def _shared_memory(shm, user_ns):
+    if shm.buf is None:
+        raise idioms6.refused(shm, "a SharedMemory closed in the old kernel (its segment is that node's): make it "
+                              "again after restore")
+    return _new_shared_memory, (type(shm), bytes(shm.buf))
+
+
+def _new_shared_memory(kind, data):
+    shm = kind(create=True, size=max(len(data), 1))  # a new segment: the old one was the old node's
+    shm.buf[:len(data)] = data
+    return shm
+
+
+def _shareable_list(items, user_ns):
+    if items.shm.buf is None:
+        raise idioms6.refused(items, "a ShareableList closed in the old kernel: make it again after restore")
+    return type(items), (list(items),)  # a new segment, its slots sized to the items it holds now

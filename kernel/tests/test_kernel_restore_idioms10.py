@@ -238,3 +238,27 @@ def test_a_notebook_subclass_new_is_not_run_again_by_a_restore(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     out = run_cell(kc, "print(Parser.made, Records.made, vars(parser.parse_args([])), reader.decode('[1]'))")
     assert out["error"] is None and out["stdout"] == "['train'] 1 {'lr': 0.1} [1]\n", out
+
+
+SHARED = r'''
+from multiprocessing import shared_memory
+import numpy as np
+block = shared_memory.SharedMemory(create=True, size=32)
+grid = np.ndarray((4,), dtype=np.int64, buffer=block.buf)
+grid[:] = [1, 2, 3, 4]
+scores = shared_memory.ShareableList([1, "ann", 2.5])
+'''
+GONE = "block.close(); block.unlink(); scores.shm.close(); scores.shm.unlink(); del grid"
+
+
+def test_shared_memory_comes_back_with_its_bytes_on_a_node_without_its_segment(moved, run_cell):
+    """A SharedMemory (and a ShareableList) was saved as its segment's name, which another node does not
+    have: the restore failed (FileNotFoundError), a partial restore, and its bytes were lost. (The old
+    kernel unlinks its segments here, as a move to another node leaves them behind.)"""
+    reply, gone, kc = moved(SESSION, SHARED, lambda kc: run_cell(kc, GONE))
+    assert reply["ok"] and reply["not_restorable"] == [] and gone["error"] is None, (reply, gone)
+    out = run_cell(kc, "print(bytes(block.buf[:8]), block.size, list(scores))\n"
+                       "view = np.ndarray((4,), dtype=np.int64, buffer=block.buf)\nprint(view.tolist())")
+    assert out["error"] is None, out
+    assert out["stdout"] == "b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00' 32 [1, 'ann', 2.5]\n[1, 2, 3, 4]\n", out
+    assert "could not be loaded" not in out["stderr"], out
