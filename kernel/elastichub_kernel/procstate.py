@@ -2,7 +2,10 @@
 recursion limit (context.py): ``sys.set_int_max_str_digits`` (a number
 theory notebook lifts it: after a move, ``str(math.factorial(3000))``
 raised ValueError), ``socket.setdefaulttimeout``, ``gc.disable()`` and
-``gc.set_threshold``, ``sys.setswitchinterval``.
+``gc.set_threshold``, ``sys.setswitchinterval``, and ``tracemalloc.start(n)``
+(a memory-profiling notebook's ``take_snapshot()`` raised after a move, its
+``get_traced_memory()`` read (0, 0)): tracing starts again, said, since
+what it traced in the old kernel is not counted.
 
 Saved as the difference from the kernel's values at start; set again
 before the variables load. Imports only the standard library.
@@ -23,30 +26,51 @@ def baseline() -> dict:
     socket = sys.modules.get("socket")  # not imported for this: a kernel has it
     if socket is not None:
         values["socket_timeout"] = socket.getdefaulttimeout()
+    tracemalloc = sys.modules.get("tracemalloc")  # nor this: a session that traces imported it
+    if tracemalloc is not None:
+        # its traceback limit while tracing, 0 when not
+        values["tracemalloc"] = tracemalloc.get_traceback_limit() if tracemalloc.is_tracing() else 0
     return values
+
+
+# A setting's value at start when its module was not loaded then (the kernel does not load it to ask).
+_UNLOADED = {"tracemalloc": 0}
 
 
 def capture(start: dict) -> dict:
     """The settings the session changed since ``start``."""
-    return {name: value for name, value in baseline().items() if start.get(name, value) != value}
+    return {name: value for name, value in baseline().items()
+            if start.get(name, _UNLOADED.get(name, value)) != value}
 
 
 def restore(saved: dict, start: dict) -> list[str]:
     """Make the settings the start's, changed as ``saved`` says; problems."""
-    now = baseline()
+    now = {**_UNLOADED, **baseline()}
     problems = []
-    for name, wanted in {**start, **saved}.items():
+    for name, wanted in {**_UNLOADED, **start, **saved}.items():
         if name not in now or now[name] == wanted:
             continue
         try:
             _SETTERS[name](wanted)
         except (ValueError, TypeError, OverflowError, ImportError) as exc:
             problems.append(f"the setting {_SHOWN[name]}({wanted!r}) cannot be made here ({exc})")
+            continue
+        if name == "tracemalloc" and wanted:
+            problems.append("tracemalloc traces memory again from the restore: what it traced in the old kernel "
+                            "(get_traced_memory, its peak, snapshots taken now) is not counted")
     return problems
 
 
 def _set_gc(enabled):
     gc.enable() if enabled else gc.disable()
+
+
+def _set_tracemalloc(limit):
+    import tracemalloc
+
+    tracemalloc.stop()  # start() again with another limit would keep the old one
+    if limit:
+        tracemalloc.start(limit)
 
 
 def _set_socket_timeout(value):
@@ -61,10 +85,11 @@ _SETTERS = {
     "switch_interval": sys.setswitchinterval,
     "int_max_str_digits": lambda n: sys.set_int_max_str_digits(n),
     "socket_timeout": _set_socket_timeout,
+    "tracemalloc": _set_tracemalloc,
 }
 _SHOWN = {"gc_enabled": "gc.enable/disable", "gc_threshold": "gc.set_threshold",
           "switch_interval": "sys.setswitchinterval", "int_max_str_digits": "sys.set_int_max_str_digits",
-          "socket_timeout": "socket.setdefaulttimeout"}
+          "socket_timeout": "socket.setdefaulttimeout", "tracemalloc": "tracemalloc.start"}
 
 
 def checked(saved) -> None:
@@ -79,6 +104,7 @@ def checked(saved) -> None:
               "switch_interval": isinstance(value, number) and not isinstance(value, bool),
               "int_max_str_digits": isinstance(value, int) and not isinstance(value, bool),
               "socket_timeout": value is None or isinstance(value, number) and not isinstance(value, bool),
+              "tracemalloc": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
               }[name]
         if not ok:
             raise ValueError(f"process: {name}")

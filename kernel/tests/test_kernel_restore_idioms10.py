@@ -262,3 +262,23 @@ def test_shared_memory_comes_back_with_its_bytes_on_a_node_without_its_segment(m
     assert out["error"] is None, out
     assert out["stdout"] == "b'\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00' 32 [1, 'ann', 2.5]\n[1, 2, 3, 4]\n", out
     assert "could not be loaded" not in out["stderr"], out
+
+
+TRACING = r'''
+import tracemalloc
+tracemalloc.start(5)
+blocks = [bytearray(1000) for _ in range(100)]
+'''
+
+
+def test_tracemalloc_traces_again_after_a_move_and_says_what_it_lost(moved, run_cell):
+    """`tracemalloc.start()` in a memory-profiling notebook was not carried: after a move
+    take_snapshot() raised "the tracemalloc module must be tracing", get_traced_memory() read (0, 0)."""
+    reply, _, kc = moved(SESSION, TRACING)
+    assert reply["ok"], reply
+    out = run_cell(kc, "more = [bytearray(1000) for _ in range(100)]\n"
+                       "print(tracemalloc.is_tracing(), tracemalloc.get_traceback_limit(),\n"
+                       "      tracemalloc.get_traced_memory()[0] > 100_000,\n"
+                       "      len(tracemalloc.take_snapshot().traces) > 0)")
+    assert out["error"] is None and out["stdout"] == "True 5 True True\n", out
+    assert "tracemalloc traces memory again from the restore" in out["stderr"], out
