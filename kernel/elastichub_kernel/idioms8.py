@@ -20,6 +20,10 @@ same shape: a reduce per type and its rebuild):
   its layout (``_pack_``, ``_anonymous_``, then ``_fields_``) is set on the
   made class as a cell sets it, and ctypes makes the fields (not again on
   a class this process made already: a second ``%elastic_restore``);
+- a ``typing.TypedDict`` made by a call (``Movie = TypedDict("Movie",
+  {"title": str})``) has no ``__orig_bases__``: pickle made it over
+  ``dict``, which TypedDict's metaclass refuses, and the restore failed. It
+  is made over ``TypedDict``, as the class syntax's;
 - ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
@@ -219,6 +223,18 @@ def _set_ctypes_class_state(cls, state):
         # layout is final, and setting it again raised "_fields_ is final", failing the class and its objects
         attrs = {k: v for k, v in attrs.items() if k not in _LAYOUT}
     return cloudpickle.cloudpickle._class_setstate(cls, (attrs, slots))
+
+
+# -- a TypedDict made by a call -----------------------------------------------------------------
+
+def typed_dict_args(cls, args: tuple) -> tuple:
+    """cloudpickle's skeleton arguments (metaclass, name, bases, ...) for a notebook class; a TypedDict made by a
+    call gets TypedDict for base, where its bases (dict) fail its metaclass."""
+    meta = type(cls)
+    if meta.__name__ != "_TypedDictMeta" or "__orig_bases__" in vars(cls):
+        return args
+    typed_dict = getattr(sys.modules.get(meta.__module__), "TypedDict", None)  # typing's, or typing_extensions'
+    return args if typed_dict is None else (*args[:2], (typed_dict,), *args[3:])
 
 
 # -- multiprocessing ------------------------------------------------------------------------

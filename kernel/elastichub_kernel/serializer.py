@@ -116,6 +116,7 @@ def _notebook_class_reduce(cls, reduced):
         args = (*args[:3], {**args[3], "__slots__": slots}, *args[4:])
     if make is cloudpickle.cloudpickle._make_skeleton_class:
         state, rest = idioms8.ctypes_class_state(cls, state, rest)  # a ctypes Structure's fields: made by _fields_
+        args = idioms8.typed_dict_args(cls, args)  # TypedDict("Movie", {...}): over TypedDict, not dict
     if make is cloudpickle.cloudpickle._make_skeleton_class and type(cls).__module__ == "__main__":
         # a metaclass of the notebook's: its __new__/__init__ are the
         # notebook's code, run when the class was defined (a registry it

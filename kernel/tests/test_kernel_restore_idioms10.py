@@ -282,3 +282,27 @@ def test_tracemalloc_traces_again_after_a_move_and_says_what_it_lost(moved, run_
                        "      len(tracemalloc.take_snapshot().traces) > 0)")
     assert out["error"] is None and out["stdout"] == "True 5 True True\n", out
     assert "tracemalloc traces memory again from the restore" in out["stderr"], out
+
+
+TYPED = r'''
+import typing
+Movie = typing.TypedDict("Movie", {"title": str, "year": int}, total=False)
+Point = typing.NamedTuple("Point", [("x", int), ("y", int)])
+class Rated(Movie):
+    stars: int
+best: Movie = {"title": "Up"}
+'''
+TYPED_PROBE = r'''
+import json
+print("FACTS" + json.dumps([Movie.__total__, sorted(Movie.__optional_keys__), sorted(Rated.__required_keys__),
+                            Movie(title="Heat", year=1995), best, Point(1, 2)._asdict(), Rated.__name__]))
+'''
+
+
+def test_a_typed_dict_made_by_a_call_comes_back(moved, run_cell):
+    """`Movie = TypedDict("Movie", {...})` (the call form) failed the restore: "cannot inherit from both a
+    TypedDict type and a non-TypedDict base class" (pickle made it over dict), a partial restore."""
+    reply, before, kc = moved(SESSION, TYPED, lambda kc: run_cell.facts(kc, TYPED_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before[:3] == [False, ["title", "year"], ["stars"]]
+    assert run_cell.facts(kc, TYPED_PROBE) == before
