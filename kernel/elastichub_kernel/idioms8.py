@@ -23,7 +23,10 @@ same shape: a reduce per type and its rebuild):
 - a ``typing.TypedDict`` made by a call (``Movie = TypedDict("Movie",
   {"title": str})``) has no ``__orig_bases__``: pickle made it over
   ``dict``, which TypedDict's metaclass refuses, and the restore failed. It
-  is made over ``TypedDict``, as the class syntax's;
+  is made over ``TypedDict``, as the class syntax's; a ``ParamSpec`` or
+  ``TypeVarTuple`` of the notebook's (``P = ParamSpec("P")``), which typing
+  pickles by its name, was looked up in the namespace it was being loaded
+  into, and failed: it is made again from its name and bounds;
 - ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
@@ -81,6 +84,8 @@ def reduce_for(kind: type):
         return _iterparse
     if idioms._is_class_of(kind, "_asyncio", "Future") or idioms._is_class_of(kind, "asyncio.futures", "Future"):
         return _asyncio_future
+    if kind.__name__ in ("ParamSpec", "TypeVarTuple") and kind.__module__ in ("typing", "typing_extensions"):
+        return _type_variable
     if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
         return _image_draw
     if idioms._is_class_of(kind, "PIL.ImageFont", "FreeTypeFont"):
@@ -235,6 +240,20 @@ def typed_dict_args(cls, args: tuple) -> tuple:
         return args
     typed_dict = getattr(sys.modules.get(meta.__module__), "TypedDict", None)  # typing's, or typing_extensions'
     return args if typed_dict is None else (*args[:2], (typed_dict,), *args[3:])
+
+
+def _type_variable(var, user_ns):
+    module, name = var.__module__, var.__name__
+    if module != "__main__" and getattr(sys.modules.get(module), name, None) is var:
+        return None  # a module's: found by its name, as typing pickles it
+    bounds = {k: vars(var)[f"__{k}__"] for k in ("bound", "covariant", "contravariant") if f"__{k}__" in vars(var)}
+    return _made_type_variable, (type(var), name, bounds, module)
+
+
+def _made_type_variable(kind, name, bounds, module):
+    var = kind(name, **bounds)
+    var.__module__ = module  # made here it would name this module
+    return var
 
 
 # -- multiprocessing ------------------------------------------------------------------------

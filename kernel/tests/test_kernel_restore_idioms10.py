@@ -306,3 +306,34 @@ def test_a_typed_dict_made_by_a_call_comes_back(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert before[:3] == [False, ["title", "year"], ["stars"]]
     assert run_cell.facts(kc, TYPED_PROBE) == before
+
+
+PARAMS = r'''
+from typing import Callable, ParamSpec, TypeVar, TypeVarTuple, Generic
+P = ParamSpec("P")
+R = TypeVar("R")
+Shape = TypeVarTuple("Shape")
+def logged(f: Callable[P, R]) -> Callable[P, R]:
+    def inner(*args: P.args, **kwargs: P.kwargs) -> R:
+        return f(*args, **kwargs)
+    return inner
+class Array(Generic[*Shape]):
+    pass
+@logged
+def add(a: int, b: int) -> int:
+    return a + b
+'''
+PARAMS_PROBE = r'''
+import json, typing
+print("FACTS" + json.dumps([repr(P), P.__module__, repr(Shape), add(2, 3), repr(typing.get_type_hints(logged)["f"]),
+                            Array.__parameters__[0] is Shape, repr(Array[int, str])]))
+'''
+
+
+def test_a_notebooks_param_spec_and_type_var_tuple_come_back(moved, run_cell):
+    """`P = ParamSpec("P")` failed the restore: typing pickles it by its name, which was looked up in the
+    namespace being loaded ("Can't get attribute 'P' on <module '__main__'>"), a partial restore."""
+    reply, before, kc = moved(SESSION, PARAMS, lambda kc: run_cell.facts(kc, PARAMS_PROBE))
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert before[:4] == ["~P", "__main__", "Shape", 5]
+    assert run_cell.facts(kc, PARAMS_PROBE) == before
