@@ -26,7 +26,10 @@ same shape: a reduce per type and its rebuild):
   is made over ``TypedDict``, as the class syntax's; a ``ParamSpec`` or
   ``TypeVarTuple`` of the notebook's (``P = ParamSpec("P")``), which typing
   pickles by its name, was looked up in the namespace it was being loaded
-  into, and failed: it is made again from its name and bounds;
+  into, and failed: it is made again from its name and bounds; so is an
+  object of a notebook class whose ``__reduce__`` gives its name (a
+  sentinel, ``MISSING = _Missing()``, pickled by name as Python's own are):
+  saved by value, with its state, and every holder gets it again;
 - ``multiprocessing`` objects: a shared ``Value`` or ``Array`` (``counter =
   mp.Value("i", 0)``) no process holds the lock of comes back in new shared
   memory with its value (the processes it was shared with ended with the
@@ -84,6 +87,9 @@ def reduce_for(kind: type):
         return _iterparse
     if idioms._is_class_of(kind, "_asyncio", "Future") or idioms._is_class_of(kind, "asyncio.futures", "Future"):
         return _asyncio_future
+    if kind.__module__ == "__main__" and any(name in vars(c) for c in kind.__mro__ if c.__module__ == "__main__"
+                                             for name in ("__reduce__", "__reduce_ex__")):
+        return _named_in_notebook
     if kind.__name__ in ("ParamSpec", "TypeVarTuple") and kind.__module__ in ("typing", "typing_extensions"):
         return _type_variable
     if idioms._is_class_of(kind, "PIL.ImageDraw", "ImageDraw"):  # PIL is imported only by a notebook using it
@@ -254,6 +260,13 @@ def _made_type_variable(kind, name, bounds, module):
     var = kind(name, **bounds)
     var.__module__ = module  # made here it would name this module
     return var
+
+
+def _named_in_notebook(obj, user_ns):
+    if not isinstance(obj.__reduce_ex__(5), str):
+        return None  # its class's own reduce: pickle calls it
+    # a name in the namespace the restore is loading (the variable itself): its class and state instead
+    return idioms2.new_past_notebook, (type(obj),), obj.__getstate__()
 
 
 # -- multiprocessing ------------------------------------------------------------------------

@@ -337,3 +337,30 @@ def test_a_notebooks_param_spec_and_type_var_tuple_come_back(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert before[:4] == ["~P", "__main__", "Shape", 5]
     assert run_cell.facts(kc, PARAMS_PROBE) == before
+
+
+SENTINEL = r'''
+class _Missing:
+    __slots__ = ("why",)
+    def __init__(self, why):
+        self.why = why
+    def __repr__(self):
+        return "MISSING"
+    def __reduce__(self):  # a singleton, pickled by name as Python's own sentinels are
+        return "MISSING"
+MISSING = _Missing("unset")
+config = {"lr": MISSING, "epochs": 3}
+def get(key, default=MISSING):
+    value = config.get(key, default)
+    return "unset" if value is MISSING else value
+'''
+
+
+def test_a_notebook_sentinel_pickled_by_name_comes_back_one_object(moved, run_cell):
+    """`MISSING = _Missing()` whose __reduce__ returns "MISSING" failed the restore, and with it every
+    variable holding it (a config dict, a function's default): its name was looked up in the namespace
+    being loaded ("Can't get attribute 'MISSING' on <module '__main__'>"), a partial restore."""
+    reply, _, kc = moved(SESSION, SENTINEL)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, 'print(config, get("lr"), get("epochs"), get("x"), config["lr"] is MISSING, MISSING.why)')
+    assert out["error"] is None and out["stdout"] == "{'lr': MISSING, 'epochs': 3} unset 3 unset True unset\n", out
