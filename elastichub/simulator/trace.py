@@ -17,7 +17,8 @@ then one row per server:
   `log-end` and `hub-shutdown` mark sessions their users did not end, which
   the lifetime model counts as lower bounds (`workload.lifetime_estimate`)
 
-Rows need not be sorted (a repeated header, files joined, is skipped).
+Rows need not be sorted. A header among the rows (files joined with cat) sets the
+columns of the rows after it: `elastichub trace`'s and a `history_file`'s differ.
 Columns may be separated by ';' or tabs instead of ',', numbers then
 written with a decimal comma (what spreadsheets export in many locales).
 Every error names the file, the line and the column.
@@ -69,38 +70,26 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     header = next(reader, None)
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
-    header = [h.strip().lower() for h in header]  # a spreadsheet's "Duration_S" is the same column
-    twice = sorted({c for c in header if c and header.count(c) > 1} & {*COLUMNS, TIMESTAMP})
-    if twice:
-        raise TraceError(f"{path} line 1: column(s) {', '.join(twice)} named twice: which one holds the values?")
-    stamped = TIMESTAMP in header
-    if zone is not None and not stamped:
+    columns = _Columns.read(path, 1, header)
+    if zone is not None and not columns.stamped:
         raise TraceError(f"{path} line 1: a time zone is given (--timezone), but arrival_s counts seconds from the "
                          "start, with no clock to set: name timestamps in an arrival column")
-    if stamped and "arrival_s" in header:
-        raise TraceError(f"{path} line 1: columns arrival_s and arrival both present: name one, seconds from "
-                         "the start (arrival_s) or a timestamp (arrival)")
-    numeric = COLUMNS[1:] if stamped else COLUMNS
-    missing = [c for c in numeric if c not in header]
-    if missing:
-        raise TraceError(f"{path} line 1: missing column(s) {', '.join(missing)} "
-                         f"(header must name {','.join(COLUMNS)}, or arrival instead of arrival_s)")
-    index = {c: header.index(c) for c in numeric}
     grouped_is_ambiguous = delimiter(text.splitlines()[0]) != ","
 
     rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request, line)
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
-        if [cell.strip().lower() for cell in row] == header:  # histories joined with cat: each has its header
+        if _Columns.names_in(row):  # files joined with cat: each has its header, maybe with other columns
+            columns = columns.then(_Columns.read(path, line_no, row))
             continue
-        if len(row) > len(header):
-            raise TraceError(f"{path} line {line_no}: {len(row)} values for {len(header)} columns (a decimal comma "
-                             "in a comma-separated file? write 0.5, or separate the columns with ';')")
+        if len(row) > len(columns.names):
+            raise TraceError(f"{path} line {line_no}: {len(row)} values for {len(columns.names)} columns (a decimal "
+                             "comma in a comma-separated file? write 0.5, or separate the columns with ';')")
         values = {}
-        if stamped:
-            values["arrival_s"] = _timestamp(row, header.index(TIMESTAMP), f"{path} line {line_no}, column arrival")
-        for column, i in index.items():
+        if columns.stamped:
+            values["arrival_s"] = _timestamp(row, columns.arrival, f"{path} line {line_no}, column arrival")
+        for column, i in columns.index.items():
             where = f"{path} line {line_no}, column {column}"
             if i >= len(row) or not row[i].strip():
                 raise TraceError(f"{where}: empty value")
@@ -124,7 +113,7 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
             raise TraceError(f"{path} line {line_no}: cpu and ram_gib are both 0")
         req = Resources(values["cpu"], values["ram_gib"] * GiB)
         check_fits(f"{path} line {line_no}", req, nodes)
-        ended = row[header.index(ENDED)].strip().lower() if ENDED in header and header.index(ENDED) < len(row) else ""
+        ended = row[columns.ended].strip().lower() if columns.ended is not None and columns.ended < len(row) else ""
         if ended and ended not in ENDINGS:  # a typo would count a cut session as a finished one
             raise TraceError(f"{path} line {line_no}, column ended: {ended!r} is not one of {', '.join(ENDINGS)} "
                              "(or empty)")
@@ -135,6 +124,7 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
         raise TraceError(f"{path}: no rows after the header")
     since = ""
     warnings = []
+    stamped = columns.stamped
     if stamped:
         if zone is not None:  # the same moments, on the hub's clock
             rows = [(arrival.astimezone(zone), *rest) for arrival, *rest in rows]
@@ -173,6 +163,49 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})",
                     meta={"warnings": [w for w in warnings if w]})
+
+
+class _Columns:
+    """Where a header puts each column (its names lower-case and stripped: a
+    spreadsheet's "Duration_S" is the same column)."""
+
+    def __init__(self, names: list[str], stamped: bool, index: dict[str, int], where: str):
+        self.names, self.stamped, self.index, self.where = names, stamped, index, where
+        self.arrival = names.index(TIMESTAMP) if stamped else None
+        self.ended = names.index(ENDED) if ENDED in names else None
+
+    @staticmethod
+    def names_in(row: list[str]) -> bool:
+        """Whether a row is a header: it names the columns a trace needs (a value never does)."""
+        cells = {cell.strip().lower() for cell in row}
+        return set(COLUMNS[1:]) <= cells and bool(cells & {COLUMNS[0], TIMESTAMP})
+
+    @classmethod
+    def read(cls, path: Path, line_no: int, row: list[str]) -> "_Columns":
+        names = [h.strip().lower() for h in row]
+        where = f"{path} line {line_no}"
+        twice = sorted({c for c in names if c and names.count(c) > 1} & {*COLUMNS, TIMESTAMP})
+        if twice:
+            raise TraceError(f"{where}: column(s) {', '.join(twice)} named twice: which one holds the values?")
+        stamped = TIMESTAMP in names
+        if stamped and "arrival_s" in names:
+            raise TraceError(f"{where}: columns arrival_s and arrival both present: name one, seconds from "
+                             "the start (arrival_s) or a timestamp (arrival)")
+        numeric = COLUMNS[1:] if stamped else COLUMNS
+        missing = [c for c in numeric if c not in names]
+        if missing:
+            raise TraceError(f"{where}: missing column(s) {', '.join(missing)} "
+                             f"(header must name {','.join(COLUMNS)}, or arrival instead of arrival_s)")
+        return cls(names, stamped, {c: names.index(c) for c in numeric}, where)
+
+    def then(self, later: "_Columns") -> "_Columns":
+        """The columns of a header among the rows (a history joined to `elastichub trace`'s, whose
+        columns differ): its arrivals must count as this one's do."""
+        if later.stamped != self.stamped:
+            raise TraceError(f"{later.where}: a header with {'arrival' if later.stamped else 'arrival_s'}, after "
+                             f"{self.where}'s with {'arrival' if self.stamped else 'arrival_s'}: files joined whose "
+                             "arrivals count differently (timestamps, or seconds from each file's start)")
+        return later
 
 
 def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:

@@ -300,6 +300,25 @@ def test_histories_joined_with_cat_read_as_one(tmp_path):
     assert [(r.arrival_s, r.duration_s) for r in trace.requests] == [(9 * 3600, 3600), (7 * 86400 + 9 * 3600, 1800)]
 
 
+def test_a_logs_trace_joined_with_the_history_after_it_reads_each_part_by_its_own_header(tmp_path):
+    """The hub's log before ElasticHub (`elastichub trace`: spawn_s, ended) then the orchestrator's history_file
+    (waited_s): the second header was read as a row, 'line 3, column arrival: not an ISO 8601 timestamp'."""
+    path = write_csv(tmp_path / "all.csv", "arrival,duration_s,cpu,ram_gib,user,server,spawn_s,ended\n"
+                                           "2026-12-01T09:00:00+00:00,3600,1,2,a,,3.5,log-end\n"
+                                           "arrival,duration_s,cpu,ram_gib,user,server,waited_s\n"
+                                           "2026-12-08T09:00:00+00:00,1800,1,2,b,,0\n"
+                                           "ram_gib,cpu,duration_s,arrival\n4,2,60,2026-12-09T09:00:00+00:00\n")
+    trace = load_trace(path, LARGEST)
+    assert [(r.arrival_s, r.duration_s, r.requests, r.censored) for r in trace.requests] == [
+        (9 * 3600, 3600, Resources(1, 2 * GiB), True), (7 * 86400 + 9 * 3600, 1800, Resources(1, 2 * GiB), False),
+        (8 * 86400 + 9 * 3600, 60, Resources(2, 4 * GiB), False)]
+    mixed = write_csv(tmp_path / "m.csv", "arrival,duration_s,cpu,ram_gib\n2026-12-01T09:00:00Z,60,1,2\n"
+                                          "arrival_s,duration_s,cpu,ram_gib\n0,60,1,2\n")
+    with pytest.raises(TraceError, match=r"m.csv line 3: a header with arrival_s, after .*m.csv line 1's with "
+                                         r"arrival: files joined whose arrivals count differently"):
+        load_trace(mixed, LARGEST)
+
+
 def test_a_replay_shorter_than_the_trace_says_what_it_leaves_out(tmp_path):
     """--days ending before the first arrival ran nothing, and --tune chose on nothing, without a word."""
     path = write_csv(tmp_path / "t.csv", "arrival,duration_s,cpu,ram_gib\n2026-12-01T19:00:00Z,3600,1,2\n"
