@@ -50,6 +50,9 @@ IDLE_WARN_DAYS = 30
 # A zone's daylight-saving changes are months apart: offsets that change
 # sooner again are rows of different zones, not one hub's clock.
 DST_APART_DAYS = 30
+# Two sessions of one server (the `user` and `server` columns) overlapping by
+# more than the rounding of their times to seconds are the history given twice.
+SAME_SERVER_SLACK_S = 5
 
 
 class TraceError(ValueError):
@@ -77,6 +80,7 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     grouped_is_ambiguous = delimiter(text.splitlines()[0]) != ","
 
     rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request, line)
+    servers = {}  # line -> (user, server) where the trace names them
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
@@ -113,15 +117,18 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
             raise TraceError(f"{path} line {line_no}: cpu and ram_gib are both 0")
         req = Resources(values["cpu"], values["ram_gib"] * GiB)
         check_fits(f"{path} line {line_no}", req, nodes)
-        ended = row[columns.ended].strip().lower() if columns.ended is not None and columns.ended < len(row) else ""
+        ended = columns.cell(row, columns.ended).lower()
         if ended and ended not in ENDINGS:  # a typo would count a cut session as a finished one
             raise TraceError(f"{path} line {line_no}, column ended: {ended!r} is not one of {', '.join(ENDINGS)} "
                              "(or empty)")
         censored = ended in CENSORED
         rows.append((values["arrival_s"], values["duration_s"], req, line_no, censored))
+        if columns.server is not None and columns.cell(row, columns.user):  # a user's named servers run together
+            servers[line_no] = (columns.cell(row, columns.user), columns.cell(row, columns.server))
 
     if not rows:
         raise TraceError(f"{path}: no rows after the header")
+    _check_once_at_a_time(path, rows, servers)
     since = ""
     warnings = []
     stamped = columns.stamped
@@ -173,6 +180,11 @@ class _Columns:
         self.names, self.stamped, self.index, self.where = names, stamped, index, where
         self.arrival = names.index(TIMESTAMP) if stamped else None
         self.ended = names.index(ENDED) if ENDED in names else None
+        self.user = names.index("user") if "user" in names else None
+        self.server = names.index("server") if "server" in names else None
+
+    def cell(self, row: list[str], i: int | None) -> str:
+        return row[i].strip() if i is not None and i < len(row) else ""
 
     @staticmethod
     def names_in(row: list[str]) -> bool:
@@ -235,6 +247,29 @@ def _check_cut(path: Path, rows: list[tuple], horizon_s: int, since: str) -> Non
         raise TraceError(f"{path} line {line}: the first server arrives {arrival:,} s ({arrival / HOUR_S:.3g} h) "
                          f"after the replay's start{since.replace(', from', ' at')}, after its end at {horizon_s:,} s "
                          "(--days): nothing to replay")
+
+
+def _check_once_at_a_time(path: Path, rows: list[tuple], servers: dict[int, tuple[str, str]]) -> None:
+    """A TraceError for two sessions of one user's server at once (rows:
+    arrival, duration s, request, line, ...): a server runs once at a time,
+    so they are the same sessions given twice (a history joined with
+    itself, a week's file in two joined ones, or `elastichub trace`'s rows
+    of the days the history_file has too), each replayed twice."""
+    sessions: dict[tuple[str, str], list[tuple[float, float, int]]] = {}
+    for arrival, duration, _, line, *_ in rows:
+        if line in servers:
+            start = arrival.timestamp() if isinstance(arrival, datetime) else arrival
+            sessions.setdefault(servers[line], []).append((start, start + duration, line))
+    for (user, server), runs in sessions.items():
+        runs.sort()
+        for (start, end, line), (later, _, again) in zip(runs, runs[1:]):
+            # one row's end and the next's arrival are rounded to seconds (and a row lasts at least one)
+            if later == start or later < end - SAME_SERVER_SLACK_S:
+                what = f"server {server!r} of user {user!r}" if server else f"the server of user {user!r}"
+                raise TraceError(f"{path} line {again}: {what} is asked for while line {line}'s session of it runs, "
+                                 f"for {end - later:,.0f} s more: a server runs once at a time (the same sessions "
+                                 "given twice: a history joined with itself, or the log's trace and a history_file "
+                                 "of the same days?)")
 
 
 def _offset_changes(path: Path, rows: list[tuple]) -> tuple[bool, str | None]:

@@ -355,3 +355,26 @@ def test_a_time_zone_needs_timestamps(tmp_path):
     with pytest.raises(TraceError, match=r"t.csv line 1: a time zone is given \(--timezone\), but arrival_s counts "
                                          r"seconds from the start, with no clock to set"):
         load_trace(path, LARGEST, zone=zoneinfo.ZoneInfo("UTC"))
+
+
+def test_a_history_given_twice_is_refused_as_one_server_running_twice_at_once(tmp_path):
+    """`cat week1.csv week1-2.csv`: every session of week 1 was replayed twice, the load doubled, without a word."""
+    week = ("arrival,duration_s,cpu,ram_gib,user,server,waited_s\n2026-12-01T09:00:00+00:00,3600,1,2,ann,,0\n"
+            "2026-12-01T09:30:00+00:00,600,1,2,ann,gpu,0\n")
+    path = write_csv(tmp_path / "all.csv", week + week)
+    with pytest.raises(TraceError, match=r"all.csv line 5: the server of user 'ann' is asked for while line 2's "
+                                         r"session of it runs, for 3,600 s more: a server runs once at a time \(the "
+                                         r"same sessions given twice"):
+        load_trace(path, LARGEST)
+    later = write_csv(tmp_path / "w.csv", week + "2026-12-01T10:35:00+01:00,600,1,2,ann,gpu,0\n")
+    with pytest.raises(TraceError, match=r"w.csv line 4: server 'gpu' of user 'ann' is asked for while line 3's "
+                                         r"session of it runs, for 300 s"):
+        load_trace(later, LARGEST)  # 09:35 UTC: moments compared, whatever the offset
+    # one after the other, to the second (a stop and a start again; the log's rounding), or other users: a trace
+    again = write_csv(tmp_path / "a.csv", week + "2026-12-01T09:59:58+00:00,60,1,2,ann,,3\n"
+                                                 "2026-12-01T09:00:00+00:00,3600,1,2,bob,,0\n")
+    assert len(load_trace(again, LARGEST).requests) == 4
+    unnamed = write_csv(tmp_path / "u.csv", "arrival_s,duration_s,cpu,ram_gib\n0,60,1,2\n0,60,1,2\n")
+    assert len(load_trace(unnamed, LARGEST).requests) == 2  # a class arriving at once: nobody named
+    servers = write_csv(tmp_path / "s.csv", "arrival_s,duration_s,cpu,ram_gib,user\n0,60,1,2,ann\n0,60,1,2,ann\n")
+    assert len(load_trace(servers, LARGEST).requests) == 2  # no server column: two named servers of hers, maybe
