@@ -23,7 +23,8 @@ A user name may hold ":" (`github:alice`), so NAME alone does not say whose
 server it is: the proxy lines, which name the user and the route, do.
 
 Each line starts `[I 2026-12-01 09:00:13.123 JupyterHub base:1193]`, in the
-hub's local time (`--timezone`). Requests are not logged: every server gets
+hub's local time (`--timezone`) and its log_datefmt (`--log-datefmt`, if
+it is neither the default nor ISO 8601). Requests are not logged: every server gets
 `--cpu` and `--ram-gib` (your spawner's guarantees). The rows have the
 columns of the orchestrator's `history_file` (docs/simulator.md).
 """
@@ -55,8 +56,13 @@ from ..quantity import QuantityError, cores, gib
 # xterm) or shifts in (SI on screen/tmux).
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b[()][0-9A-Za-z]|[\x0e\x0f]")
 # Searched, not anchored: `kubectl logs --timestamps` (and log shippers) put a prefix before it.
-_LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<at>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(?P<ms>\d+))? \S+ \S+\] "
-                   r"(?P<message>.*)$")
+# The head: `%(asctime)s.%(msecs).03d %(name)s %(module)s:%(lineno)d`, asctime in the hub's log_datefmt.
+_LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<head>[^\]]*)\] (?P<message>.*)$")
+# JupyterHub's default log_datefmt (%Y-%m-%d %H:%M:%S), or one in ISO 8601: a `T`, a fraction, an
+# offset (%z: msecs come after it).
+_STAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d+))?"
+                    r"(?P<offset>Z|[+-]\d{2}(?::?\d{2})?)?(?:\.(?P<ms>\d{3}))?(?= |$)")
+_MSECS = re.compile(r"(?P<at>.*)\.(?P<ms>\d{3})$")
 _START = re.compile(r"^User (?P<name>.+) took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
 _STOP = re.compile(r"^Removing user (?P<user>.+) from proxy \((?P<route>.*)\)$")
 _ADD = re.compile(r"^Adding user (?P<user>.+) to proxy (?P<route>\S+) => \S+$")
@@ -128,19 +134,60 @@ def _log_name(user: str, server: str) -> str:
     return f"{user}:{server}" if server else user
 
 
-def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
+def _moment(head: str, zone: zoneinfo.ZoneInfo, datefmt: str | None) -> tuple[datetime, bool] | None:
+    """(time, whether the line gave its own UTC offset) of a line's head, or
+    None if it does not start with a time in `datefmt` (the hub's
+    log_datefmt, if given) or JupyterHub's default, or ISO 8601 (rotated
+    files from before the hub's log_datefmt changed)."""
+    at = None
+    if datefmt is not None:
+        words = head.split(" ")
+        at = next((t for n in range(1, len(words) + 1) if (t := _strptime(" ".join(words[:n]), datefmt))), None)
+    if at is None:
+        m = _STAMP.match(head)
+        if m is None:
+            return None
+        at = datetime.fromisoformat(f"{m['date']}T{m['time']}")
+        fraction = m["frac"] or m["ms"]
+        if fraction:
+            at += timedelta(microseconds=int(fraction[:6].ljust(6, "0")))
+        if m["offset"]:
+            offset = m["offset"].replace(":", "")
+            minutes = 0 if offset == "Z" else int(offset[1:3]) * 60 + int(offset[3:5] or 0)
+            at = at.replace(tzinfo=timezone(timedelta(minutes=-minutes if offset[0] == "-" else minutes)))
+    if at.tzinfo is not None:  # the moment itself: shown on the hub's clock
+        return at.astimezone(zone), True
+    return at.replace(tzinfo=zone), False
+
+
+def _strptime(text: str, datefmt: str) -> datetime | None:
+    """`text` in `datefmt`, with JupyterHub's `.%(msecs).03d` after it or not."""
+    for at, ms in ((text, None), *(((m["at"], m["ms"]),) if (m := _MSECS.match(text)) else ())):
+        try:
+            moment = datetime.strptime(at, datefmt)
+        except ValueError:
+            continue
+        return moment + timedelta(milliseconds=int(ms)) if ms else moment
+    return None
+
+
+def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = None):
     """(name, line number, local time, message) of each log line; a local
     time the clock shows twice (the hour a daylight-saving time ends) is
-    the second one once the log has stepped back into it."""
+    the second one once the log has stepped back into it. A server's start
+    or stop whose time cannot be read (a log_datefmt not given) is a LogError."""
     last, folded = None, False
     for number, raw in enumerate(lines, 1):
         m = _LINE.search(_ANSI.sub("", raw.rstrip("\r\n")))
         if m is None:
             continue
-        at = datetime.strptime(m["at"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=zone)
-        if m["ms"]:
-            at += timedelta(milliseconds=int(m["ms"][:3].ljust(3, "0")))
-        twice = at.utcoffset() != at.replace(fold=1).utcoffset()
+        moment = _moment(m["head"], zone, datefmt)
+        if moment is None:
+            if _START.match(m["message"]) or _STOP.match(m["message"]):
+                raise LogError(_unread_time(name, number, m["head"], datefmt))
+            continue  # another format's line (the idle culler's, tornado's: `[I 261201 09:00:00 ...]`)
+        at, exact = moment
+        twice = not exact and at.utcoffset() != at.replace(fold=1).utcoffset()
         folded = folded and twice
         if twice and (folded or (last is not None and at.astimezone(timezone.utc) < last - _JITTER)):
             at, folded = at.replace(fold=1), True
@@ -153,19 +200,29 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo):
         yield name, number, at, m["message"]
 
 
-def _in_order(logs, zone: zoneinfo.ZoneInfo):
+def _unread_time(name: str, number: int, head: str, datefmt: str | None) -> str:
+    stamp = " ".join(head.split(" ")[:-2])  # less the logger's name and module:line
+    if datefmt is not None:
+        return (f"{name} line {number}: its time {stamp!r} is neither in --log-datefmt {datefmt!r} nor in "
+                "JupyterHub's default (2026-12-01 09:00:13)")
+    return (f"{name} line {number}: its time {stamp!r} is not a date and time as JupyterHub writes them by default "
+            "(2026-12-01 09:00:13): give the hub's c.JupyterHub.log_datefmt with --log-datefmt (e.g. "
+            "'%d/%m/%Y %H:%M:%S'); each line must show its date")
+
+
+def _in_order(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None):
     """The entries of every log, oldest file first (by its first line), one
     line at a time: a hub's log of a term is gigabytes, read twice (its first
     line, then the whole) rather than held. LogError for files that overlap."""
     firsts = []
     for name, lines in logs:
-        first = next(_entries(name, lines, zone), None)
+        first = next(_entries(name, lines, zone, datefmt), None)
         if first is not None:
             firsts.append((first[2].astimezone(timezone.utc), len(firsts), name, lines))
     before = None  # (name, first local time, last local time) of the file read before
     for _, _, name, lines in sorted(firsts):
         first = last = None
-        for entry in _entries(name, lines, zone):
+        for entry in _entries(name, lines, zone, datefmt):
             if first is None:
                 first = entry[2]
                 if before and first.astimezone(timezone.utc) < before[2].astimezone(timezone.utc) - _JITTER:
@@ -176,11 +233,12 @@ def _in_order(logs, zone: zoneinfo.ZoneInfo):
         before = (name, first, last)
 
 
-def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
+def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> Sessions:
     """Pair each server's start with its end. `logs`: (name, lines) of each
     file, in any order, each `lines` read twice (a list, or a LogFile):
     rotated files are read oldest first (by their first line), and files
-    that overlap are refused (LogError)."""
+    that overlap are refused (LogError). `datefmt`: the hub's log_datefmt,
+    if it is not JupyterHub's default or ISO 8601."""
     out = Sessions()
     running: dict[str, tuple[datetime, float]] = {}  # log name -> (ready at, spawn s)
     ended: list[tuple[str, datetime, float, datetime, str]] = []  # log name, ready, spawn, end, how
@@ -197,7 +255,7 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo) -> Sessions:
         ended.append((name, *running.pop(name), at, how))
         return True
 
-    for _, _, at, message in _in_order(logs, zone):
+    for _, _, at, message in _in_order(logs, zone, datefmt):
         out.first = out.first or at
         out.last = at
         if m := _START.match(message):
@@ -325,6 +383,14 @@ def read_log(name: str) -> LogFile:
     return LogFile(name)
 
 
+def _dated(datefmt: str) -> bool:
+    """Whether a strftime format shows the date: the year, month and day, or a locale's whole date."""
+    if "%c" in datefmt or "%x" in datefmt:
+        return True
+    return any(y in datefmt for y in ("%Y", "%y")) and (
+        "%j" in datefmt or (any(m in datefmt for m in ("%m", "%b", "%B")) and "%d" in datefmt))
+
+
 def _json_lines(lines) -> bool:
     """Whether the log's first lines are JSON records (a JSON log formatter's)."""
     for line in (line.strip() for line in itertools.islice(lines, 20)):
@@ -345,7 +411,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ram-gib", required=True, metavar="GIB",
                         help="RAM each server requests (mem_guarantee), GiB or e.g. 512Mi")
     parser.add_argument("--timezone", default="UTC", metavar="ZONE",
-                        help="the time zone of the log's timestamps (default UTC, a pod's)")
+                        help="the time zone of the log's timestamps (default UTC, a pod's); a line's own UTC "
+                             "offset (%%z in its log_datefmt) is read as such")
+    parser.add_argument("--log-datefmt", metavar="FORMAT",
+                        help="the hub's c.JupyterHub.log_datefmt, if it is changed (e.g. '%%d/%%m/%%Y %%H:%%M:%%S'); "
+                             "its default and ISO 8601 (2026-12-01T09:00:13+01:00) are read without it")
     parser.add_argument("--out", metavar="FILE", help="write the trace here (default: standard output)")
 
 
@@ -363,6 +433,9 @@ def run(args: argparse.Namespace) -> int:
         zone = zoneinfo.ZoneInfo(args.timezone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise UsageError(f"--timezone: unknown time zone {args.timezone!r} (e.g. UTC, Europe/Berlin)") from None
+    if args.log_datefmt is not None and not _dated(args.log_datefmt):
+        raise UsageError(f"--log-datefmt {args.log_datefmt!r} has no date (%Y and %m or %b, and %d): a history "
+                         "needs each line's day; set the hub's log_datefmt to one with it (its default has)")
     if args.out and os.path.exists(args.out) and any(
             name != "-" and os.path.exists(name) and os.path.samefile(name, args.out) for name in args.logs):
         raise UsageError(f"--out {args.out} is a log given to read: writing the trace there would replace it")
@@ -375,7 +448,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
     try:
-        sessions = read_sessions(logs, zone)
+        sessions = read_sessions(logs, zone, args.log_datefmt)
     except LogError as e:
         raise UsageError(str(e)) from None
     if not sessions.rows:

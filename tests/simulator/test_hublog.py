@@ -109,6 +109,31 @@ def test_kubectl_logs_timestamps_before_each_line_are_no_obstacle():
     assert [(r["user"], r["duration_s"]) for r in rows] == [("bob", 3600), ("alice", 1800), ("zoë.o'neil@uni.edu", 600)]
 
 
+def test_a_hubs_own_log_datefmt_is_read_and_a_time_it_cannot_read_named(tmp_path):
+    """c.JupyterHub.log_datefmt changed: the log's starts were 'no server start found: is it JupyterHub's log?'."""
+    def log(stamp):  # JupyterHub's `%(asctime)s.%(msecs).03d`, asctime in the hub's log_datefmt
+        return (f"[I {stamp('09:00:00')}.000 JupyterHub base:1193] User ann took 1.000 seconds to start\n"
+                f"[I 261201 09:05:00 cull_idle:155] Culling server ann:gpu (inactive for 01:00:00)\n"  # the culler's
+                f"[I {stamp('09:10:00')}.250 JupyterHub proxy:360] Removing user ann from proxy (/user/ann/)\n")
+
+    iso = log(lambda t: f"2026-12-01T{t}+0100")  # ISO 8601 with %z: the line's own offset, whatever --timezone
+    assert [(r["arrival"], r["duration_s"]) for r in read_sessions([("hub.log", iso.splitlines())], UTC).rows] == [
+        ("2026-12-01T07:59:59+00:00", 600)]
+    (tmp_path / "hub.log").write_text(log(lambda t: f"01/12/2026 {t}"))
+    (tmp_path / "hub.log.1").write_text(log(lambda t: f"2026-11-30 {t}"))  # rotated before log_datefmt changed
+    done = run_trace(tmp_path, "hub.log", "hub.log.1", "--cpu", "1", "--ram-gib", "1",
+                     "--log-datefmt", "%d/%m/%Y %H:%M:%S")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == ["2026-11-30T08:59:59+00:00,600,1,1,ann,,1.0,stop",
+                                            "2026-12-01T08:59:59+00:00,600,1,1,ann,,1.0,stop"]
+    for args, message in ((["hub.log"], "hub.log line 1: its time '01/12/2026 09:00:00.000' is not a date and time "
+                                        "as JupyterHub writes them by default (2026-12-01 09:00:13): give the hub's "
+                                        "c.JupyterHub.log_datefmt with --log-datefmt"),
+                          (["hub.log", "--log-datefmt", "%H:%M:%S"], "--log-datefmt '%H:%M:%S' has no date")):
+        done = run_trace(tmp_path, *args, "--cpu", "1", "--ram-gib", "1")
+        assert done.returncode == 2 and message in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
 def test_rotated_logs_in_any_order_read_as_one_history_and_overlaps_are_refused():
     """`elastichub trace hub.log*` lists the newest file first (hub.log,
     hub.log.1): read as given, sessions across the cut were paired with
