@@ -97,6 +97,7 @@ class Sessions:
 
     rows: list[dict] = field(default_factory=list)
     stops_without_start: int = 0  # servers started before the log begins
+    running_throughout: int = 0  # found running by a hub, started before the log begins, not ended in it
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
 
@@ -248,9 +249,16 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
     unconfirmed: set[str] = set()  # running when a hub started again, not yet found by it
     times: deque[datetime] = deque(maxlen=1000)
 
+    # user -> how many servers the last hub start found running whose start is not in the log: left out,
+    # as a stop without its start is, but said
+    found: dict[str, int] = {}
+
     def end(name: str, at: datetime, how: str) -> bool:
         unconfirmed.discard(name)
         if name not in running:
+            out.stops_without_start += 1
+            user = _whose(name, whose, users)[0]
+            found[user] = max(found.get(user, 0) - 1, 0)
             return False
         ended.append((name, *running.pop(name), at, how))
         return True
@@ -261,27 +269,33 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
         if m := _START.match(message):
             spawn = float(m["seconds"])
             # its end was not logged: it ended by the time the next was asked for
-            end(m["name"], at.astimezone(timezone.utc) - timedelta(seconds=spawn), STARTED_AGAIN)
+            if m["name"] in running:
+                end(m["name"], at.astimezone(timezone.utc) - timedelta(seconds=spawn), STARTED_AGAIN)
             running[m["name"]] = (at, spawn)
         elif m := _STOP.match(message) or _ADD.match(message):
             user, server = _parse_route(m["user"], m["route"])
             whose[_log_name(user, server)] = (user, server)
             users.add(user)
-            if m.re is _STOP and not end(_log_name(user, server), at, STOPPED):
-                out.stops_without_start += 1
+            if m.re is _STOP:
+                end(_log_name(user, server), at, STOPPED)
         elif m := _STILL.match(message):  # the user's name, whichever of their servers it found
             users.add(m["user"])
-            unconfirmed.difference_update({n for n in unconfirmed if n == m["user"] or n.startswith(m["user"] + ":")})
+            mine = {n for n in running if n == m["user"] or n.startswith(m["user"] + ":")}
+            if not mine:  # started before the log begins
+                found[m["user"]] = found.get(m["user"], 0) + 1
+            unconfirmed.difference_update(mine)
         elif _HUB_START.match(message):
             down_at, unconfirmed = _went_down(times, at), set(running)
+            found.clear()  # the new hub names those still running again
         elif _SPAWNERS_CHECKED.match(message):
             # A new hub logs each server of its database, still running or found stopped: one it did
             # not name is another hub's (two logs run together) or lost lines; it ends with the old hub.
-            for name in list(unconfirmed):
+            for name in list(unconfirmed & running.keys()):
                 end(name, max(down_at or at, running[name][0]), NOT_FOUND)
         elif message == _SHUTDOWN:
             for name in list(running):
                 end(name, at, SHUTDOWN)
+            found.clear()
         elif m := _ENDED.match(message):
             if m["down"]:  # it stopped some time while the hub was down: count it from when the hub went down
                 end(m["down"], max(down_at or at, running.get(m["down"], (at,))[0]), FOUND_STOPPED)
@@ -289,6 +303,7 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
                 end(m["blocked"] or m["failed"], at, HUB_STOPPED)
         times.append(at)
     ended += [(name, ready, spawn, out.last, LOG_END) for name, (ready, spawn) in running.items()]
+    out.running_throughout = sum(found.values())
     out.rows = sorted((_row(_whose(name, whose, users), *rest) for name, *rest in ended),
                       key=lambda r: r["arrival"])
     return out
@@ -483,6 +498,9 @@ def _notes(sessions: Sessions, zone: str) -> list[str]:
              f"{sessions.last:%Y-%m-%d %H:%M} {zone}"]
     if sessions.stops_without_start:
         notes.append(f"{sessions.stops_without_start} stop(s) of servers started before the log begins: left out")
+    if sessions.running_throughout:
+        notes.append(f"{sessions.running_throughout} server(s) a hub found running, started before the log begins "
+                     "and not stopped in it: left out")
     for ended, note in ((SHUTDOWN, "ended at a hub shutdown that stopped every server"),
                         (FOUND_STOPPED, "found stopped when the hub started again: each ends when the hub went down"),
                         (HUB_STOPPED, "stopped by the hub (a blocked user, or a route the proxy refused)"),

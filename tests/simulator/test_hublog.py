@@ -234,6 +234,34 @@ def test_a_hub_coming_back_is_told_from_its_own_first_lines_and_servers_it_does_
         ("alice", 3580, "not-found"), ("bob", 3590, "found-stopped")]
 
 
+def test_servers_running_from_before_the_log_are_said_to_be_left_out(tmp_path):
+    """A log that begins with the hub's start: dave's server, found still running, ran through the whole log and
+    was left out without a word, and so was frank's end, found stopped at a restart."""
+    log = entries(
+        ("08:00:00.000", "Running JupyterHub version 5.2.1"),
+        ("08:00:01.000", "dave still running"),
+        ("08:00:01.000", "erin still running"),
+        ("08:00:01.000", "frank still running"),
+        ("08:00:02.000", "Initialized 3 spawners in 0.120 seconds"),
+        ("09:00:00.000", "User alice took 2.000 seconds to start"),
+        ("09:30:00.000", "Removing user erin from proxy (/user/erin/)"),
+        ("10:00:00.000", "Leaving single-user servers running"),
+        ("10:05:00.000", "Running JupyterHub version 5.2.1"),
+        ("10:05:01.000", "alice still running"),
+        ("10:05:01.000", "dave still running"),  # found again: the same server
+        ("10:05:01.000", "frank appears to have stopped while the Hub was down"),
+        ("10:05:02.000", "Initialized 3 spawners in 0.120 seconds"),
+        ("11:00:00.000", "Removing user alice from proxy (/user/alice/)"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert [(r["user"], r["duration_s"]) for r in s.rows] == [("alice", 7200)]
+    assert (s.stops_without_start, s.running_throughout) == (2, 1)  # erin's and frank's ends; dave's server
+    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert ("2 stop(s) of servers started before the log begins: left out; 1 server(s) a hub found running, "
+            "started before the log begins and not stopped in it: left out") in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
