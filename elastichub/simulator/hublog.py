@@ -9,6 +9,9 @@ which ends in `/user/USER/` or `/user/USER/SERVER/`, URL-escaped):
   S seconds before; then `Adding user USER to proxy ROUTE => URL`;
 - `Removing user USER from proxy (ROUTE)` when it stops or dies.
 
+(Before JupyterHub 0.9: `User USER server took S seconds to start`, and
+`Removing user USER from proxy`, each user having one server.)
+
 Some servers end without that last line (jupyterhub/app.py, handlers/base.py):
 
 - `Cleaning up single-user servers...`: the hub shuts down and stops every
@@ -63,8 +66,10 @@ _LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<head>[^\]]*)\] (?P<message>.*)$")
 _STAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d+))?"
                     r"(?P<offset>Z|[+-]\d{2}(?::?\d{2})?)?(?:\.(?P<ms>\d{3}))?(?= |$)")
 _MSECS = re.compile(r"(?P<at>.*)\.(?P<ms>\d{3})$")
-_START = re.compile(r"^User (?P<name>.+) took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
-_STOP = re.compile(r"^Removing user (?P<user>.+) from proxy \((?P<route>.*)\)$")
+# JupyterHub before 0.9 (one server a user) wrote `User alice server took 3.2 seconds to start` and
+# `Removing user alice from proxy`, without the route; a user named `x server` on a later hub would read as x.
+_START = re.compile(r"^User (?P<name>.+?)(?: server)? took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
+_STOP = re.compile(r"^Removing user (?P<user>.+?) from proxy(?: \((?P<route>.*)\))?$")
 _ADD = re.compile(r"^Adding user (?P<user>.+) to proxy (?P<route>\S+) => \S+$")
 _STILL = re.compile(r"^(?P<user>.+) still running$")
 _HUB_START = re.compile(r"^Running JupyterHub version ")
@@ -273,7 +278,7 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
                 end(m["name"], at.astimezone(timezone.utc) - timedelta(seconds=spawn), STARTED_AGAIN)
             running[m["name"]] = (at, spawn)
         elif m := _STOP.match(message) or _ADD.match(message):
-            user, server = _parse_route(m["user"], m["route"])
+            user, server = _parse_route(m["user"], m["route"] or "")
             whose[_log_name(user, server)] = (user, server)
             users.add(user)
             if m.re is _STOP:

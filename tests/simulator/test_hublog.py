@@ -262,6 +262,23 @@ def test_servers_running_from_before_the_log_are_said_to_be_left_out(tmp_path):
             "started before the log begins and not stopped in it: left out") in done.stderr, done.stderr
 
 
+def test_a_hub_before_0_9_is_read_in_its_own_words():
+    """JupyterHub 0.8 wrote 'User alice server took ...' and no route in its stops: every session was user
+    'alice server', running until that user's next start or the log's end, and every stop went unread."""
+    log = entries(
+        ("09:00:00.000", "User alice server took 2.000 seconds to start"),
+        ("09:00:00.001", "Adding user alice to proxy /user/alice => http://127.0.0.1:50321"),
+        ("09:30:00.000", "Removing user alice from proxy"),
+        ("10:00:00.000", "User alice server took 1.000 seconds to start"),
+        ("10:10:00.000", "Removing user alice from proxy"),
+        ("12:00:00.000", "200 GET /hub/api/users (cull-idle@127.0.0.1) 5.00ms"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert [(r["user"], r["server"], r["duration_s"], r["ended"]) for r in s.rows] == [
+        ("alice", "", 1800, "stop"), ("alice", "", 600, "stop")]
+    assert s.stops_without_start == 0
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
