@@ -27,8 +27,10 @@ server it is: the proxy lines, which name the user and the route, do.
 
 Each line starts `[I 2026-12-01 09:00:13.123 JupyterHub base:1193]`, in the
 hub's local time (`--timezone`) and its log_datefmt (`--log-datefmt`, if
-it is neither the default nor ISO 8601). Requests are not logged: every server gets
-`--cpu` and `--ram-gib` (your spawner's guarantees). The rows have the
+it is neither the default nor ISO 8601). JSON records are read by the plain
+line they hold, or by a JSON formatter's message and time. Requests are not
+logged: every server gets `--cpu` and `--ram-gib` (your spawner's
+guarantees). The rows have the
 columns of the orchestrator's `history_file` (docs/simulator.md).
 """
 
@@ -65,7 +67,11 @@ _LINE = re.compile(r"\[(?P<level>[A-Z]) (?P<head>[^\]]*)\] (?P<message>.*)$")
 # offset (%z: msecs come after it).
 _STAMP = re.compile(r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d+))?"
                     r"(?P<offset>Z|[+-]\d{2}(?::?\d{2})?)?(?:\.(?P<ms>\d{3}))?(?= |$)")
-_MSECS = re.compile(r"(?P<at>.*)\.(?P<ms>\d{3})$")
+_MSECS = re.compile(r"(?P<at>.*)[.,](?P<ms>\d{3})$")  # `,`: logging's own default, a JSON formatter's asctime
+# A JSON record's message and time (python-json-logger's names and its `timestamp=True`, Logstash's, the
+# epoch of `created`); a record holding the plain line (Docker's `log`, a shipper's) is read as that line.
+_MESSAGE_KEYS = ("message", "msg")
+_TIME_KEYS = ("timestamp", "@timestamp", "time", "asctime", "created")
 # JupyterHub before 0.9 (one server a user) wrote `User alice server took 3.2 seconds to start` and
 # `Removing user alice from proxy`, without the route; a user named `x server` on a later hub would read as x.
 _START = re.compile(r"^User (?P<name>.+?)(?: server)? took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
@@ -184,13 +190,13 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = No
     or stop whose time cannot be read (a log_datefmt not given) is a LogError."""
     last, folded = None, False
     for number, raw in enumerate(lines, 1):
-        m = _LINE.search(_ANSI.sub("", raw.rstrip("\r\n")))
-        if m is None:
+        line = _line(_ANSI.sub("", raw.rstrip("\r\n")), zone, datefmt)
+        if line is None:
             continue
-        moment = _moment(m["head"], zone, datefmt)
+        moment, message, stamp = line
         if moment is None:
-            if _START.match(m["message"]) or _STOP.match(m["message"]):
-                raise LogError(_unread_time(name, number, m["head"], datefmt))
+            if _START.match(message) or _STOP.match(message):
+                raise LogError(_unread_time(name, number, stamp, datefmt))
             continue  # another format's line (the idle culler's, tornado's: `[I 261201 09:00:00 ...]`)
         at, exact = moment
         twice = not exact and at.utcoffset() != at.replace(fold=1).utcoffset()
@@ -203,11 +209,55 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = No
                            f"{last.astimezone(zone):%Y-%m-%d %H:%M:%S} to {at:%Y-%m-%d %H:%M:%S}: is it two logs "
                            "in one file, or a wrong --timezone?")
         last = max(utc, last or utc)
-        yield name, number, at, m["message"]
+        yield name, number, at, message
 
 
-def _unread_time(name: str, number: int, head: str, datefmt: str | None) -> str:
-    stamp = " ".join(head.split(" ")[:-2])  # less the logger's name and module:line
+def _line(text: str, zone: zoneinfo.ZoneInfo, datefmt: str | None):
+    """(time, or None if it cannot be read; message; the time's text) of a
+    log line, plain or a JSON record; None if it is no hub line."""
+    record = _json_record(text)
+    if isinstance(record, str):
+        text = record
+    elif record is not None:
+        stamp, message = record
+        if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
+            return _moment(str(stamp), zone, datefmt), message, str(stamp)
+        try:
+            return (datetime.fromtimestamp(stamp, timezone.utc).astimezone(zone), True), message, str(stamp)
+        except (OverflowError, OSError, ValueError):  # not a Unix time
+            return None, message, str(stamp)
+    m = _LINE.search(text)
+    if m is None:
+        return None
+    return _moment(m["head"], zone, datefmt), m["message"], " ".join(m["head"].split(" ")[:-2])  # less name, module
+
+
+def _json_record(text: str):
+    """The plain hub line a JSON record holds (a string), or the (time,
+    message) of a JSON formatter's record; None if it has neither, or is
+    no JSON record (one may follow a prefix: `kubectl logs --timestamps`)."""
+    brace = text.find("{")
+    if brace < 0 or not text.endswith("}"):
+        return None
+    try:
+        record = json.loads(text[brace:])
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    values = [record]
+    while values:  # the line may be nested (an export's `_source.log`)
+        value = values.pop()
+        if isinstance(value, dict):
+            values.extend(value.values())
+        elif isinstance(value, str) and (m := _LINE.search(value.rstrip("\r\n"))):
+            return m.string
+    message = next((record[k].rstrip("\r\n") for k in _MESSAGE_KEYS if isinstance(record.get(k), str)), None)
+    stamp = next((record[k] for k in _TIME_KEYS if isinstance(record.get(k), (str, int, float))), None)
+    return None if message is None or stamp is None else (stamp, message)
+
+
+def _unread_time(name: str, number: int, stamp: str, datefmt: str | None) -> str:
     if datefmt is not None:
         return (f"{name} line {number}: its time {stamp!r} is neither in --log-datefmt {datefmt!r} nor in "
                 "JupyterHub's default (2026-12-01 09:00:13)")
@@ -411,12 +461,12 @@ def _dated(datefmt: str) -> bool:
         "%j" in datefmt or (any(m in datefmt for m in ("%m", "%b", "%B")) and "%d" in datefmt))
 
 
-def _json_lines(lines) -> bool:
-    """Whether the log's first lines are JSON records (a JSON log formatter's)."""
+def _unread_json(lines) -> bool:
+    """Whether the log's first lines are JSON records that say no hub line (see _json_record)."""
     for line in (line.strip() for line in itertools.islice(lines, 20)):
-        if line.startswith("{"):
+        if "{" in line and line.endswith("}"):
             try:
-                return isinstance(json.loads(line), dict)
+                return isinstance(json.loads(line[line.index("{"):]), dict) and _json_record(line) is None
             except ValueError:
                 return False
     return False
@@ -472,10 +522,11 @@ def run(args: argparse.Namespace) -> int:
     except LogError as e:
         raise UsageError(str(e)) from None
     if not sessions.rows:
-        json_logs = [name for name, lines in logs if _json_lines(lines)]
+        json_logs = [name for name, lines in logs if _unread_json(lines)]
         if json_logs:
-            raise UsageError(f"{', '.join(json_logs)}: JSON log records, which `elastichub trace` does not read: "
-                             "give the hub's plain log (JupyterHub's default format)")
+            raise UsageError(f"{', '.join(json_logs)}: JSON log records with neither a hub log line in them nor a "
+                             f"message and its time ({' or '.join(_MESSAGE_KEYS)}; {', '.join(_TIME_KEYS[:-1])} or "
+                             f"{_TIME_KEYS[-1]}): give the hub's plain log (JupyterHub's default format)")
         empty = [name for name, lines in logs if not any(line.strip() for line in lines)]
         if len(empty) == len(logs):  # `kubectl logs` of the wrong pod or container, or a log rotated away
             raise UsageError(f"{', '.join(empty)}: empty, not a line in it")

@@ -340,12 +340,32 @@ def test_gzip_compressed_rotated_logs_are_read_and_other_binary_files_refused(tm
         "(plain, or gzip-compressed)"]
 
 
-def test_json_formatted_logs_are_said_to_be_unsupported(tmp_path):
-    (tmp_path / "hub.json").write_text('{"asctime": "2026-12-01 09:00:13,123", "levelname": "INFO", '
-                                       '"message": "User alice took 3.200 seconds to start"}\n')
+def test_json_records_are_read_and_ones_without_a_message_and_time_refused(tmp_path):
+    """A hub logging through python-json-logger (its record; with timestamp=True), and a container runtime's
+    JSON log holding the plain line: 'JSON log records, which `elastichub trace` does not read', and the
+    hub's JSON log is the only one it has."""
+    log = ['{"asctime": "2026-12-01 09:00:13,123", "levelname": "INFO", "name": "JupyterHub", '
+           '"message": "User alice took 3.123 seconds to start"}',
+           '{"levelname": "INFO", "message": "User bob:gpu took 1.000 seconds to start", '
+           '"timestamp": "2026-12-01T10:00:20.000000+01:00"}',  # its own offset: 09:00:20 UTC
+           '{"log":"[I 2026-12-01 09:30:10.000 JupyterHub proxy:360] Removing user alice from proxy (/user/alice/)\\n",'
+           '"stream":"stderr","time":"2026-12-01T09:30:10.000123456Z"}',
+           '{"levelname": "INFO", "message": "Removing user bob from proxy (/user/bob/gpu/)", '
+           '"created": 1796117420.0}']  # 09:30:20 UTC
+    # `kubectl logs --timestamps` before the first: a prefix, as before a plain line
+    (tmp_path / "hub.json").write_text("2026-12-01T09:00:13.123456789Z " + "\n".join(log) + "\n")
     done = run_trace(tmp_path, "hub.json", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1:] == ["2026-12-01T09:00:10+00:00,1797,1,1,alice,,3.123,stop",
+                                            "2026-12-01T09:00:19+00:00,1800,1,1,bob,gpu,1.0,stop"]
+    (tmp_path / "far.json").write_text('{"message": "User ann took 1.000 seconds to start", "created": 1e20}\n')
+    done = run_trace(tmp_path, "far.json", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2 and "far.json line 1: its time '1e+20' is not a date and time" in done.stderr
+    (tmp_path / "other.json").write_text('{"level": "info", "event": "spawned"}\n')
+    done = run_trace(tmp_path, "other.json", "--cpu", "1", "--ram-gib", "1")
     assert done.returncode == 2
-    assert "hub.json: JSON log records, which `elastichub trace` does not read" in done.stderr
+    assert ("other.json: JSON log records with neither a hub log line in them nor a message and its time "
+            "(message or msg; timestamp, @timestamp, time, asctime or created)") in done.stderr
 
 
 def test_a_long_log_is_read_a_line_at_a_time(tmp_path):
