@@ -84,6 +84,12 @@ _SHUTDOWN = "Cleaning up single-user servers..."
 _ENDED = re.compile(r"^(?:(?P<down>.+) appears to have stopped while the Hub was down"
                     r"|Stopping spawner for blocked user: (?P<blocked>.+)"
                     r"|Stopping (?P<failed>.+) to avoid inconsistent state)$")
+# A spawn that failed (user.py; USER's, whichever server): no server ran, so no session; one that timed
+# out (start_timeout, http_timeout) may have waited for room, demand a replay does not see.
+_SPAWN_FAILED = re.compile(r"^(?:.+'s server (?P<timeout>failed to start in \S+ seconds, giving up|never showed up "
+                           r"at \S+ after \S+ seconds\. Giving up)"
+                           r"|(?:Unhandled error starting|Error starting|Not starting) (?!server ).+'s server"
+                           r"|Unhandled error waiting for .+'s server to show up at )")
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s", "ended")
 # How a session ended (the `ended` column). The ones its user did not end
 # (cut by the log's end, a hub shutdown, or not found again) say nothing of how long users
@@ -109,6 +115,8 @@ class Sessions:
     rows: list[dict] = field(default_factory=list)
     stops_without_start: int = 0  # servers started before the log begins
     running_throughout: int = 0  # found running by a hub, started before the log begins, not ended in it
+    failed_spawns: int = 0  # no server ran: no row
+    timed_out_spawns: int = 0  # of those, the ones that timed out
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
 
@@ -356,6 +364,9 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
                 end(m["down"], max(down_at or at, running.get(m["down"], (at,))[0]), FOUND_STOPPED)
             else:
                 end(m["blocked"] or m["failed"], at, HUB_STOPPED)
+        elif m := _SPAWN_FAILED.match(message):
+            out.failed_spawns += 1
+            out.timed_out_spawns += bool(m["timeout"])
         times.append(at)
     ended += [(name, ready, spawn, out.last, LOG_END) for name, (ready, spawn) in running.items()]
     out.running_throughout = sum(found.values())
@@ -554,6 +565,10 @@ def _notes(sessions: Sessions, zone: str) -> list[str]:
              f"{sessions.last:%Y-%m-%d %H:%M} {zone}"]
     if sessions.stops_without_start:
         notes.append(f"{sessions.stops_without_start} stop(s) of servers started before the log begins: left out")
+    if sessions.failed_spawns:
+        notes.append(f"{sessions.failed_spawns} spawn(s) failed ({sessions.timed_out_spawns} timed out): no server "
+                     "ran, so none is in the trace (one that timed out waiting for room asked for one the replay "
+                     "does not see)")
     if sessions.running_throughout:
         notes.append(f"{sessions.running_throughout} server(s) a hub found running, started before the log begins "
                      "and not stopped in it: left out")

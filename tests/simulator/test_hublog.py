@@ -279,6 +279,28 @@ def test_a_hub_before_0_9_is_read_in_its_own_words():
     assert s.stops_without_start == 0
 
 
+def test_spawns_that_failed_are_said_to_be_left_out(tmp_path):
+    """A spawn that timed out waiting for room (start_timeout) asked for a server the trace cannot hold: it was
+    left out without a word, where the hub lacked room most."""
+    log = entries(
+        ("09:00:00.000", "User alice took 2.000 seconds to start"),
+        ("09:05:00.000", "User bob is slow to start (timeout=10)"),
+        ("09:10:00.000", "bob's server failed to start in 300 seconds, giving up."),
+        ("09:11:00.000", "carol's server never showed up at http://10.0.0.7:8888/user/carol/ after 30 seconds. "
+                         "Giving up."),
+        ("09:12:00.000", "Unhandled error starting dan's server: (422) Reason: Unprocessable Entity"),
+        ("09:12:01.000", "Error starting server dan: (422) Reason: Unprocessable Entity"),  # the same, on its page
+        ("09:13:00.000", "Not starting erin's server lab: You have too many servers running"),
+        ("09:30:00.000", "Removing user alice from proxy (/user/alice/)"),
+    )
+    s = read_sessions([("hub.log", log)], UTC)
+    assert [r["user"] for r in s.rows] == ["alice"]
+    assert (s.failed_spawns, s.timed_out_spawns) == (4, 2)
+    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert "4 spawn(s) failed (2 timed out): no server ran, so none is in the trace" in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
