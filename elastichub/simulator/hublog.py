@@ -541,8 +541,16 @@ def run(args: argparse.Namespace) -> int:
         empty = [name for name, lines in logs if not any(line.strip() for line in lines)]
         if len(empty) == len(logs):  # `kubectl logs` of the wrong pod or container, or a log rotated away
             raise UsageError(f"{', '.join(empty)}: empty, not a line in it")
-        raise UsageError(f"no server start found in {', '.join(args.logs)}: is it JupyterHub's log? (lines like "
-                         "'[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start')")
+        hint = ("is it JupyterHub's log? (lines like '[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice "
+                "took 3.2 seconds to start')")
+        if sessions.first is not None:  # a hub's lines, none a start (a quiet week; only failed spawns)
+            held = {"stop(s) of servers started before it": sessions.stops_without_start,
+                    "server(s) running through it": sessions.running_throughout,
+                    "failed spawn(s)": sessions.failed_spawns}
+            hint = (f"its lines from {sessions.first:%Y-%m-%d %H:%M} to {sessions.last:%Y-%m-%d %H:%M} "
+                    f"{args.timezone} hold {', '.join(f'{n} {what}' for what, n in held.items() if n) or 'none'}: "
+                    "nothing to replay")
+        raise UsageError(f"no server start found in {', '.join(args.logs)}: {hint}")
     for row in sessions.rows:
         row.update(cpu=f"{cpu:g}", ram_gib=f"{ram:g}")
     try:

@@ -301,6 +301,18 @@ def test_spawns_that_failed_are_said_to_be_left_out(tmp_path):
     assert "4 spawn(s) failed (2 timed out): no server ran, so none is in the trace" in done.stderr, done.stderr
 
 
+def test_a_hubs_log_with_no_start_says_what_it_held(tmp_path):
+    """A week nobody started a server, or one whose spawns all failed: 'is it JupyterHub's log?', of a hub's."""
+    log = entries(("08:00:00.000", "Running JupyterHub version 5.2.1"),
+                  ("09:10:00.000", "bob's server failed to start in 300 seconds, giving up."),
+                  ("09:30:00.000", "Removing user alice from proxy (/user/alice/)"))
+    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert ("no server start found in hub.log: its lines from 2026-12-01 08:00 to 2026-12-01 09:30 UTC hold 1 "
+            "stop(s) of servers started before it, 1 failed spawn(s): nothing to replay") in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
