@@ -103,9 +103,9 @@ ENDINGS = (STOPPED, SHUTDOWN, FOUND_STOPPED, HUB_STOPPED, STARTED_AGAIN, LOG_END
 # the first silence longer than this, counted back from the new start.
 _PREAMBLE_GAP_S = 30
 _PREAMBLE_S = 300  # no such silence within this: the hub came back at once
-# Compressed or binary files by their first bytes (gzip is read, the rest named).
-_BINARY = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"), (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
-           (b"PK\x03\x04", "a zip archive"))
+# Compressed files by their first bytes, but gzip's (read): named, as read as text they hold no line.
+COMPRESSED = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
+              (b"\x28\xb5\x2f\xfd", "zstd-compressed"), (b"PK\x03\x04", "a zip archive"))
 
 
 @dataclass
@@ -429,7 +429,7 @@ class LogFile:
             head = self._guarded(lambda: f.read(65536), ValueError)
         # Windows PowerShell's `kubectl logs ... > hub.log` writes UTF-16 (with its byte-order mark)
         self._utf16 = head[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-        kind = next((what for magic, what in _BINARY if head.startswith(magic)), None)
+        kind = next((what for magic, what in COMPRESSED if head.startswith(magic)), None)
         if kind or (b"\x00" in head and not self._utf16):
             raise ValueError(f"{name}: {kind or 'binary'} data, not a text log: give the log itself "
                              "(plain, or gzip-compressed)")

@@ -26,15 +26,17 @@ Every error names the file, the line and the column.
 
 from __future__ import annotations
 
+import gzip
 import math
 import sys
+import zlib
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
 from ..quantity import QuantityError, cores, gib
-from .hublog import CENSORED, ENDINGS
+from .hublog import CENSORED, COMPRESSED, ENDINGS
 from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
@@ -321,14 +323,23 @@ def _idle_warning(path: Path, rows: list[tuple], horizon_s: int) -> str | None:
 
 
 def _text(path: Path) -> str:
-    """The file's text (standard input for "-"): UTF-8 (a byte-order mark is
-    skipped), or UTF-16 with its mark (a spreadsheet's "Unicode text")."""
+    """The file's text (standard input for "-"), gzip-compressed or not:
+    UTF-8 (a byte-order mark is skipped), or UTF-16 with its mark (a
+    spreadsheet's "Unicode text")."""
     try:
         raw = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()  # `elastichub trace ... |`
     except FileNotFoundError:
         raise TraceError(f"trace file {path}: not found") from None
     except OSError as e:
         raise TraceError(f"trace file {path}: cannot read it ({e.strerror})") from None
+    if raw[:2] == b"\x1f\x8b":  # history.csv.gz, kept compressed as rotated logs are
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:
+            raise TraceError(f"trace file {path}: a gzip file that cannot be read ({e})") from None
+    kind = next((what for magic, what in COMPRESSED if raw.startswith(magic)), None)
+    if kind:
+        raise TraceError(f"trace file {path}: {kind}, not CSV text: give the CSV (plain, or gzip-compressed)")
     try:
         return decode(raw, path)
     except ValueError as e:

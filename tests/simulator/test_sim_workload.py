@@ -378,3 +378,21 @@ def test_a_history_given_twice_is_refused_as_one_server_running_twice_at_once(tm
     assert len(load_trace(unnamed, LARGEST).requests) == 2  # a class arriving at once: nobody named
     servers = write_csv(tmp_path / "s.csv", "arrival_s,duration_s,cpu,ram_gib,user\n0,60,1,2,ann\n0,60,1,2,ann\n")
     assert len(load_trace(servers, LARGEST).requests) == 2  # no server column: two named servers of hers, maybe
+
+
+def test_a_gzip_compressed_history_is_read_and_other_compressed_files_named(tmp_path):
+    """history.csv.gz, kept as the hub's rotated logs are: 'line 1: not UTF-8 text (byte 0x8b): save the file as
+    CSV UTF-8'."""
+    import bz2
+    import gzip
+
+    text = "arrival,duration_s,cpu,ram_gib\n2026-12-01T09:00:00Z,3600,1,2\n2026-12-01T10:00:00Z,60,1,2\n"
+    plain = load_trace(write_csv(tmp_path / "h.csv", text), LARGEST)
+    (tmp_path / "h.csv.gz").write_bytes(gzip.compress(text.encode()))
+    assert load_trace(tmp_path / "h.csv.gz", LARGEST).requests == plain.requests
+    (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(text.encode())[:30])
+    with pytest.raises(TraceError, match=r"trace file .*cut.csv.gz: a gzip file that cannot be read"):
+        load_trace(tmp_path / "cut.csv.gz", LARGEST)
+    (tmp_path / "h.csv.bz2").write_bytes(bz2.compress(text.encode()))
+    with pytest.raises(TraceError, match=r"trace file .*h.csv.bz2: bzip2-compressed, not CSV text"):
+        load_trace(tmp_path / "h.csv.bz2", LARGEST)
