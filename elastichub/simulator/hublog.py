@@ -472,6 +472,13 @@ def _dated(datefmt: str) -> bool:
         "%j" in datefmt or (any(m in datefmt for m in ("%m", "%b", "%B")) and "%d" in datefmt))
 
 
+def is_hub_log(lines) -> bool:
+    """Whether any of the first lines is a hub's dated log line (a log given where a trace was asked for)."""
+    utc = zoneinfo.ZoneInfo("UTC")
+    return any((line := _line(_ANSI.sub("", raw.rstrip("\r\n")), utc, None)) is not None and line[0] is not None
+               for raw in itertools.islice(lines, 20))
+
+
 def _unread_json(lines) -> bool:
     """Whether the log's first lines are JSON records that say no hub line (see _json_record)."""
     for line in (line.strip() for line in itertools.islice(lines, 20)):

@@ -36,7 +36,7 @@ from pathlib import Path
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
 from ..quantity import QuantityError, cores, gib
-from .hublog import CENSORED, COMPRESSED, ENDINGS
+from .hublog import CENSORED, COMPRESSED, ENDINGS, is_hub_log
 from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
@@ -75,7 +75,13 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     header = next(reader, None)
     if header is None:
         raise TraceError(f"{path}: empty file, expected a header {','.join(COLUMNS)}")
-    columns = _Columns.read(path, 1, header)
+    try:
+        columns = _Columns.read(path, 1, header)
+    except TraceError:
+        if is_hub_log(text.splitlines()):  # `simulate --trace hub.log`
+            raise TraceError(f"{path}: a JupyterHub log, not a trace: make one of it with `elastichub trace {path} "
+                             "--cpu CORES --ram-gib GIB --out trace.csv`") from None
+        raise
     if zone is not None and not columns.stamped:
         raise TraceError(f"{path} line 1: a time zone is given (--timezone), but arrival_s counts seconds from the "
                          "start, with no clock to set: name timestamps in an arrival column")

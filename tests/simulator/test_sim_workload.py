@@ -396,3 +396,13 @@ def test_a_gzip_compressed_history_is_read_and_other_compressed_files_named(tmp_
     (tmp_path / "h.csv.bz2").write_bytes(bz2.compress(text.encode()))
     with pytest.raises(TraceError, match=r"trace file .*h.csv.bz2: bzip2-compressed, not CSV text"):
         load_trace(tmp_path / "h.csv.bz2", LARGEST)
+
+
+def test_a_hub_log_given_as_a_trace_is_told_to_be_made_one(tmp_path):
+    """`simulate --trace hub.log`: 'line 1: missing column(s) arrival_s, duration_s, cpu, ram_gib'."""
+    path = write_csv(tmp_path / "hub.log", "Loading /usr/local/etc/jupyterhub/secret/values.yaml\n"
+                                           "[I 2026-12-01 09:00:00.000 JupyterHub app:3300] Running JupyterHub version "
+                                           "5.2.1\n")
+    with pytest.raises(TraceError, match=r"hub.log: a JupyterHub log, not a trace: make one of it with "
+                                         r"`elastichub trace .*hub.log --cpu CORES --ram-gib GIB --out trace.csv`"):
+        load_trace(path, LARGEST)
