@@ -116,6 +116,7 @@ class Sessions:
     stops_without_start: int = 0  # servers started before the log begins
     running_throughout: int = 0  # found running by a hub, started before the log begins, not ended in it
     failed_spawns: int = 0  # no server ran: no row
+    levels: set[str] = field(default_factory=set)  # of the lines read: I, W, E (D with --debug)
     timed_out_spawns: int = 0  # of those, the ones that timed out
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
@@ -192,7 +193,7 @@ def _strptime(text: str, datefmt: str) -> datetime | None:
 
 
 def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = None):
-    """(name, line number, local time, message) of each log line; a local
+    """(name, line number, local time, message, level) of each log line; a local
     time the clock shows twice (the hour a daylight-saving time ends) is
     the second one once the log has stepped back into it. A server's start
     or stop whose time cannot be read (a log_datefmt not given) is a LogError."""
@@ -201,7 +202,7 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = No
         line = _line(_ANSI.sub("", raw.rstrip("\r\n")), zone, datefmt)
         if line is None:
             continue
-        moment, message, stamp = line
+        moment, message, stamp, level = line
         if moment is None:
             if _START.match(message) or _STOP.match(message):
                 raise LogError(_unread_time(name, number, stamp, datefmt))
@@ -217,27 +218,28 @@ def _entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None = No
                            f"{last.astimezone(zone):%Y-%m-%d %H:%M:%S} to {at:%Y-%m-%d %H:%M:%S}: is it two logs "
                            "in one file, or a wrong --timezone?")
         last = max(utc, last or utc)
-        yield name, number, at, message
+        yield name, number, at, message, level
 
 
 def _line(text: str, zone: zoneinfo.ZoneInfo, datefmt: str | None):
-    """(time, or None if it cannot be read; message; the time's text) of a
-    log line, plain or a JSON record; None if it is no hub line."""
+    """(time, or None if it cannot be read; message; the time's text; level
+    letter) of a log line, plain or a JSON record; None if it is no hub line."""
     record = _json_record(text)
     if isinstance(record, str):
         text = record
     elif record is not None:
-        stamp, message = record
+        stamp, message, level = record
         if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
-            return _moment(str(stamp), zone, datefmt), message, str(stamp)
+            return _moment(str(stamp), zone, datefmt), message, str(stamp), level
         try:
-            return (datetime.fromtimestamp(stamp, timezone.utc).astimezone(zone), True), message, str(stamp)
+            return (datetime.fromtimestamp(stamp, timezone.utc).astimezone(zone), True), message, str(stamp), level
         except (OverflowError, OSError, ValueError):  # not a Unix time
-            return None, message, str(stamp)
+            return None, message, str(stamp), level
     m = _LINE.search(text)
     if m is None:
         return None
-    return _moment(m["head"], zone, datefmt), m["message"], " ".join(m["head"].split(" ")[:-2])  # less name, module
+    stamp = " ".join(m["head"].split(" ")[:-2])  # less the logger's name and module:line
+    return _moment(m["head"], zone, datefmt), m["message"], stamp, m["level"]
 
 
 def _json_record(text: str):
@@ -262,7 +264,8 @@ def _json_record(text: str):
             return m.string
     message = next((record[k].rstrip("\r\n") for k in _MESSAGE_KEYS if isinstance(record.get(k), str)), None)
     stamp = next((record[k] for k in _TIME_KEYS if isinstance(record.get(k), (str, int, float))), None)
-    return None if message is None or stamp is None else (stamp, message)
+    level = str(record.get("levelname") or record.get("level") or "I")[:1].upper()
+    return None if message is None or stamp is None else (stamp, message, level)
 
 
 def _unread_time(name: str, number: int, stamp: str, datefmt: str | None) -> str:
@@ -326,9 +329,10 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
         ended.append((name, *running.pop(name), at, how))
         return True
 
-    for _, _, at, message in _in_order(logs, zone, datefmt):
+    for _, _, at, message, level in _in_order(logs, zone, datefmt):
         out.first = out.first or at
         out.last = at
+        out.levels.add(level)
         if m := _START.match(message):
             spawn = float(m["seconds"])
             # its end was not logged: it ended by the time the next was asked for
@@ -550,6 +554,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{', '.join(empty)}: empty, not a line in it")
         hint = ("is it JupyterHub's log? (lines like '[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice "
                 "took 3.2 seconds to start')")
+        if sessions.levels and not sessions.levels & {"I", "D"}:  # starts and stops are logged at INFO
+            raise UsageError(f"{', '.join(args.logs)}: only {'/'.join(sorted(sessions.levels))} lines, no INFO one: "
+                             "the hub logs each server's start and stop at INFO; set c.JupyterHub.log_level = "
+                             "'INFO' (its default) to have a history")
         if sessions.first is not None:  # a hub's lines, none a start (a quiet week; only failed spawns)
             held = {"stop(s) of servers started before it": sessions.stops_without_start,
                     "server(s) running through it": sessions.running_throughout,

@@ -313,6 +313,17 @@ def test_a_hubs_log_with_no_start_says_what_it_held(tmp_path):
             "stop(s) of servers started before it, 1 failed spawn(s): nothing to replay") in done.stderr, done.stderr
 
 
+def test_a_hub_logging_above_info_is_told_its_starts_are_not_logged(tmp_path):
+    """c.JupyterHub.log_level = 'WARN': no start is logged ('no server start found ... is it JupyterHub's log?')."""
+    (tmp_path / "hub.log").write_text(
+        "[W 2026-12-01 09:00:00.000 JupyterHub base:1313] User ann is slow to start (timeout=10)\n"
+        "[E 2026-12-01 09:10:00.000 JupyterHub user:1073] Unhandled error starting bob's server: (422)\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert ("hub.log: only E/W lines, no INFO one: the hub logs each server's start and stop at INFO; set "
+            "c.JupyterHub.log_level = 'INFO' (its default) to have a history") in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
