@@ -36,7 +36,8 @@ from pathlib import Path
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
 from ..quantity import QuantityError, cores, gib
-from .hublog import CENSORED, COMPRESSED, ENDINGS, is_hub_log
+from .hublog import CENSORED, ENDINGS
+from .loglines import COMPRESSED, is_hub_log
 from .workload import DAY_S, HOUR_S, Request, Workload
 
 COLUMNS = ("arrival_s", "duration_s", "cpu", "ram_gib")
