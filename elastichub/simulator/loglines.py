@@ -45,6 +45,11 @@ class LogError(ValueError):
 # JupyterHub writes its lines in order; a step back of more than this is
 # another log, or rotated files given twice.
 _JITTER = timedelta(seconds=5)
+# A prefix's UTC time (`kubectl logs --timestamps`, `journalctl -o short-iso`) is when the line was read,
+# milliseconds after the hub wrote it (a shipper's that fell behind, minutes): the hub's time off it by more
+# than this, and within a minute of a whole quarter of an hour (zones are quarters apart), is another zone.
+_CLOCK_SLACK = timedelta(minutes=10)
+_QUARTER = timedelta(minutes=15)
 
 
 def _moment(head: str, zone: zoneinfo.ZoneInfo, datefmt: str | None) -> tuple[datetime, bool] | None:
@@ -90,12 +95,12 @@ def entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None, date
     the second one once the log has stepped back into it. A message that
     must be `dated` (a server's start or stop) whose time cannot be read (a
     log_datefmt not given) is a LogError."""
-    last, folded = None, False
+    last, folded, checked = None, False, False
     for number, raw in enumerate(lines, 1):
         line = _line(_ANSI.sub("", raw.rstrip("\r\n")), zone, datefmt)
         if line is None:
             continue
-        moment, message, stamp, level = line
+        moment, message, stamp, level, clock = line
         if moment is None:
             if dated(message):
                 raise LogError(_unread_time(name, number, stamp, datefmt))
@@ -103,9 +108,16 @@ def entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None, date
         at, exact = moment
         twice = not exact and at.utcoffset() != at.replace(fold=1).utcoffset()
         folded = folded and twice
-        if twice and (folded or (last is not None and at.astimezone(timezone.utc) < last - _JITTER)):
+        if twice and clock is not None:  # the prefix says which pass of the hour it is
+            at = min(at.replace(fold=0), at.replace(fold=1), key=lambda t: abs(t.astimezone(timezone.utc) - clock))
+            folded = bool(at.fold)
+        elif twice and (folded or (last is not None and at.astimezone(timezone.utc) < last - _JITTER)):
             at, folded = at.replace(fold=1), True
         utc = at.astimezone(timezone.utc)
+        if clock is not None and not exact and not checked:  # a file's first such line: one clock
+            checked, off = True, utc - clock
+            if abs(off) > _CLOCK_SLACK and abs(off - round(off / _QUARTER) * _QUARTER) < timedelta(minutes=1):
+                raise LogError(_other_zone(name, number, at, clock, zone))
         if last is not None and utc < last - _JITTER:
             raise LogError(f"{name} line {number}: the time goes back, from "
                            f"{last.astimezone(zone):%Y-%m-%d %H:%M:%S} to {at:%Y-%m-%d %H:%M:%S}: is it two logs "
@@ -116,23 +128,43 @@ def entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None, date
 
 def _line(text: str, zone: zoneinfo.ZoneInfo, datefmt: str | None):
     """(time, or None if it cannot be read; message; the time's text; level
-    letter) of a log line, plain or a JSON record; None if it is no hub line."""
+    letter; the UTC time of a prefix before it, if any) of a log line, plain
+    or a JSON record; None if it is no hub line."""
     record = _json_record(text)
     if isinstance(record, str):
         text = record
     elif record is not None:
         stamp, message, level = record
         if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
-            return _moment(str(stamp), zone, datefmt), message, str(stamp), level
+            return _moment(str(stamp), zone, datefmt), message, str(stamp), level, None
         try:
-            return (datetime.fromtimestamp(stamp, timezone.utc).astimezone(zone), True), message, str(stamp), level
+            moment = datetime.fromtimestamp(stamp, timezone.utc).astimezone(zone), True
         except (OverflowError, OSError, ValueError):  # not a Unix time
-            return None, message, str(stamp), level
+            moment = None
+        return moment, message, str(stamp), level, None
     m = _LINE.search(text)
     if m is None:
         return None
     stamp = " ".join(m["head"].split(" ")[:-2])  # less the logger's name and module:line
-    return _moment(m["head"], zone, datefmt), m["message"], stamp, m["level"]
+    return _moment(m["head"], zone, datefmt), m["message"], stamp, m["level"], _clock(text[:m.start()])
+
+
+def _clock(prefix: str) -> datetime | None:
+    """The UTC time a prefix before the hub's line gives, if it starts with
+    one that has its offset (`kubectl logs --timestamps`: 2026-12-01T08:00:13.123456789Z)."""
+    m = _STAMP.match(prefix.strip().split(" ")[0]) if prefix.strip() else None
+    if m is None or not m["offset"]:
+        return None
+    moment, _ = _moment(m.string, timezone.utc, None)
+    return moment
+
+
+def _other_zone(name: str, number: int, at: datetime, clock: datetime, zone: zoneinfo.ZoneInfo) -> str:
+    minutes = round((at.replace(tzinfo=None) - clock.replace(tzinfo=None)).total_seconds() / 900) * 15
+    offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return (f"{name} line {number}: the hub's time {at:%Y-%m-%d %H:%M:%S} is not in --timezone {zone.key}: the "
+            f"timestamp before it says {clock:%Y-%m-%d %H:%M:%S} UTC, so the hub's clock was at UTC{offset}: give "
+            "the hub's time zone with --timezone")
 
 
 def _json_record(text: str):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 import zoneinfo
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -103,10 +105,41 @@ def test_bad_input_is_one_line(tmp_path, args, message):
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def kubectl_timestamps(log: str, hours: int = 0) -> str:
+    """`kubectl logs --timestamps`: each line read a moment after the hub wrote it, in UTC (the hub's clock
+    `hours` ahead of UTC)."""
+    def stamp(line):
+        at = datetime.fromisoformat(re.search(r"\[[A-Z] (\S+ \S{8})", line)[1]) - timedelta(hours=hours)
+        return f"{at:%Y-%m-%dT%H:%M:%S}.123456789Z {line}\n"
+    return "".join(stamp(line) for line in log.splitlines())
+
+
 def test_kubectl_logs_timestamps_before_each_line_are_no_obstacle():
-    stamped = "".join(f"2026-12-01T08:00:00.123456789Z {line}\n" for line in LOG.splitlines())
-    rows = read_sessions([("hub.log", stamped.splitlines())], UTC).rows
-    assert [(r["user"], r["duration_s"]) for r in rows] == [("bob", 3600), ("alice", 1800), ("zoë.o'neil@uni.edu", 600)]
+    rows = read_sessions([("hub.log", kubectl_timestamps(LOG).splitlines())], UTC).rows
+    assert [(r["user"], r["duration_s"]) for r in rows] == [("bob", 3600), ("alice", 1800),
+                                                           ("zoë.o'neil@uni.edu", 600)]
+
+
+def test_a_hub_log_in_another_zone_than_timezone_is_told_by_kubectls_timestamps(tmp_path):
+    """A hub pod with TZ=Europe/Berlin read as UTC (the default): every session an hour late, without a word,
+    though `kubectl logs --timestamps` gave each line's UTC time."""
+    (tmp_path / "hub.log").write_text(kubectl_timestamps(LOG, hours=1))
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert ("hub.log line 1: the hub's time 2026-12-01 08:59:59 is not in --timezone UTC: the timestamp before it "
+            "says 2026-12-01 07:59:59 UTC, so the hub's clock was at UTC+01:00: give the hub's time zone with "
+            "--timezone") in done.stderr, done.stderr
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Europe/Berlin")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("2026-12-01T08:56:59+01:00,3600,1,1,bob,gpu,")
+    # a shipper's prefix read 12 minutes late (it fell behind): no quarter of an hour, no other zone
+    assert len(read_sessions([("hub.log", kubectl_timestamps(LOG, hours=-0.2).splitlines())], UTC).rows) == 3
+    # the hour a clock shows twice: the prefix tells which pass a line is in, from the log's first line on
+    autumn = ("[I 2026-10-25 02:30:00.000 JupyterHub base:1193] User ann took 1.000 seconds to start\n"
+              "[I 2026-10-25 02:40:00.000 JupyterHub proxy:360] Removing user ann from proxy (/user/ann/)\n")
+    rows = read_sessions([("hub.log", kubectl_timestamps(autumn, hours=1).splitlines())],
+                         zoneinfo.ZoneInfo("Europe/Berlin")).rows
+    assert [(r["arrival"], r["duration_s"]) for r in rows] == [("2026-10-25T02:29:59+01:00", 600)]
 
 
 def test_a_hubs_own_log_datefmt_is_read_and_a_time_it_cannot_read_named(tmp_path):
