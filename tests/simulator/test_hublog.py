@@ -212,6 +212,12 @@ def entries(*lines):
     return [f"[I 2026-12-01 {at} JupyterHub app:1] {message}" for at, message in lines]
 
 
+def trace_lines(tmp_path, log: list[str]):
+    """`elastichub trace` of a hub.log of these lines."""
+    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
+    return run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+
+
 def test_servers_end_where_the_hub_ended_them_without_a_proxy_line():
     """A hub shutdown with cleanup_servers stops every server and logs no
     `Removing user`: read as running on, alice's 30 minutes became 7 hours
@@ -289,8 +295,7 @@ def test_servers_running_from_before_the_log_are_said_to_be_left_out(tmp_path):
     s = read_sessions([("hub.log", log)], UTC)
     assert [(r["user"], r["duration_s"]) for r in s.rows] == [("alice", 7200)]
     assert (s.stops_without_start, s.running_throughout) == (2, 1)  # erin's and frank's ends; dave's server
-    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
-    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    done = trace_lines(tmp_path, log)
     assert ("2 stop(s) of servers started before the log begins: left out; 1 server(s) a hub found running, "
             "started before the log begins and not stopped in it: left out") in done.stderr, done.stderr
 
@@ -329,8 +334,7 @@ def test_spawns_that_failed_are_said_to_be_left_out(tmp_path):
     s = read_sessions([("hub.log", log)], UTC)
     assert [r["user"] for r in s.rows] == ["alice"]
     assert (s.failed_spawns, s.timed_out_spawns) == (4, 2)
-    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
-    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    done = trace_lines(tmp_path, log)
     assert "4 spawn(s) failed (2 timed out): no server ran, so none is in the trace" in done.stderr, done.stderr
 
 
@@ -339,8 +343,7 @@ def test_a_hubs_log_with_no_start_says_what_it_held(tmp_path):
     log = entries(("08:00:00.000", "Running JupyterHub version 5.2.1"),
                   ("09:10:00.000", "bob's server failed to start in 300 seconds, giving up."),
                   ("09:30:00.000", "Removing user alice from proxy (/user/alice/)"))
-    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
-    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    done = trace_lines(tmp_path, log)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert ("no server start found in hub.log: its lines from 2026-12-01 08:00 to 2026-12-01 09:30 UTC hold 1 "
             "stop(s) of servers started before it, 1 failed spawn(s): nothing to replay") in done.stderr, done.stderr
@@ -361,8 +364,7 @@ def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
                   ("09:45:00.000", "Running JupyterHub version 5.2.1"))
-    (tmp_path / "hub.log").write_text("\n".join(log) + "\n")
-    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    done = trace_lines(tmp_path, log)
     assert done.returncode == 0, done.stderr
     assert "1 ended at a hub shutdown that stopped every server" in done.stderr
     assert done.stdout.splitlines()[1].endswith(",1800,1,1,alice,,2.0,hub-shutdown")
