@@ -71,6 +71,7 @@ _SPAWN_FAILED = re.compile(r"^(?:.+'s server (?P<timeout>failed to start in \S+ 
                            r"|(?:Unhandled error starting|Error starting|Not starting) (?!server ).+'s server"
                            r"|Unhandled error waiting for .+'s server to show up at )")
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s", "ended")
+MAX_SPAWN_S = 366 * 86400  # a start longer than a year is a corrupt line (and a time before year 1)
 # How a session ended (the `ended` column). The ones its user did not end
 # (cut by the log's end, a hub shutdown, or not found again) say nothing of how long users
 # keep their servers: `simulate` leaves them out of the lifetime model.
@@ -152,12 +153,15 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
         ended.append((name, *running.pop(name), at, how))
         return True
 
-    for _, _, at, message, level in in_order(logs, zone, datefmt, _dated_message):
+    for log, number, at, message, level in in_order(logs, zone, datefmt, _dated_message):
         out.first = out.first or at
         out.last = at
         out.levels.add(level)
         if m := _START.match(message):
             spawn = float(m["seconds"])
+            if spawn > MAX_SPAWN_S:
+                raise LogError(f"{log} line {number}: a server that took {m['seconds']} seconds to start, over a "
+                               "year: not a time a spawn takes (a corrupt line?)")
             # its end was not logged: it ended by the time the next was asked for
             if m["name"] in running:
                 end(m["name"], at.astimezone(timezone.utc) - timedelta(seconds=spawn), STARTED_AGAIN)

@@ -61,21 +61,26 @@ def _moment(head: str, zone: zoneinfo.ZoneInfo, datefmt: str | None) -> tuple[da
     if datefmt is not None:
         words = head.split(" ")
         at = next((t for n in range(1, len(words) + 1) if (t := _strptime(" ".join(words[:n]), datefmt))), None)
-    if at is None:
-        m = _STAMP.match(head)
-        if m is None:
+    try:  # a corrupt line's (month 13, offset +99:99, year 1): no time
+        if at is None:
+            m = _STAMP.match(head)
+            if m is None:
+                return None
+            at = datetime.fromisoformat(f"{m['date']}T{m['time']}")
+            fraction = m["frac"] or m["ms"]
+            if fraction:
+                at += timedelta(microseconds=int(fraction[:6].ljust(6, "0")))
+            if m["offset"]:
+                offset = m["offset"].replace(":", "")
+                minutes = 0 if offset == "Z" else int(offset[1:3]) * 60 + int(offset[3:5] or 0)
+                at = at.replace(tzinfo=timezone(timedelta(minutes=-minutes if offset[0] == "-" else minutes)))
+        if not 1970 < at.year < 9999:  # a hub's, after Unix time 0; and a spawn's length back or a year on fits
             return None
-        at = datetime.fromisoformat(f"{m['date']}T{m['time']}")
-        fraction = m["frac"] or m["ms"]
-        if fraction:
-            at += timedelta(microseconds=int(fraction[:6].ljust(6, "0")))
-        if m["offset"]:
-            offset = m["offset"].replace(":", "")
-            minutes = 0 if offset == "Z" else int(offset[1:3]) * 60 + int(offset[3:5] or 0)
-            at = at.replace(tzinfo=timezone(timedelta(minutes=-minutes if offset[0] == "-" else minutes)))
-    if at.tzinfo is not None:  # the moment itself: shown on the hub's clock
-        return at.astimezone(zone), True
-    return at.replace(tzinfo=zone), False
+        if at.tzinfo is not None:  # the moment itself: shown on the hub's clock
+            return at.astimezone(zone), True
+        return at.replace(tzinfo=zone), False
+    except (ValueError, OverflowError):
+        return None
 
 
 def _strptime(text: str, datefmt: str) -> datetime | None:
@@ -153,10 +158,8 @@ def _clock(prefix: str) -> datetime | None:
     """The UTC time a prefix before the hub's line gives, if it starts with
     one that has its offset (`kubectl logs --timestamps`: 2026-12-01T08:00:13.123456789Z)."""
     m = _STAMP.match(prefix.strip().split(" ")[0]) if prefix.strip() else None
-    if m is None or not m["offset"]:
-        return None
-    moment, _ = _moment(m.string, timezone.utc, None)
-    return moment
+    moment = _moment(m.string, timezone.utc, None) if m is not None and m["offset"] else None
+    return moment[0] if moment else None
 
 
 def _other_zone(name: str, number: int, at: datetime, clock: datetime, zone: zoneinfo.ZoneInfo) -> str:

@@ -360,6 +360,26 @@ def test_a_hub_logging_above_info_is_told_its_starts_are_not_logged(tmp_path):
             "c.JupyterHub.log_level = 'INFO' (its default) to have a history") in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("line, message", [
+    # a corrupt line (a disk's, a shipper's): its time is no date, or its start lasts for ever
+    ("[I 2026-13-45 25:61:00.000 JupyterHub base:1] User x took 1.000 seconds to start",
+     "hub.log line 1: its time '2026-13-45 25:61:00.000' is not a date and time"),
+    ('{"message": "User x took 1.000 seconds to start", "timestamp": "2026-02-30T09:00:00Z"}',
+     "hub.log line 1: its time '2026-02-30T09:00:00Z' is not a date and time"),
+    ("[I 0001-01-01 00:00:00.000 JupyterHub base:1] User x took 1.000 seconds to start",
+     "hub.log line 1: its time '0001-01-01 00:00:00.000' is not a date and time"),  # before year 1 in UTC
+    ("[I 2026-12-01 09:00:00.000 JupyterHub base:1] User x took 99999999999999999999.000 seconds to start",
+     "hub.log line 1: a server that took 99999999999999999999.000 seconds to start, over a year: not a time a "
+     "spawn takes"),
+])
+def test_a_corrupt_line_is_one_line_naming_it(tmp_path, line, message):
+    """Each was a traceback (ValueError: month must be in 1..12; OverflowError)."""
+    done = trace_lines(tmp_path, ["2026-12-01T09:00:00+9999 [I 2026-12-01 09:00:00.000 JupyterHub base:1] hello",
+                                  line])
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert message.replace("line 1", "line 2") in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
