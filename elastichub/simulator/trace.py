@@ -359,18 +359,23 @@ def _check_span(path: Path, rows: list[tuple], stamped: bool) -> None:
     arrival, _, _, line, _ = min(rows, key=lambda r: r[0])
     if arrival > limit and not stamped:
         raise TraceError(
-            f"{path} line {line}, column arrival_s: the first server arrives {arrival} s ({arrival / 86400:,.0f} "
-            f"days) after the start: arrival_s counts seconds from the start of the replay. For Unix times or "
-            f"ISO 8601 timestamps, name the column {TIMESTAMP} instead")
+            f"{path} line {line}, column arrival_s: the first server arrives {_n(arrival, 'd')} s "
+            f"({_n(arrival / 86400)} days) after the start: arrival_s counts seconds from the start of the replay. "
+            f"For Unix times or ISO 8601 timestamps, name the column {TIMESTAMP} instead")
     arrival, duration, _, line, _ = max(rows, key=lambda r: r[0] + r[1])
     if arrival + duration <= limit:
         return
     if duration > limit:
-        raise TraceError(f"{path} line {line}, column duration_s: {duration} s is {duration / 86400:,.0f} days; "
-                         f"a replay spans at most {MAX_SPAN_DAYS} days (a value in milliseconds?)")
-    raise TraceError(f"{path} line {line}: this server ends {(arrival + duration) / 86400:,.0f} days after the "
+        raise TraceError(f"{path} line {line}, column duration_s: {_n(duration, 'd')} s is {_n(duration / 86400)} "
+                         f"days; a replay spans at most {MAX_SPAN_DAYS} days (a value in milliseconds?)")
+    raise TraceError(f"{path} line {line}: this server ends {_n((arrival + duration) / 86400)} days after the "
                      f"start; a replay spans at most {MAX_SPAN_DAYS} days "
                      f"({'split the history' if stamped else 'arrival_s in milliseconds?'})")
+
+
+def _n(value: float, spec: str = ",.0f") -> str:
+    """A number for a message, in powers of ten past a trillion (1e+300, not 300 digits)."""
+    return format(value, spec) if abs(value) < 1e12 else f"{value:.3g}"
 
 
 def _timestamp(row: list[str], i: int, where: str) -> datetime:
@@ -385,9 +390,10 @@ def _timestamp(row: list[str], i: int, where: str) -> datetime:
         if not math.isfinite(seconds) or seconds < 0:
             raise TraceError(f"{where}: not a Unix time: {text!r}")
         try:
-            return datetime.fromtimestamp(seconds, timezone.utc)
+            value = datetime.fromtimestamp(seconds, timezone.utc)
         except (OverflowError, OSError, ValueError):
             raise TraceError(f"{where}: not a Unix time: {text!r} (milliseconds?)") from None
+        return _of_a_hub(value, text, where)
     try:
         value = datetime.fromisoformat(text[:-1] + "Z" if text.endswith("z") else text)
     except ValueError:
@@ -395,4 +401,12 @@ def _timestamp(row: list[str], i: int, where: str) -> datetime:
     if value.tzinfo is None:
         raise TraceError(f"{where}: {text!r} has no time zone (write it as e.g. 2026-12-01T09:00:00Z "
                          "or 2026-12-01T10:00:00+01:00)")
+    return _of_a_hub(value, text, where)
+
+
+def _of_a_hub(value: datetime, text: str, where: str) -> datetime:
+    """`value`, if its year can be a hub's: after Unix time 0 (a database's empty time), and one a replay can
+    set on any zone's clock (year 1 or 9999 is outside the dates Python holds there)."""
+    if not 1970 < value.year < 9999:
+        raise TraceError(f"{where}: {text!r} is in the year {value.year}: not a time of a hub's history")
     return value

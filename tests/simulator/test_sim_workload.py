@@ -248,6 +248,14 @@ def test_trace_reads_requests_as_kubectl_shows_them(tmp_path):
     ("arrival,duration_s,cpu,ram_gib\n1764590000000,10,1,1\n", "line 2, column arrival: not a Unix time: "
      "'1764590000000' (milliseconds?)"),
     ("arrival,duration_s,cpu,ram_gib\n-5,10,1,1\n", "line 2, column arrival: not a Unix time: '-5'"),
+    # years no hub's history has: a database's empty time, or one no clock can show (was an OverflowError)
+    ("arrival,duration_s,cpu,ram_gib\n0,10,1,1\n", "line 2, column arrival: '0' is in the year 1970: not a time "
+     "of a hub's history"),
+    ("arrival,duration_s,cpu,ram_gib\n9999-12-31T23:59:59-12:00,60,1,2\n", "line 2, column arrival: "
+     "'9999-12-31T23:59:59-12:00' is in the year 9999"),
+    ("arrival,duration_s,cpu,ram_gib\n253402300799,60,1,2\n", "line 2, column arrival: '253402300799' is in the "
+     "year 9999"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,1e300,1,1\n", "line 2, column duration_s: 1e+300 s is 1.16e+295 days"),
 ])
 def test_trace_errors_name_line_and_column(tmp_path, text, message):
     path = write_csv(tmp_path / "bad.csv", text)
