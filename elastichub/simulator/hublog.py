@@ -64,12 +64,15 @@ _SHUTDOWN = "Cleaning up single-user servers..."
 _ENDED = re.compile(r"^(?:(?P<down>.+) appears to have stopped while the Hub was down"
                     r"|Stopping spawner for blocked user: (?P<blocked>.+)"
                     r"|Stopping (?P<failed>.+) to avoid inconsistent state)$")
-# A spawn that failed (user.py; USER's, whichever server): no server ran, so no session; one that timed
-# out (start_timeout, http_timeout) may have waited for room, demand a replay does not see.
+# A spawn that failed (user.py; USER's, whichever server) or that its user cancelled while it was pending
+# (apihandlers/users.py; the hub then removes the route it never added): no server ran, so no session; one
+# that timed out (start_timeout, http_timeout) or was given up may have waited for room, demand a replay
+# does not see.
 _SPAWN_FAILED = re.compile(r"^(?:.+'s server (?P<timeout>failed to start in \S+ seconds, giving up|never showed up "
                            r"at \S+ after \S+ seconds\. Giving up)"
                            r"|(?:Unhandled error starting|Error starting|Not starting) (?!server ).+'s server"
-                           r"|Unhandled error waiting for .+'s server to show up at )")
+                           r"|Unhandled error waiting for .+'s server to show up at "
+                           r"|Interrupting spawner (?P<cancelled>.+), pending spawn$)")
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "spawn_s", "ended")
 MAX_SPAWN_S = 366 * 86400  # a start longer than a year is a corrupt line (and a time before year 1)
 # How a session ended (the `ended` column). The ones its user did not end
@@ -94,8 +97,9 @@ class Sessions:
     stops_without_start: int = 0  # servers started before the log begins
     running_throughout: int = 0  # found running by a hub, started before the log begins, not ended in it
     failed_spawns: int = 0  # no server ran: no row
-    levels: set[str] = field(default_factory=set)  # of the lines read: I, W, E (D with --debug)
     timed_out_spawns: int = 0  # of those, the ones that timed out
+    cancelled_spawns: int = 0  # and the ones their users cancelled while pending
+    levels: set[str] = field(default_factory=set)  # of the lines read: I, W, E (D with --debug)
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
 
@@ -142,9 +146,13 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
     # user -> how many servers the last hub start found running whose start is not in the log: left out,
     # as a stop without its start is, but said
     found: dict[str, int] = {}
+    cancelled: set[str] = set()  # spawns cancelled while pending, whose stop is no server's
 
     def end(name: str, at: datetime, how: str) -> bool:
         unconfirmed.discard(name)
+        if name in cancelled and name not in running:
+            cancelled.discard(name)
+            return False
         if name not in running:
             out.stops_without_start += 1
             user = _whose(name, whose, users)[0]
@@ -198,6 +206,9 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
         elif m := _SPAWN_FAILED.match(message):
             out.failed_spawns += 1
             out.timed_out_spawns += bool(m["timeout"])
+            if m["cancelled"]:
+                out.cancelled_spawns += 1
+                cancelled.add(m["cancelled"])
         times.append(at)
     ended += [(name, ready, spawn, out.last, LOG_END) for name, (ready, spawn) in running.items()]
     out.running_throughout = sum(found.values())
@@ -345,9 +356,9 @@ def _notes(sessions: Sessions, zone: str) -> list[str]:
     if sessions.stops_without_start:
         notes.append(f"{sessions.stops_without_start} stop(s) of servers started before the log begins: left out")
     if sessions.failed_spawns:
-        notes.append(f"{sessions.failed_spawns} spawn(s) failed ({sessions.timed_out_spawns} timed out): no server "
-                     "ran, so none is in the trace (one that timed out waiting for room asked for one the replay "
-                     "does not see)")
+        notes.append(f"{sessions.failed_spawns} spawn(s) failed ({sessions.timed_out_spawns} timed out, "
+                     f"{sessions.cancelled_spawns} cancelled while pending): no server ran, so none is in the trace "
+                     "(one that timed out or was cancelled waiting for room asked for one the replay does not see)")
     if sessions.running_throughout:
         notes.append(f"{sessions.running_throughout} server(s) a hub found running, started before the log begins "
                      "and not stopped in it: left out")

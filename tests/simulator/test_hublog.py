@@ -329,13 +329,16 @@ def test_spawns_that_failed_are_said_to_be_left_out(tmp_path):
         ("09:12:00.000", "Unhandled error starting dan's server: (422) Reason: Unprocessable Entity"),
         ("09:12:01.000", "Error starting server dan: (422) Reason: Unprocessable Entity"),  # the same, on its page
         ("09:13:00.000", "Not starting erin's server lab: You have too many servers running"),
+        ("09:20:00.000", "Interrupting spawner fay:gpu, pending spawn"),  # she gave up waiting: cancelled
+        ("09:20:01.000", "Removing user fay from proxy (/user/fay/gpu/)"),  # the route it never had: no stop
         ("09:30:00.000", "Removing user alice from proxy (/user/alice/)"),
     )
     s = read_sessions([("hub.log", log)], UTC)
     assert [r["user"] for r in s.rows] == ["alice"]
-    assert (s.failed_spawns, s.timed_out_spawns) == (4, 2)
+    assert (s.failed_spawns, s.timed_out_spawns, s.cancelled_spawns, s.stops_without_start) == (5, 2, 1, 0)
     done = trace_lines(tmp_path, log)
-    assert "4 spawn(s) failed (2 timed out): no server ran, so none is in the trace" in done.stderr, done.stderr
+    assert ("5 spawn(s) failed (2 timed out, 1 cancelled while pending): no server ran, so none is in the "
+            "trace") in done.stderr, done.stderr
 
 
 def test_a_hubs_log_with_no_start_says_what_it_held(tmp_path):
