@@ -181,6 +181,12 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
                     meta={"warnings": [w for w in warnings if w]})
 
 
+def _name(cell: str) -> str:
+    """A header cell as a column name: any case, spaces, and the byte-order mark of a spreadsheet's export
+    (the first file's is skipped with the text's; a file joined after it keeps its own)."""
+    return cell.strip().lstrip("\ufeff").strip().lower()
+
+
 class _Columns:
     """Where a header puts each column (its names lower-case and stripped: a
     spreadsheet's "Duration_S" is the same column)."""
@@ -198,12 +204,12 @@ class _Columns:
     @staticmethod
     def names_in(row: list[str]) -> bool:
         """Whether a row is a header: it names the columns a trace needs (a value never does)."""
-        cells = {cell.strip().lower() for cell in row}
+        cells = {_name(cell) for cell in row}
         return set(COLUMNS[1:]) <= cells and bool(cells & {COLUMNS[0], TIMESTAMP})
 
     @classmethod
     def read(cls, path: Path, line_no: int, row: list[str]) -> "_Columns":
-        names = [h.strip().lower() for h in row]
+        names = [_name(h) for h in row]
         where = f"{path} line {line_no}"
         twice = sorted({c for c in names if c and names.count(c) > 1} & {*COLUMNS, TIMESTAMP})
         if twice:

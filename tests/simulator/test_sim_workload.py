@@ -414,3 +414,12 @@ def test_a_hub_log_given_as_a_trace_is_told_to_be_made_one(tmp_path):
     with pytest.raises(TraceError, match=r"hub.log: a JupyterHub log, not a trace: make one of it with "
                                          r"`elastichub trace .*hub.log --cpu CORES --ram-gib GIB --out trace.csv`"):
         load_trace(path, LARGEST)
+
+
+def test_spreadsheet_exports_joined_with_cat_read_past_the_second_ones_byte_order_mark(tmp_path):
+    """Each week saved by a spreadsheet as "CSV UTF-8" (a byte-order mark, CR LF), `cat` joined: the second header
+    was a row, 'line 3, column arrival: not an ISO 8601 timestamp: '\\ufeffarrival''."""
+    week = "\ufeffarrival,duration_s,cpu,ram_gib\r\n2026-12-0{}T09:00:00Z,3600,1,2\r\n"
+    (tmp_path / "bom.csv").write_bytes((week.format(1) + week.format(8)).encode("utf-8"))
+    assert [r.arrival_s for r in load_trace(tmp_path / "bom.csv", LARGEST).requests] == [9 * 3600,
+                                                                                      7 * 86400 + 9 * 3600]
