@@ -56,6 +56,7 @@ from .loglines import MESSAGE_KEYS, TIME_KEYS, LogError, dated, in_order, read_l
 # `Removing user alice from proxy`, without the route; a user named `x server` on a later hub would read as x.
 _START = re.compile(r"^User (?P<name>.+?)(?: server)? took (?P<seconds>\d+(?:\.\d+)?) seconds to start$")
 _STOP = re.compile(r"^Removing user (?P<user>.+?) from proxy(?: \((?P<route>.*)\))?$")
+_START_IN = re.compile(r"\bUser \S.* took \d+(?:\.\d+)? seconds to start\b")  # anywhere in a line of any format
 _ADD = re.compile(r"^Adding user (?P<user>.+) to proxy (?P<route>\S+) => \S+$")
 _STILL = re.compile(r"^(?P<user>.+) still running$")
 _HUB_START = re.compile(r"^Running JupyterHub version ")
@@ -319,20 +320,12 @@ def run(args: argparse.Namespace) -> int:
         empty = [name for name, lines in logs if not any(line.strip() for line in lines)]
         if len(empty) == len(logs):  # `kubectl logs` of the wrong pod or container, or a log rotated away
             raise UsageError(f"{', '.join(empty)}: empty, not a line in it")
-        hint = ("is it JupyterHub's log? (lines like '[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice "
-                "took 3.2 seconds to start')")
         if sessions.levels and not sessions.levels & {"I", "D"}:  # starts and stops are logged at INFO
             raise UsageError(f"{', '.join(args.logs)}: only {'/'.join(sorted(sessions.levels))} lines, no INFO one: "
                              "the hub logs each server's start and stop at INFO; set c.JupyterHub.log_level = "
                              "'INFO' (its default) to have a history")
-        if sessions.first is not None:  # a hub's lines, none a start (a quiet week; only failed spawns)
-            held = {"stop(s) of servers started before it": sessions.stops_without_start,
-                    "server(s) running through it": sessions.running_throughout,
-                    "failed spawn(s)": sessions.failed_spawns}
-            hint = (f"its lines from {sessions.first:%Y-%m-%d %H:%M} to {sessions.last:%Y-%m-%d %H:%M} "
-                    f"{args.timezone} hold {', '.join(f'{n} {what}' for what, n in held.items() if n) or 'none'}: "
-                    "nothing to replay")
-        raise UsageError(f"no server start found in {', '.join(args.logs)}: {hint}")
+        raise UsageError(f"no server start found in {', '.join(args.logs)}: "
+                         f"{_why_no_start(logs, sessions, args.timezone)}")
     for row in sessions.rows:
         row.update(cpu=f"{cpu:g}", ram_gib=f"{ram:g}")
     try:
@@ -348,6 +341,24 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     print("elastichub trace: " + "; ".join(_notes(sessions, args.timezone)), file=sys.stderr)
     return 0
+
+
+def _why_no_start(logs, sessions: Sessions, zone: str) -> str:
+    """What the logs held, none of it a server start read."""
+    for name, lines in logs:  # a start in a format not read (c.JupyterHub.log_format changed): say where
+        number = next((n for n, line in enumerate(lines, 1) if _START_IN.search(line)), None)
+        if number is not None:
+            return (f"{name} line {number} is a server's start in a format not read: JupyterHub's default log_format "
+                    "('[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took 3.2 seconds to start', "
+                    "its log_datefmt as --log-datefmt) and JSON records are")
+    if sessions.first is not None:  # a hub's lines, none a start (a quiet week; only failed spawns)
+        held = {"stop(s) of servers started before it": sessions.stops_without_start,
+                "server(s) running through it": sessions.running_throughout,
+                "failed spawn(s)": sessions.failed_spawns}
+        return (f"its lines from {sessions.first:%Y-%m-%d %H:%M} to {sessions.last:%Y-%m-%d %H:%M} {zone} hold "
+                f"{', '.join(f'{n} {what}' for what, n in held.items() if n) or 'none'}: nothing to replay")
+    return ("is it JupyterHub's log? (lines like '[I 2026-12-01 09:00:13.123 JupyterHub base:1193] User alice took "
+            "3.2 seconds to start')")
 
 
 def _notes(sessions: Sessions, zone: str) -> list[str]:

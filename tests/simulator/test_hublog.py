@@ -383,6 +383,17 @@ def test_a_corrupt_line_is_one_line_naming_it(tmp_path, line, message):
     assert message.replace("line 1", "line 2") in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 
+def test_a_start_in_a_log_format_not_read_is_named_with_its_line(tmp_path):
+    """c.JupyterHub.log_format = '%(asctime)s %(levelname)s %(name)s %(message)s': 'is it JupyterHub's log?'."""
+    (tmp_path / "hub.log").write_text("2026-12-01 09:00:00,000 INFO JupyterHub Running JupyterHub version 5.2.1\n"
+                                      "2026-12-01 09:00:13,400 INFO JupyterHub User alice took 3.350 seconds to "
+                                      "start\n")
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert ("no server start found in hub.log: hub.log line 2 is a server's start in a format not read: "
+            "JupyterHub's default log_format") in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
