@@ -299,6 +299,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out and os.path.exists(args.out) and any(
             name != "-" and os.path.exists(name) and os.path.samefile(name, args.out) for name in args.logs):
         raise UsageError(f"--out {args.out} is a log given to read: writing the trace there would replace it")
+    if args.out and (held := _other_data(args.out)):
+        raise UsageError(f"--out {args.out} holds other data than a trace of elastichub trace ({held!r}): writing "
+                         "the trace there would replace it (an orchestrator's history_file, weeks of it); give "
+                         "another file")
     logs = []
     for name in args.logs:
         try:
@@ -341,6 +345,17 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     print("elastichub trace: " + "; ".join(_notes(sessions, args.timezone)), file=sys.stderr)
     return 0
+
+
+def _other_data(path: str) -> str | None:
+    """The first line of a file that is neither absent, empty, nor a trace this command wrote (which a
+    new run replaces): an orchestrator's history_file, a log, anything else."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096).decode("utf-8", errors="replace").lstrip("\ufeff").strip()
+    except OSError:  # absent, or not a file: writing it says why
+        return None
+    return first[:120] if first and first != ",".join(COLUMNS) else None
 
 
 def _why_no_start(logs, sessions: Sessions, zone: str) -> str:

@@ -519,6 +519,22 @@ def test_a_trace_written_over_its_own_log_is_refused(tmp_path):
     assert (tmp_path / "hub.log").read_text() == LOG
 
 
+def test_a_trace_written_over_another_file_is_refused_but_over_its_own_trace_replaces_it(tmp_path):
+    """`--out history.csv`, the orchestrator's history_file of the docs' example: weeks of it replaced."""
+    (tmp_path / "hub.log").write_text(LOG)
+    history = "arrival,duration_s,cpu,ram_gib,user,server,waited_s\n2026-12-08T09:00:00+00:00,60,1,2,a,,0\n"
+    (tmp_path / "history.csv").write_text(history)
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "history.csv")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert ("--out history.csv holds other data than a trace of elastichub trace ('arrival,duration_s,cpu,ram_gib,"
+            "user,server,waited_s'): writing the trace there would replace it") in done.stderr, done.stderr
+    assert (tmp_path / "history.csv").read_text() == history
+    for _ in range(2):  # a trace again: replaced
+        done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "trace.csv")
+        assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "trace.csv").read_text().splitlines()) == 4
+
+
 def test_an_empty_log_is_said_to_be_empty(tmp_path):
     """Not 'no server start found ... is it JupyterHub's log?': there is no line at all to judge."""
     (tmp_path / "hub.log").write_text("\n")
