@@ -55,6 +55,11 @@ def run_trace(tmp_path, *args, stdin=None):
                           cwd=tmp_path, input=stdin, timeout=60)
 
 
+def one_line_error(done, message: str) -> None:
+    """The command stopped with one line on its standard error, holding `message`."""
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+
+
 def test_the_command_writes_a_trace_simulate_replays(tmp_path):
     (tmp_path / "hub.log").write_text(LOG, encoding="utf-8")
     done = run_trace(tmp_path, "hub.log", "--cpu", "0,5", "--ram-gib", "2", "--out", "trace.csv")
@@ -125,10 +130,9 @@ def test_a_hub_log_in_another_zone_than_timezone_is_told_by_kubectls_timestamps(
     though `kubectl logs --timestamps` gave each line's UTC time."""
     (tmp_path / "hub.log").write_text(kubectl_timestamps(LOG, hours=1))
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert ("hub.log line 1: the hub's time 2026-12-01 08:59:59 is not in --timezone UTC: the timestamp before it "
-            "says 2026-12-01 07:59:59 UTC, so the hub's clock was at UTC+01:00: give the hub's time zone with "
-            "--timezone") in done.stderr, done.stderr
+    one_line_error(done, "hub.log line 1: the hub's time 2026-12-01 08:59:59 is not in --timezone UTC: the timestamp "
+                         "before it says 2026-12-01 07:59:59 UTC, so the hub's clock was at UTC+01:00: give the hub's "
+                         "time zone with --timezone")
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Europe/Berlin")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].startswith("2026-12-01T08:56:59+01:00,3600,1,1,bob,gpu,")
@@ -347,9 +351,8 @@ def test_a_hubs_log_with_no_start_says_what_it_held(tmp_path):
                   ("09:10:00.000", "bob's server failed to start in 300 seconds, giving up."),
                   ("09:30:00.000", "Removing user alice from proxy (/user/alice/)"))
     done = trace_lines(tmp_path, log)
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert ("no server start found in hub.log: its lines from 2026-12-01 08:00 to 2026-12-01 09:30 UTC hold 1 "
-            "stop(s) of servers started before it, 1 failed spawn(s): nothing to replay") in done.stderr, done.stderr
+    one_line_error(done, "no server start found in hub.log: its lines from 2026-12-01 08:00 to 2026-12-01 09:30 UTC "
+                         "hold 1 stop(s) of servers started before it, 1 failed spawn(s): nothing to replay")
 
 
 def test_a_hub_logging_above_info_is_told_its_starts_are_not_logged(tmp_path):
@@ -358,9 +361,8 @@ def test_a_hub_logging_above_info_is_told_its_starts_are_not_logged(tmp_path):
         "[W 2026-12-01 09:00:00.000 JupyterHub base:1313] User ann is slow to start (timeout=10)\n"
         "[E 2026-12-01 09:10:00.000 JupyterHub user:1073] Unhandled error starting bob's server: (422)\n")
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert ("hub.log: only E/W lines, no INFO one: the hub logs each server's start and stop at INFO; set "
-            "c.JupyterHub.log_level = 'INFO' (its default) to have a history") in done.stderr, done.stderr
+    one_line_error(done, "hub.log: only E/W lines, no INFO one: the hub logs each server's start and stop at INFO; "
+                         "set c.JupyterHub.log_level = 'INFO' (its default) to have a history")
 
 
 @pytest.mark.parametrize("line, message", [
@@ -389,9 +391,8 @@ def test_a_start_in_a_log_format_not_read_is_named_with_its_line(tmp_path):
                                       "2026-12-01 09:00:13,400 INFO JupyterHub User alice took 3.350 seconds to "
                                       "start\n")
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1")
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert ("no server start found in hub.log: hub.log line 2 is a server's start in a format not read: "
-            "JupyterHub's default log_format") in done.stderr, done.stderr
+    one_line_error(done, "no server start found in hub.log: hub.log line 2 is a server's start in a format not "
+                         "read: JupyterHub's default log_format")
 
 
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
@@ -525,9 +526,8 @@ def test_a_trace_written_over_another_file_is_refused_but_over_its_own_trace_rep
     history = "arrival,duration_s,cpu,ram_gib,user,server,waited_s\n2026-12-08T09:00:00+00:00,60,1,2,a,,0\n"
     (tmp_path / "history.csv").write_text(history)
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "history.csv")
-    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
-    assert ("--out history.csv holds other data than a trace of elastichub trace ('arrival,duration_s,cpu,ram_gib,"
-            "user,server,waited_s'): writing the trace there would replace it") in done.stderr, done.stderr
+    one_line_error(done, "--out history.csv holds other data than a trace of elastichub trace ('arrival,duration_s,"
+                         "cpu,ram_gib,user,server,waited_s'): writing the trace there would replace it")
     assert (tmp_path / "history.csv").read_text() == history
     for _ in range(2):  # a trace again: replaced
         done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--out", "trace.csv")
