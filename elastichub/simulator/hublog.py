@@ -101,6 +101,7 @@ class Sessions:
     timed_out_spawns: int = 0  # of those, the ones that timed out
     cancelled_spawns: int = 0  # and the ones their users cancelled while pending
     levels: set[str] = field(default_factory=set)  # of the lines read: I, W, E (D with --debug)
+    repeated: int = 0  # starts and stops written twice: read once
     first: datetime | None = None  # local times of the first and last line
     last: datetime | None = None
 
@@ -143,6 +144,9 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
     down_at = None  # the old hub's last line, once a hub starts again: when it went down
     unconfirmed: set[str] = set()  # running when a hub started again, not yet found by it
     times: deque[datetime] = deque(maxlen=1000)
+    # the last starts and stops: one written twice (two handlers on one file: extra_log_file and the
+    # redirected output) is one event, at the same millisecond
+    recent: deque[tuple[datetime, str]] = deque(maxlen=64)
 
     # user -> how many servers the last hub start found running whose start is not in the log: left out,
     # as a stop without its start is, but said
@@ -166,6 +170,11 @@ def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> 
         out.first = out.first or at
         out.last = at
         out.levels.add(level)
+        if _dated_message(message):
+            if (at, message) in recent:
+                out.repeated += 1
+                continue
+            recent.append((at, message))
         if m := _START.match(message):
             spawn = float(m["seconds"])
             if spawn > MAX_SPAWN_S:
@@ -385,6 +394,9 @@ def _notes(sessions: Sessions, zone: str) -> list[str]:
         notes.append(f"{sessions.failed_spawns} spawn(s) failed ({sessions.timed_out_spawns} timed out, "
                      f"{sessions.cancelled_spawns} cancelled while pending): no server ran, so none is in the trace "
                      "(one that timed out or was cancelled waiting for room asked for one the replay does not see)")
+    if sessions.repeated:
+        notes.append(f"{sessions.repeated} start or stop line(s) written twice, at the same millisecond (two log "
+                     "handlers on one file?): each read once")
     if sessions.running_throughout:
         notes.append(f"{sessions.running_throughout} server(s) a hub found running, started before the log begins "
                      "and not stopped in it: left out")

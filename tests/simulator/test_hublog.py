@@ -395,6 +395,18 @@ def test_a_start_in_a_log_format_not_read_is_named_with_its_line(tmp_path):
                          "read: JupyterHub's default log_format")
 
 
+def test_a_log_written_twice_line_by_line_is_read_once(tmp_path):
+    """The hub's output redirected to hub.log and extra_log_file = 'hub.log': each line twice, and each session a
+    1-second one 'started again', its stop one of a server 'started before the log begins'."""
+    log = [line for line in LOG.splitlines() for _ in range(2)]
+    once = read_sessions([("hub.log", LOG.splitlines())], UTC)
+    twice = read_sessions([("hub.log", log)], UTC)
+    assert twice.rows == once.rows and twice.stops_without_start == once.stops_without_start == 1
+    assert twice.repeated == 6  # 3 starts, 3 stops (carol's, whose start is not in the log, counted once)
+    done = trace_lines(tmp_path, log)
+    assert "6 start or stop line(s) written twice, at the same millisecond" in done.stderr, done.stderr
+
+
 def test_the_command_says_how_many_sessions_the_hub_ended(tmp_path):
     log = entries(("09:00:00.000", "User alice took 2.000 seconds to start"),
                   ("09:30:00.000", "Cleaning up single-user servers..."),
