@@ -155,11 +155,15 @@ def _line(text: str, zone: zoneinfo.ZoneInfo, datefmt: str | None):
 
 
 def _clock(prefix: str) -> datetime | None:
-    """The UTC time a prefix before the hub's line gives, if it starts with
-    one that has its offset (`kubectl logs --timestamps`: 2026-12-01T08:00:13.123456789Z)."""
-    m = _STAMP.match(prefix.strip().split(" ")[0]) if prefix.strip() else None
-    moment = _moment(m.string, timezone.utc, None) if m is not None and m["offset"] else None
-    return moment[0] if moment else None
+    """The UTC time a prefix before the hub's line gives, if a word of it is
+    one with its offset (`kubectl logs --timestamps`: 2026-12-01T08:00:13.123456789Z;
+    after the pod's name with --prefix)."""
+    for word in prefix.split():
+        m = _STAMP.match(word)
+        if m is not None and m["offset"]:
+            moment = _moment(word, timezone.utc, None)
+            return moment[0] if moment else None
+    return None
 
 
 def _other_zone(name: str, number: int, at: datetime, clock: datetime, zone: zoneinfo.ZoneInfo) -> str:

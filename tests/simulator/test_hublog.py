@@ -136,6 +136,11 @@ def test_a_hub_log_in_another_zone_than_timezone_is_told_by_kubectls_timestamps(
     done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Europe/Berlin")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[1].startswith("2026-12-01T08:56:59+01:00,3600,1,1,bob,gpu,")
+    # `kubectl logs --prefix --timestamps`: the pod's name first
+    (tmp_path / "hub.log").write_text("".join(f"[pod/hub-7d9c/hub] {line}\n"
+                                              for line in kubectl_timestamps(LOG, hours=1).splitlines()))
+    one_line_error(run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1"),
+                   "so the hub's clock was at UTC+01:00")
     # a shipper's prefix read 12 minutes late (it fell behind): no quarter of an hour, no other zone
     assert len(read_sessions([("hub.log", kubectl_timestamps(LOG, hours=-0.2).splitlines())], UTC).rows) == 3
     # the hour a clock shows twice: the prefix tells which pass a line is in, from the log's first line on
