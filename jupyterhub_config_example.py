@@ -74,7 +74,7 @@ c.JupyterHub.load_roles = [
     {
         "name": "elastichub-orchestrator",
         "services": ["elastichub-orchestrator"],
-        "scopes": ["list:users", "read:users", "servers", "access:servers", "admin:server_state"],
+        "scopes": ["list:users", "read:users", "servers", "access:servers", "admin:server_state", "tokens"],
     }
 ]
 # Thresholds, with the names `elastichub simulate` uses: tune them on your

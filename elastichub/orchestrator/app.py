@@ -172,7 +172,8 @@ class ElasticOrchestrator(Application):
     hub_api_url = Unicode(config=True, help="The hub's REST API. Default: $JUPYTERHUB_API_URL.")
     api_token = Unicode(config=True, help="""Token of this service. Default: $JUPYTERHUB_API_TOKEN. Its role
         needs the scopes list:users, read:users, servers, access:servers, admin:server_state (which pod
-        serves a server: a live move whose destination pod is lost tells by it whether it switched).""")
+        serves a server: a live move whose destination pod is lost tells by it whether it switched) and
+        tokens (each call to a user's server carries a token of that user's for that server only).""")
     proxy_url = Unicode(config=True, help="""Where the hub's proxy serves /user/... (reaching a user's
         server for its kernels and checkpoints): its address, with or without the hub's base_url.
         Default: $ELASTICHUB_PROXY_URL, else http://127.0.0.1:8000; on zero-to-jupyterhub http://proxy-public.""")

@@ -3,13 +3,15 @@
 Everything the orchestrator does to a user's server goes through here, with
 the service's own token (the scopes its role grants), so the hub stays the
 one authority on servers: it sees every stop and start the orchestrator asks
-for, exactly as if an admin had clicked them.
+for, exactly as if an admin had clicked them. The server itself is only ever
+sent a token of its user's that reaches it alone (server_token).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
 
@@ -35,9 +37,15 @@ class HubError(Exception):
 # reaching each one (its kernels, terminals, checkpoints, live moves), and
 # reading which pod the hub serves each from (the spawner's state: a live
 # move whose destination pod is gone since tells by it whether it switched).
-ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers", "admin:server_state")
+# `tokens`: a student's server is never sent the service's own token (its code, and any extension the
+# student adds, sees every request's headers): each call to it carries a token of its user's that reaches
+# that one server only (server_token).
+ROLE_SCOPES = ("list:users", "read:users", "servers", "access:servers", "admin:server_state", "tokens")
 NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "delete:servers", "access:servers",
-                 "admin:server_state")
+                 "admin:server_state", "tokens")
+# Lifetime of a server's token; renewed once a third of it is gone, so a
+# request (a checkpoint may take half an hour) never starts on one about to expire.
+SERVER_TOKEN_S = 3 * 3600
 
 
 def _excerpt(payload) -> str:
@@ -111,10 +119,11 @@ class HubClient:
         self.timeout = timeout
         self.http = AsyncHTTPClient()
         self.me: dict = {}  # the hub's model of the token's owner (check())
+        self._server_tokens: dict[tuple[str, str], tuple[str, float]] = {}  # (user, name) -> (token, minted at)
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
-                     accept: str = "application/json") -> tuple[int, object, dict]:
-        headers = {"Authorization": f"token {self.token}", "Accept": accept}
+                     accept: str = "application/json", token: str | None = None) -> tuple[int, object, dict]:
+        headers = {"Authorization": f"token {token or self.token}", "Accept": accept}
         data = None
         if body is not None:
             data = json.dumps(body)
@@ -222,12 +231,35 @@ class HubClient:
 
     # -- the single-user server, through the proxy ---------------------------------------
 
+    async def server_token(self, user: str, name: str) -> str:
+        """A token of `user`'s that reaches their server `name` only
+        (``access:servers!server=user/name``), minted through the hub API and
+        kept until a third of its lifetime is gone. The service's own token
+        reaches every server: sent to a student's, it would be theirs."""
+        key = (user, name)
+        token, minted = self._server_tokens.get(key, ("", 0.0))
+        if token and time.monotonic() - minted < SERVER_TOKEN_S / 3:
+            return token
+        body = {"scopes": [f"access:servers!server={user}/{name}"], "expires_in": SERVER_TOKEN_S,
+                "note": f"elastichub orchestrator: calls to server {user}/{name}"}
+        try:
+            _, model = await self._api("POST", f"/users/{quote(user, safe='')}/tokens", body, ok=(200, 201))
+        except HubError as e:
+            why = " (the orchestrator's role needs the scope tokens)" if e.code == 403 else ""
+            raise HubError(f"cannot get a token for server {user}/{name}{why}: {e}", e.code) from None
+        token = model.get("token") if isinstance(model, dict) else None
+        if not isinstance(token, str) or not token:
+            raise HubError(f"POST /users/{user}/tokens: the hub's answer holds no token")
+        self._server_tokens[key] = (token, time.monotonic())
+        return token
+
     def _server_url(self, server: HubServer, path: str) -> str:
         return proxied_url(self.proxy_url, server.url).rstrip("/") + path
 
     async def kernels(self, server: HubServer) -> list[dict]:
         """Jupyter Server's kernel list (id, execution_state, last_activity)."""
-        code, payload, _ = await self._fetch(self._server_url(server, "/api/kernels"))
+        code, payload, _ = await self._fetch(self._server_url(server, "/api/kernels"),
+                                             token=await self.server_token(server.user, server.name))
         if code != 200 or not isinstance(payload, list):
             raise HubError(f"kernels of {server.key}: {code} {_excerpt(payload)}", code)
         return payload
@@ -236,14 +268,15 @@ class HubClient:
         """Jupyter Server's terminals (name, last_activity), each with the
         `processes` its shell started (the kernel package's extension; None
         where it cannot tell); [] where terminals are off."""
-        code, payload, _ = await self._fetch(self._server_url(server, "/api/terminals"))
+        token = await self.server_token(server.user, server.name)
+        code, payload, _ = await self._fetch(self._server_url(server, "/api/terminals"), token=token)
         if code == 404:
             return []
         if code != 200 or not isinstance(payload, list) or not all(isinstance(t, dict) for t in payload):
             raise HubError(f"terminals of {server.key}: {code} {_excerpt(payload)}", code)
         if not payload:
             return payload
-        code, running, _ = await self._fetch(self._server_url(server, "/api/elastichub/terminals"))
+        code, running, _ = await self._fetch(self._server_url(server, "/api/elastichub/terminals"), token=token)
         if code == 404:  # an image without the kernel package: activity alone tells
             running = []
         elif code != 200 or not isinstance(running, list) or not all(isinstance(t, dict) for t in running):
@@ -255,10 +288,13 @@ class HubClient:
         """Where the proxy serves this server (its route: whichever pod serves it)."""
         return proxied_url(self.proxy_url, server.url).rstrip("/") + "/"
 
-    async def server_call(self, base: str, method: str, path: str, body=None, *, timeout: float | None = None):
-        """A single-user server's API at `base` (the proxy route, or one pod
-        directly during a live move), with the service's token."""
-        code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout)
+    async def server_call(self, base: str, method: str, path: str, body=None, *, owner: tuple[str, str],
+                          timeout: float | None = None):
+        """The API of `owner`'s (user, server name) single-user server at
+        `base` (the proxy route, or one pod directly during a live move),
+        with a token for that server only."""
+        code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout,
+                                             token=await self.server_token(*owner))
         if code != 200:
             message = payload.get("message") if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
@@ -267,4 +303,5 @@ class HubClient:
     async def checkpoint(self, server: HubServer, timeout: float) -> CheckpointOutcome:
         """Have the server checkpoint every kernel (the kernel package's
         endpoint, through the proxy, as the spawner does before a stop)."""
-        return await request_checkpoint(self.http, self._server_url(server, "/"), self.token, timeout)
+        return await request_checkpoint(self.http, self._server_url(server, "/"),
+                                        await self.server_token(server.user, server.name), timeout)

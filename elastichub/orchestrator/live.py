@@ -219,6 +219,10 @@ class LiveMove:
     def namespace(self) -> str:
         return self.entry["ns"]
 
+    def _server_call(self, base: str, method: str, path: str, body=None, **kw):
+        """The moved server's API (either pod), with a token for that server only."""
+        return self.hub.server_call(base, method, path, body, owner=(self.entry["user"], self.entry["name"]), **kw)
+
     async def run(self, pod: PodRecord, server: HubServer) -> str | None:
         """Move the server; returns the destination's node. LiveMoveFailed
         (after undoing) when it cannot: the source serves on. A cancellation
@@ -234,14 +238,14 @@ class LiveMove:
             mark = now
 
         try:
-            sessions = session_list(await self.hub.server_call(source_base, "GET", "/api/sessions"))
+            sessions = session_list(await self._server_call(source_base, "GET", "/api/sessions"))
             kernels = {s["kernel"]["id"] for s in sessions}
             running = await self.hub.kernels(server)
             lone = [k.get("id") for k in running if k.get("id") not in kernels]
             if lone:
                 raise LiveMoveFailed(f"kernel(s) {', '.join(map(str, lone))} belong to no notebook session")
             try:
-                precopy = await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
+                precopy = await self._server_call(source_base, "POST", "/api/elastichub/live",
                                                      {"phase": "precopy"}, timeout=self.t.checkpoint)
             except HubError as e:
                 if e.code == 404:
@@ -295,14 +299,14 @@ class LiveMove:
             # its lease: a wait past it thaws them (their deltas gone), failing the move after pausing its
             # user for nothing. Half the lease is left for apply and retire.
             wait_s = min(self.t.busy, self.t.freeze_lease / 2)
-            frozen = await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {
+            frozen = await self._server_call(source_base, "POST", "/api/elastichub/live", {
                 "phase": "freeze", "wait_s": wait_s, "lease_s": self.t.freeze_lease},
                 timeout=wait_s + self.t.checkpoint)
             refuse(frozen, "freeze", [] if failures(frozen, "freeze") else kernel_drift(frozen, kernels))
             self.phases["delta_bytes"] = sum(int(r.get("bytes") or 0) for r in frozen)
             lap("freeze_s")
             for r in frozen:
-                bad = failures(await self.hub.server_call(dest_base, "POST", "/api/elastichub/live", {
+                bad = failures(await self._server_call(dest_base, "POST", "/api/elastichub/live", {
                     "phase": "apply", "kernel_id": r["kernel_id"], "delta_id": r.get("delta_id")},
                     timeout=self.t.checkpoint), "apply")
                 if bad:
@@ -310,7 +314,7 @@ class LiveMove:
             lap("apply_s")
             # The last try retires whatever arrived: each waiting cell is told it did not run.
             last = attempt == FINAL_ATTEMPTS
-            retired = await self.hub.server_call(source_base, "POST", "/api/elastichub/live",
+            retired = await self._server_call(source_base, "POST", "/api/elastichub/live",
                                                  {"phase": "retire", "force": last})
             bad = failures(retired, "retire")
             if not bad or not (understood(retired) and all(r.get("activity") for r in retired
@@ -322,7 +326,7 @@ class LiveMove:
                 self.phases["attempts"] = attempt
                 self.phases["cells_not_run"] = last and any(r.get("activity") for r in retired)
                 return paused
-            await self.hub.server_call(source_base, "POST", "/api/elastichub/live", {"phase": "thaw"})
+            await self._server_call(source_base, "POST", "/api/elastichub/live", {"phase": "thaw"})
             lap("retry_s")
         raise LiveMoveFailed("retire did not succeed")  # not reached: the last try forces it
 
@@ -360,7 +364,7 @@ class LiveMove:
             problem = pod_waiting(pod) or problem
             if pod_ready(pod) and base:
                 try:
-                    status = await self.hub.server_call(base, "GET", "/api/elastichub/status")
+                    status = await self._server_call(base, "GET", "/api/elastichub/status")
                 except HubError as e:
                     problem = str(e)
                 else:
@@ -424,7 +428,7 @@ class LiveMove:
             # Straight to the source pod (the proxy routes to the destination now): its clients'
             # sockets close at once, and they reconnect to the destination.
             try:
-                await self.hub.server_call(base, "POST", "/api/elastichub/live", {"phase": "release"}, timeout=10)
+                await self._server_call(base, "POST", "/api/elastichub/live", {"phase": "release"}, timeout=10)
             except HubError as e:  # they reconnect when the pod's process ends instead
                 log.info("live move of %s: releasing the clients of the source: %s", self.entry["source"], e)
         # The time the hub's own stop gives it (an admin's preStop hook may need it).
@@ -444,12 +448,12 @@ class LiveMove:
             if server is not None and server.ready:
                 base = self.hub.proxy_base(server)
                 try:  # given up: each kernel's pre-copy file (a full copy of its state) goes too
-                    thawed = await self.hub.server_call(base, "POST", "/api/elastichub/live",
+                    thawed = await self._server_call(base, "POST", "/api/elastichub/live",
                                                         {"phase": "thaw", "abandon": True})
                 except HubError as e:
                     if e.code != 400:  # an older server extension refuses the field: a plain thaw
                         raise
-                    thawed = await self.hub.server_call(base, "POST", "/api/elastichub/live", {"phase": "thaw"})
+                    thawed = await self._server_call(base, "POST", "/api/elastichub/live", {"phase": "thaw"})
                 retired = [str(r.get("kernel_id")) for r in thawed if isinstance(r, dict)
                            and r.get("was") == "retired"] if isinstance(thawed, list) else []
                 if retired:  # the one copy that serves: the destination, never switched to, goes now

@@ -17,7 +17,7 @@ from elastichub.orchestrator.hub import HubClient
 
 # The orchestrator's service account: exactly the role jupyterhub_config_example.py gives it.
 ORCHESTRATOR_TOKEN = secrets.token_hex(16)
-ORCHESTRATOR_SCOPES = ["list:users", "read:users", "servers", "access:servers", "admin:server_state"]
+ORCHESTRATOR_SCOPES = ["list:users", "read:users", "servers", "access:servers", "admin:server_state", "tokens"]
 ORCHESTRATOR_SERVICE = f"""
 c.JupyterHub.services.append({{"name": "orchestrator", "api_token": {ORCHESTRATOR_TOKEN!r}}})
 c.JupyterHub.load_roles.append({{"name": "orchestrator", "services": ["orchestrator"],

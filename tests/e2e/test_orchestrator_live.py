@@ -51,7 +51,7 @@ async def _sessions(hub, user: str) -> list[tuple]:
     finds its documents' sessions by id, and reads the rest from them."""
     client = hub_client(hub)
     server = await client.server(user, "")
-    payload = await client.server_call(client.proxy_base(server), "GET", "/api/sessions")
+    payload = await client.server_call(client.proxy_base(server), "GET", "/api/sessions", owner=(user, ""))
     return sorted((s["id"], s["kernel"]["id"], s["path"], s["type"], s["name"]) for s in payload)
 
 
@@ -425,7 +425,7 @@ async def test_a_console_open_on_a_notebooks_kernel_moves_live_with_it(hub_on_cl
         raise
     assert [(m.method, m.outcome) for m in ctl.moves] == [("live", "moved")], [m.to_json() for m in ctl.moves]
     assert await _sessions(hub, "alice") == before, "sessions or kernel ids changed"
-    kernels = await client.server_call(base, "GET", "/api/kernels")
+    kernels = await client.server_call(base, "GET", "/api/kernels", owner=("alice", ""))
     assert [k["id"] for k in kernels] == [nb.kernel_id]
     nb = await open_notebook(hub, "alice", "alice.ipynb")
     assert nb.kernel_id == before[0][1]

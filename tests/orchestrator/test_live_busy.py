@@ -56,7 +56,7 @@ class LiveHub(MovingHub):
 
     sessions = [SESSION]
 
-    async def server_call(self, base, method, path, body=None, timeout=None):
+    async def server_call(self, base, method, path, body=None, *, owner=None, timeout=None):
         if path == "/api/sessions":
             return self.sessions
         if path == "/api/elastichub/status":
@@ -191,10 +191,10 @@ async def test_an_undone_move_gives_up_the_precopy_files(extension):
     from elastichub.orchestrator.hub import HubError
 
     class Hub(LiveHub):
-        async def server_call(self, base, method, path, body=None, timeout=None):
+        async def server_call(self, base, method, path, body=None, *, owner=None, timeout=None):
             if extension == "older" and isinstance(body, dict) and "abandon" in body:
                 raise HubError("POST /api/elastichub/live: 400 unknown field(s) in the request body: abandon", 400)
-            return await super().server_call(base, method, path, body, timeout)
+            return await super().server_call(base, method, path, body, owner=owner, timeout=timeout)
 
     hub = Hub([{"id": "k1", "execution_state": "busy"}], {})  # busy at the pause: undone
     await _live_move(hub)

@@ -165,7 +165,7 @@ async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
         def proxy_base(self, server):
             return "http://proxy/user/alice/"
 
-        async def server_call(self, base, method, path, body=None, timeout=None):
+        async def server_call(self, base, method, path, body=None, timeout=None, owner=None):
             return [] if path == "/api/sessions" or body.get("phase") == "precopy" else {}
 
         async def kernels(self, server):
@@ -249,7 +249,7 @@ async def test_undoing_a_live_move_whose_server_its_user_stopped_only_deletes_th
         async def server(self, user, name):
             return HubServer("alice", "", False, "stop", "/user/alice/", {}, None, None)
 
-        async def server_call(self, base, method, path, body=None, timeout=None):
+        async def server_call(self, base, method, path, body=None, timeout=None, owner=None):
             self.calls.append(body)
             raise HubError("POST /api/elastichub/live: 403 <!DOCTYPE HTML>", 403)
 
@@ -300,7 +300,7 @@ async def test_a_kernel_shut_down_or_started_during_a_live_move_undoes_it(frozen
         def proxy_base(self, server):
             return "http://proxy/user/alice/"
 
-        async def server_call(self, base, method, path, body=None, timeout=None):
+        async def server_call(self, base, method, path, body=None, timeout=None, owner=None):
             if path == "/api/sessions":
                 return sessions
             self.phases.append(body["phase"])
@@ -351,13 +351,14 @@ async def test_no_kernel_is_frozen_while_another_of_the_server_still_runs_a_cell
             return [{"id": "k1", "execution_state": "idle"},
                     {"id": "k2", "execution_state": "busy" if self.polls < 4 else "idle"}]
 
-        async def server_call(self, base, method, path, body=None, timeout=None):
+        async def server_call(self, base, method, path, body=None, timeout=None, owner=None):
             if body["phase"] == "freeze":
                 self.busy_at_freeze = self.polls < 4
             return [{"kernel_id": k, "ok": True, "delta_id": f"d-{k}"} for k in ("k1", "k2")]
 
     hub = Hub()
-    move = LiveMove(hub=hub, pods=None, timeouts=DrainTimeouts(), entry={"ns": "jhub"}, save=None, poll=0.001)
+    move = LiveMove(hub=hub, pods=None, timeouts=DrainTimeouts(), entry={"ns": "jhub", "user": "alice", "name": ""},
+                    save=None, poll=0.001)
     server = HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
     await move._final_step("http://src/", "http://dst/", {"k1", "k2"}, lambda name: None, server)
     assert hub.busy_at_freeze is False and move.phases["attempts"] == 1

@@ -36,7 +36,7 @@ class Hub:
     def proxy_base(self, server):
         return "http://proxy/user/alice/"
 
-    async def server_call(self, base, method, path, body=None, timeout=None):
+    async def server_call(self, base, method, path, body=None, timeout=None, owner=None):
         self.phases.append(body["phase"])
         return [{"kernel_id": "k1", "ok": True, "was": "retired", "delta_removed": True}]
 

@@ -1,0 +1,100 @@
+"""The orchestrator calls a student's server with a token that reaches that
+one server, never with the service's own: the student's server (its code, an
+extension the student installs in their home) sees every request's headers,
+and the service's token reaches every user's server and stops and starts them."""
+
+import json
+
+import pytest
+from tornado import web
+from tornado.httpserver import HTTPServer
+from tornado.testing import bind_unused_port
+
+from elastichub.orchestrator.hub import HubClient, HubError, HubServer
+
+SERVICE_TOKEN = "service-secret"
+
+
+class _Hub:
+    """The hub's token API and the users' servers behind the proxy, on one port."""
+
+    def __init__(self, refuse: bool = False):
+        self.minted: list[tuple[str, dict, str]] = []  # (user, body, token)
+        self.seen: list[tuple[str, str]] = []  # (path, Authorization) of each call to a server
+        self.refuse = refuse
+
+    def app(self) -> web.Application:
+        hub = self
+
+        class Tokens(web.RequestHandler):
+            def post(self, user):
+                assert self.request.headers["Authorization"] == f"token {SERVICE_TOKEN}"
+                if hub.refuse:
+                    self.set_status(403)
+                    self.finish({"status": 403, "message": "Service orchestrator not found or no permissions "
+                                                            "to generate tokens"})
+                    return
+                token = f"user-token-{len(hub.minted)}"
+                hub.minted.append((user, json.loads(self.request.body), token))
+                self.set_status(201)
+                self.finish({"id": f"a{len(hub.minted)}", "token": token})
+
+        class Server(web.RequestHandler):
+            def _answer(self, path):
+                hub.seen.append((path, self.request.headers.get("Authorization", "")))
+                self.set_header("Content-Type", "application/json")
+                self.finish("[]")
+
+            get = post = _answer
+
+        return web.Application([(r"/hub/api/users/([^/]+)/tokens", Tokens), (r"(/user/.*)", Server)])
+
+
+@pytest.fixture
+async def hub_at():
+    servers = []
+
+    async def start(hub: _Hub) -> HubClient:
+        sock, port = bind_unused_port()
+        server = HTTPServer(hub.app())
+        server.add_sockets([sock])
+        servers.append(server)
+        return HubClient(f"http://127.0.0.1:{port}/hub/api", f"http://127.0.0.1:{port}", SERVICE_TOKEN)
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _server(user: str, name: str = "") -> HubServer:
+    url = f"/user/{user}/{name}/" if name else f"/user/{user}/"
+    return HubServer(user, name, True, None, url, {}, None, None)
+
+
+async def test_every_call_to_a_server_carries_a_token_for_that_server_only(hub_at):
+    hub = _Hub()
+    client = await hub_at(hub)
+    alice, bob_gpu = _server("alice"), _server("bob", "gpu")
+    await client.kernels(alice)
+    await client.checkpoint(alice, 10)
+    await client.server_call(client.proxy_base(alice), "GET", "/api/sessions", owner=("alice", ""))
+    await client.kernels(bob_gpu)
+    assert [(user, body["scopes"]) for user, body, _ in hub.minted] == [
+        ("alice", ["access:servers!server=alice/"]), ("bob", ["access:servers!server=bob/gpu"])]
+    assert all(isinstance(body.get("expires_in"), int) and body["expires_in"] > 0 for _, body, _ in hub.minted)
+    assert SERVICE_TOKEN not in " ".join(auth for _, auth in hub.seen), "the service's token went to a user's server"
+    assert hub.seen == [("/user/alice/api/kernels", "token user-token-0"),
+                        ("/user/alice/api/elastichub/checkpoint", "token user-token-0"),
+                        ("/user/alice/api/sessions", "token user-token-0"),
+                        ("/user/bob/gpu/api/kernels", "token user-token-1")]
+
+
+async def test_a_role_that_may_not_mint_tokens_is_named_and_nothing_reaches_the_server(hub_at):
+    hub = _Hub(refuse=True)
+    client = await hub_at(hub)
+    with pytest.raises(HubError, match="needs the scope tokens"):
+        await client.kernels(_server("alice"))
+    outcome = None
+    with pytest.raises(HubError, match="cannot get a token for server alice/"):
+        outcome = await client.checkpoint(_server("alice"), 10)
+    assert outcome is None and hub.seen == []
