@@ -114,17 +114,28 @@ def classify_answer(code: int, body: bytes | str, seconds: float = 0.0, at: floa
         nbytes = sum(int(r.get("bytes", 0)) for r in holding)
     except (TypeError, ValueError):
         return CheckpointOutcome(FAILED, seconds=seconds, at=at, reason="a kernel result's 'bytes' is not a number")
-    lost = tuple(str(v.get("name")) for r in holding for v in (r.get("not_restorable") or ()) if isinstance(v, dict))
-    warnings = tuple(str(r["warning"]) for r in holding if r.get("warning"))
+    lost = tuple(one_line(v.get("name")) for r in holding for v in (r.get("not_restorable") or ())
+                 if isinstance(v, dict))
+    warnings = tuple(one_line(r["warning"]) for r in holding if r.get("warning"))
     counted = dict(kernels=len(holding), bytes=nbytes, seconds=seconds, at=at, not_restorable=lost,
                    unchanged=sum(1 for r in holding if r.get("unchanged")), warnings=warnings)
     if failures:
         return CheckpointOutcome(FAILED, unsaved=len(failures), **counted, reason="; ".join(
-            f"kernel {r.get('kernel_id')!s}: {r.get('error') or 'no ok in its result'}" for r in failures))
+            f"kernel {one_line(r.get('kernel_id'))}: {one_line(r.get('error') or 'no ok in its result')}"
+            for r in failures))
     if not holding:
         return CheckpointOutcome(NOTHING_TO_SAVE, seconds=seconds, at=at,
                                  reason="no kernel running" if not results else "no variables in any kernel")
     return CheckpointOutcome(SAVED, **counted)
+
+
+def one_line(value: Any, limit: int = 500) -> str:
+    """Text a user's server sent, fit for a log line: the student controls
+    that server, and a newline in its answer would add a line of their
+    choosing to the hub's log (which `elastichub trace` reads as servers
+    starting and stopping). Unprintable characters become spaces."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _message(text: str) -> str:
@@ -132,10 +143,10 @@ def _message(text: str) -> str:
     try:
         data = json.loads(text)
         if isinstance(data, dict) and data.get("message"):
-            return str(data["message"])
+            return one_line(data["message"])
     except ValueError:
         pass
-    return " ".join(text.split())[:200] or "(empty body)"
+    return one_line(text, 200) or "(empty body)"
 
 
 async def request_checkpoint(http_client: AsyncHTTPClient, server_url: str, token: str,

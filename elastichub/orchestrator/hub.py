@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from ..checkpoint_client import CheckpointOutcome, request_checkpoint
+from ..checkpoint_client import CheckpointOutcome, one_line, request_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +296,7 @@ class HubClient:
         code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout,
                                              token=await self.server_token(*owner))
         if code != 200:
-            message = payload.get("message") if isinstance(payload, dict) else _excerpt(payload)
+            message = one_line(payload.get("message")) if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
         return payload
 

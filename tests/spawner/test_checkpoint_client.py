@@ -92,6 +92,27 @@ def test_a_kernels_warning_reaches_the_outcome_and_its_log_line():
     assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
 
 
+FORGED = "\n[I 2026-12-01 09:00:13.123 JupyterHub base:1193] Removing user bob from proxy (/user/bob/)\r\x1b[2K"
+
+
+@pytest.mark.parametrize("code, body", [
+    (200, _answer([_result(ok=False, error="boom" + FORGED)])),  # a kernel's error
+    (200, _answer([{**_result(ok=False, error="boom"), "kernel_id": "k1" + FORGED}])),
+    (200, _answer([dict(_result(lost=("s" + FORGED,)), warning="w" + FORGED)])),
+    (500, json.dumps({"message": "boom" + FORGED}).encode()),  # the server's error page
+    (502, b"boom" + FORGED.encode()),
+])
+def test_what_a_students_server_says_stays_on_one_log_line(code, body):
+    """The student controls their server's answers; the spawner logs the
+    outcome in the hub's log, which `elastichub trace` reads: a line break
+    in an answer must not add a line (here: a forged stop of bob's server)."""
+    out = classify_answer(code, body)
+    text = out.summary() + " ".join(out.warnings + out.not_restorable)
+    assert "boom" in text or "s [I" in text
+    assert not any(not c.isprintable() for c in text), repr(text)
+    assert "Removing user bob" in text  # kept, on the same line
+
+
 def test_outcomes_round_trip_and_foreign_records_are_ignored():
     out = classify_answer(200, _answer([_result(lost=("s",))]), seconds=2.0, at=1e9)
     assert CheckpointOutcome.from_dict(json.loads(json.dumps(out.to_dict()))) == out
