@@ -12,12 +12,37 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import time
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from tornado import web
+
+log = logging.getLogger(__name__)
+# Query parameters that carry a credential: a token typed into a URL (the hub's auth ignores it, tornado's
+# request log printed it with the 403), OAuth's code and state on the callback.
+_SECRET_PARAMS = {"token", "code", "state", "_xsrf"}
+
+
+def scrub_uri(uri: str) -> str:
+    """`uri` with the values of credential parameters replaced, fit for a log."""
+    parts = urlsplit(uri)
+    if not parts.query:
+        return uri
+    query = [(k, "[secret]" if k.lower() in _SECRET_PARAMS else v)
+             for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return parts._replace(query=urlencode(query, safe="[]")).geturl()
+
+
+def log_request(handler: web.RequestHandler) -> None:
+    """Tornado's request log line, with credentials scrubbed from the URL."""
+    status, request = handler.get_status(), handler.request
+    level = logging.DEBUG if status < 400 else logging.WARNING if status < 500 else logging.ERROR
+    log.log(level, "%d %s %s (%s) %.1f ms", status, request.method, scrub_uri(request.uri or ""), request.remote_ip,
+            1000 * request.request_time())
 
 
 class _Base(HubOAuthenticated, web.RequestHandler):
@@ -85,7 +110,7 @@ def make_app(controller, prefix: str, *, cookie_secret: bytes, hub_auth, authent
             (prefix + "health", HealthHandler),
             (prefix + "oauth_callback", OAuthCallbackHandler),
         ],
-        controller=controller, hub_auth=hub_auth, cookie_secret=cookie_secret,
+        controller=controller, hub_auth=hub_auth, cookie_secret=cookie_secret, log_function=log_request,
         authenticate_metrics=authenticate_metrics, page_refresh_s=page_refresh_s,
     )
 

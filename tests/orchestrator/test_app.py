@@ -331,3 +331,29 @@ def test_a_bad_url_from_the_environment_is_one_line_naming_the_variable(tmp_path
                             capture_output=True, text=True, cwd=tmp_path, timeout=30, env=env)
     assert ("ElasticOrchestrator.service_url: 'hub:10101' is not an http(s) URL with a host (e.g. "
             "http://127.0.0.1:10101) (from $JUPYTERHUB_SERVICE_URL)") in one_error_line(result)
+
+
+async def test_a_token_in_a_url_is_never_written_to_the_orchestrators_log(caplog):
+    """A student who tries their token in the URL of the API gets a 403 (the
+    hub's auth ignores tokens in URLs); tornado's request log printed the
+    URL with the token in it, into the hub pod's log."""
+    from jupyterhub.services.auth import HubOAuth
+    from tornado.httpclient import AsyncHTTPClient
+    from tornado.httpserver import HTTPServer
+    from tornado.testing import bind_unused_port
+
+    from elastichub.orchestrator import web
+
+    auth = HubOAuth(api_token="t", api_url="http://127.0.0.1:1/hub/api", access_scopes={"admin-ui"})
+    server = HTTPServer(web.make_app(Mock(), "/services/o/", cookie_secret=b"s" * 32, hub_auth=auth))
+    sock, port = bind_unused_port()
+    server.add_sockets([sock])
+    try:
+        with caplog.at_level("DEBUG"):
+            resp = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/services/o/api/status?token=s3cr3t-student"
+                                                 "&x=1", raise_error=False)
+        assert resp.code == 403
+        assert "s3cr3t" not in caplog.text
+        assert "403 GET /services/o/api/status?token=[secret]&x=1" in caplog.text
+    finally:
+        server.stop()
