@@ -56,6 +56,10 @@ class Observation:
 
 def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterable[VM] | None,
             config: ObserveConfig, now: float, boot_started: dict[str, float] | None = None) -> Observation:
+    """`boot_started`: the nodes whose boot the controller watches, since when. One whose VM the cloud
+    still lists as stopped is booting all the same: its start call has not returned yet (GCE's waits for
+    the operation) or the listing lags it (EC2's is eventually consistent). As stopped, the next cycle's
+    policy started the same VM again, under a second watcher."""
     boot_started = boot_started or {}
     tiers = {config.onprem_tier: Tier.ONPREM, config.cloud_tier: Tier.CLOUD}
     problems: list[str] = []
@@ -168,6 +172,8 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         status = _status(rec, tier, vm, cloud_managed, hosting=bool(servers.get(rec.name)))
         if status is None:
             continue
+        if status is NodeStatus.STOPPED and rec.name in boot_started:
+            status = NodeStatus.BOOTING  # its start is on its way (see observe's docstring)
         if tier is Tier.CLOUD and vm is not None and vm.state in (STOPPED, STOPPING) and servers.get(rec.name):
             # Never ours: a drain stops a VM once no server is left on it, a boot watch never one that hosts.
             problems.append(f"cloud node {rec.name}: its VM {vm.id} is {vm.state} (not by ElasticHub) while "
@@ -210,7 +216,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                                   tuple(servers[name]), NodeStatus.NOT_READY))
             continue
         if vm.state == STOPPED:
-            status = NodeStatus.STOPPED
+            status = NodeStatus.BOOTING if name in boot_started else NodeStatus.STOPPED
         elif vm.state in (RUNNING, PENDING, UNKNOWN):
             status = NodeStatus.BOOTING
         else:

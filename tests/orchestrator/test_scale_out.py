@@ -99,6 +99,40 @@ async def test_a_libcloud_call_that_raises_is_an_event_and_a_back_off(cluster_fa
     assert {vm.state for vm in await ctl.cloud.list()} == {"stopped"}
 
 
+class HeldStart:
+    """A start call that returns only when the test lets it (GCE's waits for the operation; EC2's
+    listing may lag the start): meanwhile the cloud still lists the VM as stopped."""
+    release = None  # a threading.Event, set by the test
+
+    def start_node(self, node):
+        self.starts = getattr(self, "starts", 0) + 1
+        self.release.wait(20)
+        return super().start_node(node)
+
+
+async def test_a_vm_whose_start_is_on_its_way_is_not_started_again_by_the_next_cycle(cluster_factory, wire):
+    """The next cycle saw the VM stopped and `elastic` (not gated by the cooldown) started it again,
+    under a second boot watcher, the scale-out counted twice."""
+    import threading
+
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(7)])
+    driver = driver_with(cluster, HeldStart)
+    driver.release = threading.Event()
+    ctl = await wire(cluster, make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.2)), cloud=CloudPool(driver))
+    try:
+        assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+        await until(lambda: getattr(driver, "starts", 0) == 1, what="the start call under way")
+        again = await ctl.cycle()
+        assert again["action"] == "none", again
+        assert ctl.status()["pool"]["booting"] == 1
+    finally:
+        driver.release.set()
+    await until(lambda: ctl.nodes.records["cloud-1"].ready and not ctl._busy("boot:cloud-1"), what="cloud-1 up")
+    assert driver.starts == 1 and ctl.metrics.actions.labels("scale-out")._value.get() == 1
+    assert [e["kind"] for e in ctl.events].count("scale-out") == 1, ctl.events
+
+
 class ListFails:
     def list_nodes(self):
         raise ConnectionError("cloud API down: injected")
