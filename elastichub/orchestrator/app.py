@@ -472,13 +472,12 @@ class ElasticOrchestrator(Application):
                 await close()
 
     def _serve(self, controller):
-        from jupyterhub.services.auth import HubOAuth
         from tornado.httpserver import HTTPServer
 
-        from .web import make_app
+        from .web import hub_oauth, make_app
 
         url = urlparse(self.service_url)
-        hub_auth = HubOAuth(api_token=self.api_token, api_url=self.hub_api_url, cache_max_age=60)
+        hub_auth = hub_oauth(self.hub_api_url, self.api_token, self.service_prefix, controller.hub.me)
         if not hub_auth.access_scopes:  # not set by the hub: never "any user of the hub"
             hub_auth.access_scopes = controller.hub.page_scopes()
             self.log.info("status page: for tokens with %s", ", ".join(sorted(hub_auth.access_scopes)))

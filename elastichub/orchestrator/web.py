@@ -17,7 +17,9 @@ import os
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
+from urllib.parse import urlsplit
+
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from tornado import web
 
@@ -97,6 +99,20 @@ class StatusPageHandler(_Base):
     def get(self) -> None:
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(render_page(self.controller.status(), self.settings.get("page_refresh_s", 5)))
+
+
+def hub_oauth(api_url: str, token: str, prefix: str, owner: dict) -> HubOAuth:
+    """The pages' HubOAuth: what the hub's environment does not say (run outside the hub, as an external
+    service, it says nothing) from the orchestrator's own settings. HubOAuth's defaults sent a browser to
+    /hub/api/oauth2/authorize with no client id and /oauth_callback as where to come back, which no hub
+    accepts, and past any base_url. `owner`: the hub's model of the token's owner (HubClient.me)."""
+    settings: dict = {"api_token": token, "api_url": api_url, "base_url": prefix, "cache_max_age": 60}
+    api_path = urlsplit(api_url).path.rstrip("/")
+    if not os.environ.get("JUPYTERHUB_BASE_URL") and api_path.endswith("/api"):
+        settings["hub_prefix"] = api_path[:-len("api")]  # /jhub/hub/api: the hub's pages are under /jhub/hub/
+    if not os.environ.get("JUPYTERHUB_CLIENT_ID") and owner.get("kind") == "service" and owner.get("name"):
+        settings["oauth_client_id"] = f"service-{owner['name']}"  # the hub's name for a service's OAuth client
+    return HubOAuth(**settings)
 
 
 def make_app(controller, prefix: str, *, cookie_secret: bytes, hub_auth, authenticate_metrics: bool = False,

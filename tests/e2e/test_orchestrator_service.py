@@ -133,3 +133,76 @@ async def test_a_role_missing_a_scope_a_move_needs_is_named_at_start(cluster_fac
     errors = [line for line in wrong.stderr.splitlines() if "CRITICAL" in line or "error" in line.lower()]
     assert wrong.returncode != 0 and len(errors) == 1 and "Traceback" not in wrong.stderr, wrong.stderr
     assert "the hub does not accept the API token (403 on GET /user)" in errors[0], errors
+
+
+# The orchestrator as an external service (a `url`, no `command`): run by the admin, behind the hub's proxy
+# at a base_url, its page reached by an admin's browser through the hub's OAuth.
+EXTERNAL = """
+c.JupyterHub.services[-1]["url"] = "http://127.0.0.1:{port}"
+c.Authenticator.allow_all = True
+c.Authenticator.admin_users = {{"ops"}}
+"""
+
+
+class Browser:
+    """Cookies and redirects by hand, as a browser keeps them (tornado's client keeps none)."""
+
+    def __init__(self, origin: str):
+        from tornado.httpclient import AsyncHTTPClient
+
+        self.origin, self.cookies, self.http = origin, {}, AsyncHTTPClient()
+
+    async def get(self, url: str, method: str = "GET", body: str | None = None, hops: int = 10):
+        from http.cookies import SimpleCookie
+        from urllib.parse import urljoin
+
+        for _ in range(hops):
+            resp = await self.http.fetch(urljoin(self.origin, url), method=method, body=body, raise_error=False,
+                                         follow_redirects=False, headers={"Cookie": "; ".join(
+                                             f"{k}={v}" for k, v in self.cookies.items())})
+            for header in resp.headers.get_list("Set-Cookie"):
+                self.cookies.update({k: m.value for k, m in SimpleCookie(header).items()})
+            if resp.code not in (301, 302, 303):
+                return resp
+            url, method, body = urljoin(resp.effective_url, resp.headers["Location"]), "GET", None
+        raise AssertionError(f"more than {hops} redirects, the last to {url}")
+
+
+async def test_an_external_service_behind_a_base_url_lets_an_admin_log_in_to_its_page(cluster_factory, hub_factory,
+                                                                                     tmp_path):
+    """Run outside the hub, the page sent the browser to /hub/api/oauth2/authorize (past the base_url)
+    with no OAuth client id and /oauth_callback to come back to: no login ever came back."""
+    import re
+    from urllib.parse import urlencode
+
+    from orchestratortools import ORCHESTRATOR_TOKEN, OrchestratorProcess
+
+    cluster = await cluster_factory(cluster_config(onprem=1, cloud=1))
+    port = free_port()
+    hub = await hub_factory(cluster, ORCHESTRATOR_SERVICE + EXTERNAL.format(port=port), spawner_class="elastic",
+                            base_url="/jhub/")
+    orchestrator = OrchestratorProcess(cluster, hub, tmp_path, extra=(
+        f"c.ElasticOrchestrator.service_url = 'http://127.0.0.1:{port}'\n"
+        "c.ElasticOrchestrator.service_prefix = '/jhub/services/orchestrator/'\n"))
+    assert f"{hub.url}/hub/api" in orchestrator.config.read_text() and ORCHESTRATOR_TOKEN
+    await orchestrator.start("--dry-run")
+    try:
+        browser = Browser(hub.url)
+        login = await browser.get("/jhub/hub/login")
+        xsrf = re.search(rb'name="_xsrf" value="([^"]+)"', login.body).group(1).decode()
+        home = await browser.get("/jhub/hub/login", "POST", urlencode({"username": "ops", "password": "x",
+                                                                        "_xsrf": xsrf}))
+        assert home.code == 200 and "/jhub/hub/" in home.effective_url, (home.code, home.effective_url)
+
+        async def page():
+            resp = await browser.get("/jhub/services/orchestrator/")
+            if "/oauth2/authorize" in resp.effective_url:  # the hub asks the admin to let the service in
+                assert resp.code == 200, (resp.code, resp.effective_url)
+                fields = re.findall(rb'<input type="hidden" name="(\w+)" value="([^"]*)"', resp.body)
+                resp = await browser.get(resp.effective_url, "POST", urlencode([(k, v) for k, v in fields]))
+            return resp.code == 200 and resp
+        page = await until(page, timeout=60, step=0.5, what="the status page after the hub's login")
+        assert b"ElasticHub orchestrator" in page.body and b"cloud-1" in page.body, page.effective_url
+        assert page.effective_url == f"{hub.url}/services/orchestrator/"
+    finally:
+        assert await orchestrator.stop() == 0 or orchestrator.log()

@@ -357,3 +357,34 @@ async def test_a_token_in_a_url_is_never_written_to_the_orchestrators_log(caplog
         assert "403 GET /services/o/api/status?token=[secret]&x=1" in caplog.text
     finally:
         server.stop()
+
+
+async def test_run_outside_the_hub_its_page_sends_the_browser_to_the_hubs_oauth_past_the_base_url(monkeypatch):
+    """An external service (a `url`, no `command`) gets none of the hub's environment: HubOAuth's
+    defaults sent the browser to /hub/api/oauth2/authorize, without a client id, to come back to
+    /oauth_callback, none of which a hub at base_url /jhub/ (or any hub) accepts."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from tornado.httpclient import AsyncHTTPClient
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.app import ElasticOrchestrator
+
+    for name in [n for n in os.environ if n.startswith("JUPYTERHUB_")]:
+        monkeypatch.delenv(name)
+    hub = HubClient("http://hub.internal:8081/jhub/hub/api", "http://127.0.0.1:1", "t")
+    hub.me = {"kind": "service", "name": "orch"}
+    port = free_port()
+    app = ElasticOrchestrator(service_url=f"http://127.0.0.1:{port}", api_token="t", hub_api_url=hub.api_url,
+                              service_prefix="/jhub/services/orch/")
+    server = app._serve(Mock(hub=hub))
+    try:
+        answer = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/jhub/services/orch/", raise_error=False,
+                                               follow_redirects=False)
+    finally:
+        server.stop()
+    assert answer.code == 302
+    where = urlsplit(answer.headers["Location"])
+    query = parse_qs(where.query)
+    assert where.path == "/jhub/hub/api/oauth2/authorize"
+    assert query["client_id"] == ["service-orch"] and query["redirect_uri"] == ["/jhub/services/orch/oauth_callback"]
