@@ -38,25 +38,10 @@ from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
 from .history import HistoryFile
+from .kube import in_cluster_environ
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
 from .urls import URL_ENV, url_problem
-
-
-SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
-
-
-def in_cluster_environ(environ, token_file: str = SERVICE_ACCOUNT_TOKEN) -> dict | None:
-    """The environment to load the in-cluster configuration with, or None
-    outside a pod. A hub-managed service inherits only a few variables of
-    the hub's (JupyterHub's env_keep), not KUBERNETES_SERVICE_HOST/PORT:
-    in a pod with a service account the API server is then reached by its
-    cluster DNS name, which its certificate names too."""
-    if environ.get("KUBERNETES_SERVICE_HOST"):
-        return dict(environ)
-    if not os.path.isfile(token_file):
-        return None
-    return {**environ, "KUBERNETES_SERVICE_HOST": "kubernetes.default.svc", "KUBERNETES_SERVICE_PORT": "443"}
 
 
 class StartupError(Exception):
@@ -521,12 +506,20 @@ class ElasticOrchestrator(Application):
         task = asyncio.current_task()
         # A managed service started from a background shell may inherit an
         # ignored SIGINT: install our handlers so the hub's stop is prompt.
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+        # SIGHUP (the shell it runs in lost its terminal) stops it as SIGTERM does, the move in flight
+        # finished: its default ended it at once, a user's stopped server left for a next run. Not
+        # where it is ignored (nohup): the admin asked it to outlive the terminal.
+        hangup = () if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else (signal.SIGHUP,)
+        for sig in (signal.SIGINT, signal.SIGTERM, *hangup):
+            loop.add_signal_handler(sig, self._stop_on, sig, task)
         try:
             await self.run()
         except asyncio.CancelledError:
             self.log.info("stopped")
+
+    def _stop_on(self, sig: int, task: asyncio.Task) -> None:
+        self.log.info("%s: stopping", signal.Signals(sig).name)
+        task.cancel()
 
     # A config file that fails half-way must stop the start: run on the
     # defaults, the orchestrator would leave dry_run, the driver and the

@@ -16,6 +16,7 @@ import asyncio
 import datetime
 import json
 import logging
+import os
 import random
 import secrets
 from typing import Any, Callable
@@ -33,6 +34,22 @@ REQUEST_TIMEOUT = 60.0
 # A watch sends an event or a bookmark now and then, and the server ends it after watch_timeout: one
 # silent for that long and this margin more is dead (a connection a proxy or a network holds open).
 WATCH_SILENCE_MARGIN = 30.0
+
+
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def in_cluster_environ(environ, token_file: str = SERVICE_ACCOUNT_TOKEN) -> dict | None:
+    """The environment to load the in-cluster configuration with, or None
+    outside a pod. A hub-managed service inherits only a few variables of
+    the hub's (JupyterHub's env_keep), not KUBERNETES_SERVICE_HOST/PORT:
+    in a pod with a service account the API server is then reached by its
+    cluster DNS name, which its certificate names too."""
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return dict(environ)
+    if not os.path.isfile(token_file):
+        return None
+    return {**environ, "KUBERNETES_SERVICE_HOST": "kubernetes.default.svc", "KUBERNETES_SERVICE_PORT": "443"}
 
 
 class Informer:

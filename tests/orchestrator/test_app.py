@@ -388,3 +388,44 @@ async def test_run_outside_the_hub_its_page_sends_the_browser_to_the_hubs_oauth_
     query = parse_qs(where.query)
     assert where.path == "/jhub/hub/api/oauth2/authorize"
     assert query["client_id"] == ["service-orch"] and query["redirect_uri"] == ["/jhub/services/orch/oauth_callback"]
+
+
+RUNS_UNTIL_STOPPED = """
+import asyncio
+from elastichub.orchestrator.app import ElasticOrchestrator
+
+class Orchestrator(ElasticOrchestrator):
+    async def run(self):  # the loop, which a stop cancels; its clean-up is where a drain finishes its move
+        print("running", flush=True)
+        try:
+            await asyncio.sleep(60)
+        finally:
+            print("cleaned up", flush=True)
+
+app = Orchestrator()
+app.initialize([])
+app.start()
+"""
+
+
+@pytest.mark.parametrize("hangup_ignored", [False, True])
+def test_a_hangup_stops_it_as_sigterm_does_unless_nohup_ignores_it(tmp_path, hangup_ignored):
+    """SIGHUP (the admin's ssh session ended under a foreground run) killed it at once: a drain's
+    move was cut, and the server it had stopped waited for a next run. Under nohup it runs on."""
+    import signal
+
+    ignore = (lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)) if hangup_ignored else None
+    proc = subprocess.Popen([sys.executable, "-c", RUNS_UNTIL_STOPPED], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
+    try:
+        assert proc.stdout.readline() == "running\n"
+        proc.send_signal(signal.SIGHUP)
+        if hangup_ignored:
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(2)
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == "cleaned up\n", (proc.returncode, out, err)
+    assert ("SIGTERM: stopping" if hangup_ignored else "SIGHUP: stopping") in err and "stopped" in err
