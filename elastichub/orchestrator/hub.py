@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit
@@ -46,6 +47,13 @@ NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "d
 # Lifetime of a server's token; renewed once a third of it is gone, so a
 # request (a checkpoint may take half an hour) never starts on one about to expire.
 SERVER_TOKEN_S = 3 * 3600
+
+# What to do about an https hub (or proxy) whose certificate the orchestrator does not trust: the
+# standard variable OpenSSL reads, set where the orchestrator starts.
+UNTRUSTED = ("its certificate is not one this host trusts (self-signed, or a private CA's): name a PEM file "
+             "with the CA's certificate in SSL_CERT_FILE in the orchestrator's environment (for a hub-managed "
+             "service, in the service's 'environment'; the file replaces the system's CAs), or use the hub's http "
+             "address inside the cluster")
 
 
 def _excerpt(payload) -> str:
@@ -134,6 +142,8 @@ class HubClient:
                               request_timeout=timeout or self.timeout, connect_timeout=10)
         try:
             resp = await self.http.fetch(request, raise_error=False)
+        except ssl.SSLCertVerificationError as e:
+            raise HubError(f"{method} {url}: {e}: {UNTRUSTED}") from None
         except (OSError, HTTPClientError) as e:
             raise HubError(f"{method} {url}: {e}") from None
         if resp.code == 599:

@@ -1,6 +1,8 @@
 """How the orchestrator reaches a hub's servers: the hub API path of a named
 server, and the proxy URL of a server under a hub base_url."""
 
+import os
+
 import pytest
 
 from elastichub.orchestrator.hub import proxied_url, server_api_path
@@ -23,3 +25,76 @@ def test_a_prefix_of_a_reverse_proxy_in_front_is_kept():
     # address of the proxy itself (e.g. a load balancer that strips it).
     assert proxied_url("https://lb.example/hub", "/user/alice/") == "https://lb.example/hub/user/alice/"
     assert proxied_url("https://lb.example/jh", "/jhub/user/a/") == "https://lb.example/jh/jhub/user/a/"
+
+
+def self_signed(tmp_path):
+    """(certificate, key) files of a self-signed certificate for 127.0.0.1, as a hub's own https has."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hub.internal")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "hub.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "hub.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    return tmp_path / "hub.crt", tmp_path / "hub.key"
+
+
+CHECK_HUB = """
+import asyncio, sys
+from elastichub.orchestrator.hub import HubClient, HubError
+try:
+    asyncio.run(HubClient(sys.argv[1], "http://127.0.0.1:1", "t").check())
+except HubError as e:
+    print(e)
+"""
+
+
+async def test_a_hub_on_https_with_a_certificate_not_trusted_here_is_named_with_the_way_to_trust_it(tmp_path):
+    """JUPYTERHUB_API_URL https://... with a self-signed certificate: the admin was told OpenSSL's
+    "certificate verify failed" and nothing of what to do; the advice given works."""
+    import asyncio
+    import ssl
+    import subprocess
+    import sys
+
+    from tornado import httpserver, web
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.hub import HubClient, HubError
+
+    class Hub(web.RequestHandler):
+        def get(self, path):
+            self.write({"version": "5.3.0"} if path == "/" else {"kind": "service", "name": "o", "scopes": []})
+
+    cert, key = self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server = httpserver.HTTPServer(web.Application([(r"/hub/api(/.*)", Hub)]), ssl_options=context)
+    port = free_port()
+    server.listen(port, "127.0.0.1")
+    url = f"https://127.0.0.1:{port}/hub/api"
+    try:
+        with pytest.raises(HubError) as refused:
+            await HubClient(url, "http://127.0.0.1:1", "t").check()
+        assert "certificate verify failed" in str(refused.value)
+        assert "name a PEM file with the CA's certificate in SSL_CERT_FILE in the orchestrator's environment" \
+            in str(refused.value)
+        # As advised: the hub's certificate trusted, the check goes on to what the token may do.
+        trusted = await asyncio.to_thread(subprocess.run, [sys.executable, "-c", CHECK_HUB, url], capture_output=True,
+                                          text=True, timeout=30, env={**os.environ, "SSL_CERT_FILE": str(cert)})
+        assert "lacks the scope(s) list:users" in trusted.stdout and "certificate" not in trusted.stdout, trusted
+    finally:
+        server.stop()
