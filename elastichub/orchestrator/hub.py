@@ -159,7 +159,7 @@ class HubClient:
     async def _api(self, method: str, path: str, body=None, ok=(200,), **kw):
         code, payload, _ = await self._fetch(self.api_url + path, method, body, **kw)
         if code not in ok:
-            message = payload.get("message") if isinstance(payload, dict) else payload
+            message = payload.get("message") if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path}: {code} {message}", code)
         return code, payload
 
@@ -176,7 +176,18 @@ class HubClient:
         """The hub's version; raises HubError when it cannot be reached,
         refuses the token, or the token's role lacks a scope a move needs
         (found at start rather than by the first drain, after a cordon)."""
-        _, info = await self._api("GET", "/")
+        try:
+            _, info = await self._api("GET", "/")
+        except HubError as e:
+            if e.code != 404:
+                raise
+            info = e
+        if not (isinstance(info, dict) and "version" in info):
+            # A URL without the hub's base_url (or the hub's public page): its pages answer, not its API.
+            said = "404" if isinstance(info, HubError) else "a web page" if isinstance(info, str) else _excerpt(info)
+            raise HubError(f"no JupyterHub API at {self.api_url}/ (it answers {said}): the hub serves it under "
+                           "its base_url, at BASE_URL/hub/api (e.g. http://hub:8081/jhub/hub/api for base_url "
+                           "'/jhub/'), as JUPYTERHUB_API_URL gives it to a managed service", 404)
         try:
             _, me = await self._api("GET", "/user")
         except HubError as e:
@@ -193,7 +204,7 @@ class HubClient:
                 raise HubError(f"the token of {me.get('name', '?')!r} lacks the scope(s) {', '.join(missing)}; "
                                f"its role needs {', '.join(ROLE_SCOPES)}", 403)
         await self._api("GET", "/users?limit=1")
-        return str((info or {}).get("version", "?"))
+        return str(info["version"])
 
     async def servers(self) -> dict[str, HubServer]:
         """Every active server (running, starting or stopping), by key."""

@@ -98,3 +98,34 @@ async def test_a_hub_on_https_with_a_certificate_not_trusted_here_is_named_with_
         assert "lacks the scope(s) list:users" in trusted.stdout and "certificate" not in trusted.stdout, trusted
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("api_path, said", [("/hub/api", "404"), ("/jhub", "a web page")])
+async def test_a_hub_api_url_past_the_hubs_base_url_is_one_line_saying_where_the_api_is(api_path, said):
+    """A hub at base_url /jhub/ given as http://hub:8081/hub/api answers its 404 page (or, without
+    /hub/api, its login page): the whole HTML page was the "one line" of the start's error, and nothing
+    said the base_url was missing; a page answering 200 was even taken for the API."""
+    from tornado import httpserver, web
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.hub import HubClient, HubError
+
+    page = "\n<!DOCTYPE HTML>\n<html lang='en'>\n  <head>\n    <title>JupyterHub</title>\n  </head>\n</html>\n"
+
+    class Hub(web.RequestHandler):  # as JupyterHub answers where it serves no API: an HTML page
+        def get(self, path):
+            if not path.startswith("/jhub"):
+                self.set_status(404)
+            self.write(page)
+
+    server = httpserver.HTTPServer(web.Application([(r"(.*)", Hub)]))
+    port = free_port()
+    server.listen(port, "127.0.0.1")
+    try:
+        with pytest.raises(HubError) as refused:
+            await HubClient(f"http://127.0.0.1:{port}{api_path}", "http://127.0.0.1:1", "t").check()
+    finally:
+        server.stop()
+    assert str(refused.value) == (f"no JupyterHub API at http://127.0.0.1:{port}{api_path}/ (it answers {said}): the "
+                                  "hub serves it under its base_url, at BASE_URL/hub/api (e.g. http://hub:8081/jhub/"
+                                  "hub/api for base_url '/jhub/'), as JUPYTERHUB_API_URL gives it to a managed service")
