@@ -10,7 +10,7 @@ from collections import Counter as Tally
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
-from ..policy import ClusterSnapshot, occupancy
+from ..policy import ClusterSnapshot, NodeStatus, Tier, occupancy
 
 # Every label value a counter is incremented with: their series exist (at 0)
 # from the first scrape, so `increase(...[5m]) > 0` sees the first failure too.
@@ -62,9 +62,12 @@ class Metrics:
 
     def observed(self, snapshot: ClusterSnapshot, vms_on: int, theta_out: float) -> float:
         """The gauges of one cycle's snapshot; returns the active nodes' RAM occupancy (percent)."""
-        self.nodes.clear()
-        for (tier, status), count in Tally((n.tier.value, n.status.value) for n in snapshot.nodes).items():
-            self.nodes.labels(tier, status).set(count)
+        # Every tier and status, 0 where no node has it: a series that vanished instead never fired an
+        # alert such as `elastichub_nodes{tier="on-prem",status="ready"} < 1` (every on-prem node down).
+        counts = Tally((n.tier, n.status) for n in snapshot.nodes)
+        for tier in Tier:
+            for status in NodeStatus:
+                self.nodes.labels(tier.value, status.value).set(counts[tier, status])
         self.cloud_vms_on.set(vms_on)
         active = snapshot.active_nodes
         ram = occupancy(active, "ram")

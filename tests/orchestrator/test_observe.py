@@ -407,6 +407,23 @@ def test_every_counted_label_has_its_series_from_the_first_scrape():
     assert "_created" not in text
 
 
+def test_the_node_count_of_a_status_no_node_has_is_zero_not_gone():
+    """Every on-prem node NotReady: `elastichub_nodes{tier="on-prem",status="ready"}` vanished from the
+    scrape instead of reading 0, and an alert on it being below 1 never fired."""
+    from prometheus_client import generate_latest
+
+    from elastichub.orchestrator.metrics import Metrics
+
+    metrics = Metrics()
+    for ready in (True, False):
+        metrics.observed(observe([node("onprem-1", ready=ready)], [], None, CONFIG, NOW).snapshot, 0, 80.0)
+    text = generate_latest(metrics.registry).decode()
+    assert 'elastichub_nodes{status="ready",tier="on-prem"} 0.0' in text
+    assert 'elastichub_nodes{status="not-ready",tier="on-prem"} 1.0' in text
+    assert 'elastichub_nodes{status="booting",tier="cloud"} 0.0' in text
+    assert text.count("elastichub_nodes{") == 10  # two tiers, five statuses: no more
+
+
 @pytest.mark.parametrize("order", [1, -1])
 def test_two_vms_that_map_to_one_node_are_a_problem_and_the_running_one_is_managed(order):
     # An admin replaced a VM and left the old one stopped in the pool, under the same name (EC2 allows it).
