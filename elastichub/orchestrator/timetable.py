@@ -103,7 +103,8 @@ class TimetabledStrategy:
     """A schedule-aware strategy (`schedule` option: `elastic`, `calendar`)
     whose schedule is a timetable: on the first cycle of each local day it
     decides with the classes around that day. Reads like the strategy it
-    wraps (`name`, `config`)."""
+    wraps (`name`, `config`, and its other figures: `boot_s`, which the
+    users' notices quote, was missing)."""
 
     def __init__(self, strategy: Any, entries: tuple[TimetableEntry, ...], zone: tzinfo):
         self._base, self.entries, self.zone = strategy, tuple(entries), zone
@@ -117,6 +118,12 @@ class TimetabledStrategy:
     @property
     def config(self):
         return self._base.config
+
+    def __getattr__(self, name: str):
+        # Only what this class does not define itself: the wrapped strategy's own settings.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._base, name)
 
     def use_entries(self, entries: tuple[TimetableEntry, ...]) -> None:
         """Decide with these rows from the next cycle on (a reloaded timetable)."""

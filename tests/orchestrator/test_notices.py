@@ -80,3 +80,51 @@ def test_a_server_only_cloud_nodes_take_is_told_why_a_node_starts_for_it():
                "it starts as soon as there is room (about 4 min).",
         "bob": "ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the servers "
                "waiting; this server starts as soon as there is room (about 4 min)."}
+
+
+async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp_path):
+    """The calendar's strategy (a timetable around `elastic`) did not read as having a `boot_s`: before
+    the first boot was measured, a user waiting for a booting node was told no time at all."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from podtools import server_pod
+
+    from elastichub import podmeta
+    from elastichub.orchestrator.app import ElasticOrchestrator
+    from elastichub.orchestrator.cloud import RUNNING, VM
+    from elastichub.orchestrator.controller import Controller, Settings
+    from elastichub.orchestrator.records import node_record, pod_record
+
+    def node(name, tier, ready):
+        return node_record({"metadata": {"name": name, "labels": {podmeta.TIER_LABEL: tier}},
+                            "status": {"allocatable": {"cpu": "4", "memory": "8Gi"},
+                                       "conditions": [{"type": "Ready", "status": str(ready)}]}})
+
+    class Cloud:
+        async def list(self):
+            return [VM("cloud-1", "cloud-1", RUNNING, "cloud-1")]
+
+    class Events:
+        told: list = []
+
+        async def event(self, namespace, name, uid, reason, message):
+            self.told.append(message)
+
+    (tmp_path / "t.csv").write_text("day,time,users,cpu,ram_gib\nMon,10:00,10,1,2\n")
+    strategy = ElasticOrchestrator(policy="calendar", calendar_file=str(tmp_path / "t.csv"),
+                                   policy_options={"boot_s": 240}).build_strategy(now=NOW)
+    full = server_pod("bob", "8Gi")
+    full["spec"]["nodeName"] = "onprem-1"
+    pods = {p["metadata"]["name"]: pod_record(p) for p in (full, server_pod("ann"))}
+    ctl = Controller(strategy, SimpleNamespace(records={"onprem-1": node("onprem-1", "on-prem", True),
+                                                        "cloud-1": node("cloud-1", "cloud", False)}),
+                     SimpleNamespace(records=pods), None, None, Cloud(), Settings(tmon=15), kube_pods=Events(),
+                     clock=lambda: NOW, monotonic=lambda: NOW)
+    try:
+        await ctl.cycle()
+        await asyncio.wait_for(ctl.tasks["tell"], 5)
+    finally:
+        await ctl.close()
+    assert Events.told == ["ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the "
+                           "servers waiting; this server starts as soon as there is room (about 4 min)."]
