@@ -153,7 +153,7 @@ if os.environ.get("ELASTICHUB_DEMO"):
     c.ElasticOrchestrator.cloud_vm_tags = {}
     c.ElasticOrchestrator.cloud_node_mapping = "name"
     c.ElasticOrchestrator.proxy_url = f"http://127.0.0.1:{demo['port']}"
-    c.ElasticOrchestrator.boot_timeout = 120
+    c.ElasticOrchestrator.boot_timeout = max(120, 2 * demo["boot_s"])  # `--boot-delay 290`, as the paper's cloud
     # Each session that ends, as a trace for `elastichub simulate --trace history.csv --tune`.
     c.ElasticOrchestrator.history_file = f"{work}/history.csv"
     c.ElasticOrchestrator.busy_timeout = 60

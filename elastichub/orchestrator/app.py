@@ -384,6 +384,11 @@ class ElasticOrchestrator(Application):
 
         strategy = self.build_strategy()
         settings = self.settings()
+        boot_s = getattr(strategy, "boot_s", None)  # the boot time the policy plans with ('paper' has none)
+        if boot_s is not None and self.boot_timeout < boot_s:
+            raise StartupError(f"ElasticOrchestrator.boot_timeout ({self.boot_timeout:g} s) is below the boot time "
+                               f"the policy plans with (policy_options boot_s, {boot_s:g} s): every VM would be "
+                               "stopped before its node could be Ready; set boot_timeout above your cloud's boot time")
         for name in ("hub_api_url", "proxy_url", "service_url"):  # defaults from the environment are not validated
             problem = url_problem(name, getattr(self, name))
             if problem:

@@ -573,7 +573,7 @@ class Controller:
             self.metrics.boot_failures.inc()
             # No Node at all: a boot that never registered, a Node deleted (kubectl delete node, the cloud
             # controller), or one registered under a name the pool does not map.
-            why = (f"{node} was not Ready within {s.boot_timeout:g} s" if rec is not None else
+            why = (f"{node} was not Ready within boot_timeout, {s.boot_timeout:g} s" if rec is not None else
                    f"VM {vm_id} has run {s.boot_timeout:g} s with no Node {self._named(node)} (its boot failed, "
                    "its Node was deleted, or it registered under a name the pool does not map)")
             self.event("boot-failed", f"{why}: stopping VM {vm_id}, kept out of the pool for {delay:g} s "

@@ -46,6 +46,9 @@ def one_error_line(result) -> str:
     (["--ElasticOrchestrator.history_hours=inf"], "history_hours must be > 0 hours and at most a year (8760 hours), "
                                                   "not inf"),
     (["--ElasticOrchestrator.tcool=1e300"], "tcool must be > 0 seconds and at most a year"),
+    # a VM stopped at 120 s that takes 290 s to boot: every scale-out a failure, every VM in back-off
+    (["--ElasticOrchestrator.boot_timeout=120"], "ElasticOrchestrator.boot_timeout (120 s) is below the boot time the "
+                                                 "policy plans with (policy_options boot_s, 290 s): every VM would"),
     (["--ElasticOrchestrator.boot_backoff=100", "--ElasticOrchestrator.boot_backoff_max=1"],
      "boot_backoff_max (1 s) is below boot_backoff (100 s), the first back-off it caps"),
     (["--theta-out=800"], "theta_out is a percentage of RAM occupancy, at most 100; at 800 no cloud node would"),
