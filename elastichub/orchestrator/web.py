@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from urllib.parse import urlsplit
 
-from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from tornado import web
 
@@ -54,6 +54,19 @@ class _Base(HubOAuthenticated, web.RequestHandler):
         # which an orchestrator run outside the hub does not have.
         self.hub_auth = self.settings["hub_auth"]
 
+    refuse_not_allowed = False  # a hub user without the scopes: 403 here (the page), else no current_user
+
+    async def prepare(self) -> None:
+        # HubAuthenticated's current_user asks the hub from a thread that the event loop waits for: a slow
+        # hub froze the Tmon loop, its drains and live moves at each token or cookie not in the cache.
+        model = await self.hub_auth.get_user(self, sync=False)
+        try:
+            self.current_user = self.check_hub_user(model) if model else None
+        except UserNotAllowed:
+            if self.refuse_not_allowed:  # a login would come back refused, and again: say it at once
+                raise web.HTTPError(403, "your hub account has no access to this service") from None
+            self.current_user = None
+
     @property
     def controller(self):
         return self.settings["controller"]
@@ -78,6 +91,10 @@ class StatusAPIHandler(_Base):
 
 
 class MetricsHandler(_Base):
+    async def prepare(self) -> None:
+        if self.settings.get("authenticate_metrics"):  # else not a word to the hub, token or not
+            await super().prepare()
+
     def get(self) -> None:
         if self.settings.get("authenticate_metrics") and self.current_user is None:
             raise web.HTTPError(403)
@@ -95,6 +112,8 @@ class HealthHandler(web.RequestHandler):
 
 
 class StatusPageHandler(_Base):
+    refuse_not_allowed = True
+
     @web.authenticated
     def get(self) -> None:
         self.set_header("Content-Type", "text/html; charset=utf-8")

@@ -3,6 +3,7 @@ APIs end it at start with one line naming the problem and a non-zero status."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -432,3 +433,66 @@ def test_a_hangup_stops_it_as_sigterm_does_unless_nohup_ignores_it(tmp_path, han
         proc.kill()
     assert proc.returncode == 0 and out == "cleaned up\n", (proc.returncode, out, err)
     assert ("SIGTERM: stopping" if hangup_ignored else "SIGHUP: stopping") in err and "stopped" in err
+
+
+class FakeHubAPI:
+    """GET /hub/api/user as JupyterHub answers it: the model of the token's owner, by the token. It runs
+    on the test's event loop: it can answer only while that loop runs."""
+
+    def __init__(self, owners: dict):
+        from tornado import httpserver, web
+
+        from elastichub.demo.stage import free_port
+
+        owners_ = owners
+
+        class User(web.RequestHandler):
+            def get(self):
+                token = self.request.headers["Authorization"].split()[-1]
+                self.write({"kind": "service", "name": token, "scopes": owners_[token]})
+
+        self.server = httpserver.HTTPServer(web.Application([(r"/hub/api/user", User)]))
+        port = free_port()
+        self.server.listen(port, "127.0.0.1")
+        self.url = f"http://127.0.0.1:{port}/hub/api"
+
+
+def serve_orchestrator(monkeypatch, hub_api: str, **settings):
+    """(the orchestrator's web server run as outside the hub, its base URL), on a controller stand-in."""
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.app import ElasticOrchestrator
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    for name in [n for n in os.environ if n.startswith("JUPYTERHUB_")]:
+        monkeypatch.delenv(name)
+    client = HubClient(hub_api, "http://127.0.0.1:1", "t")
+    client.me = {"kind": "service", "name": "orch"}
+    port = free_port()
+    controller = Controller(make_strategy("elastic", PolicyConfig()), None, None, None, client, None)
+    server = ElasticOrchestrator(service_url=f"http://127.0.0.1:{port}", api_token="t", hub_api_url=hub_api,
+                                 **settings)._serve(controller)
+    return server, f"http://127.0.0.1:{port}/"
+
+
+async def test_checking_a_token_with_the_hub_does_not_stop_the_event_loop(monkeypatch):
+    """HubAuthenticated's current_user asked the hub from a thread the event loop waited on: while a
+    slow hub answered, the Tmon loop, drains and live moves stood still (here, a hub on the same loop
+    could never answer)."""
+    from tornado.httpclient import AsyncHTTPClient
+
+    hub = FakeHubAPI({"admin-token": ["access:services!service=orch"], "student": ["read:users!user=student"]})
+    server, base = serve_orchestrator(monkeypatch, hub.url)
+    try:
+        async def get(path, token):
+            return await AsyncHTTPClient().fetch(base + path, raise_error=False, follow_redirects=False,
+                                                 headers={"Authorization": f"token {token}"})
+        answer = await get("api/status", "admin-token")
+        assert answer.code == 200 and json.loads(answer.body)["policy"] == "elastic"
+        refused = await get("api/status", "student")
+        assert refused.code == 403 and "hub token" in json.loads(refused.body)["message"]
+        assert (await get("", "student")).code == 403  # the page: no login loop for a user it refuses
+        assert (await get("", "admin-token")).code == 200
+    finally:
+        server.stop()
+        hub.server.stop()
