@@ -165,7 +165,7 @@ class ElasticOrchestrator(Application):
     service_url = Unicode(config=True, help="""Where to serve the status page, API and metrics.
         Default: $JUPYTERHUB_SERVICE_URL (set by the hub for a managed service); empty: no web server.""")
     service_prefix = Unicode(config=True, help="URL prefix. Default: $JUPYTERHUB_SERVICE_PREFIX or /.")
-    authenticate_metrics = Bool(False, config=True, help="Require the hub's auth for /metrics too.")
+    authenticate_metrics = Bool(False, config=True, help="Require the hub's auth for /metrics too (read:metrics).")
     page_refresh = Integer(5, config=True, help="Seconds between refreshes of the status page.")
     history_hours = Float(6.0, config=True, help="Hours of timeline kept for the status page.")
     dry_run = Bool(False, config=True, help="Observe and decide, log the decisions, change nothing.")

@@ -4,7 +4,7 @@
 - ``/``: a status page for admins, behind hub OAuth (by default the scope
   ``access:services!service=<name>``, which the hub's admin role holds);
 - ``metrics``: Prometheus text format (unauthenticated, like most exporters;
-  ``authenticate_metrics`` puts it behind the hub's auth);
+  ``authenticate_metrics`` puts it behind the hub's auth: ``read:metrics``);
 - ``health``: 200 once the caches are synced and the loop has cycled.
 """
 
@@ -91,6 +91,12 @@ class StatusAPIHandler(_Base):
 
 
 class MetricsHandler(_Base):
+    @property
+    def hub_scopes(self):
+        # With authenticate_metrics: the hub's own scope for metrics too, which the token Prometheus scrapes
+        # the hub's /hub/metrics with holds; refused, it needed access to the whole service (its status API).
+        return set(self.hub_auth.access_scopes or ()) | {"read:metrics"}
+
     async def prepare(self) -> None:
         if self.settings.get("authenticate_metrics"):  # else not a word to the hub, token or not
             await super().prepare()

@@ -496,3 +496,23 @@ async def test_checking_a_token_with_the_hub_does_not_stop_the_event_loop(monkey
     finally:
         server.stop()
         hub.server.stop()
+
+
+async def test_with_authenticate_metrics_prometheus_scrapes_with_the_hubs_metrics_scope(monkeypatch):
+    """The token Prometheus scrapes the hub's /hub/metrics with holds read:metrics: /metrics refused
+    it, asking for access to the whole service (its status API and page) instead."""
+    from tornado.httpclient import AsyncHTTPClient
+
+    hub = FakeHubAPI({"scrape": ["read:metrics"], "student": ["read:users!user=student"]})
+    server, base = serve_orchestrator(monkeypatch, hub.url, authenticate_metrics=True)
+    try:
+        async def get(path, token):
+            return await AsyncHTTPClient().fetch(base + path, raise_error=False, follow_redirects=False,
+                                                 headers={"Authorization": f"Bearer {token}"})
+        scraped = await get("metrics", "scrape")
+        assert scraped.code == 200 and b"elastichub_problems" in scraped.body
+        assert (await get("metrics", "student")).code == 403
+        assert (await get("api/status", "scrape")).code == 403  # the metrics, nothing more
+    finally:
+        server.stop()
+        hub.server.stop()
