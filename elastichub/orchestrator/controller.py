@@ -137,7 +137,7 @@ class Controller:
                 failures += 1
                 self.metrics.cycle_errors.labels("cycle").inc()
                 delay = min(self.settings.tmon * 2 ** min(failures, 6), 600.0)
-                self.event("error", f"cycle failed ({type(e).__name__}: {e}); retrying in {delay:.0f} s")
+                self.event("error", f"cycle failed ({type(e).__name__}: {error_line(e)}); retrying in {delay:.0f} s")
                 log.exception("cycle failed")
             await asyncio.sleep(max(delay, 0.0))
 
@@ -359,7 +359,7 @@ class Controller:
             raise
         except Exception as e:
             self.metrics.cycle_errors.labels(key.split(":")[0]).inc()
-            self.event("error", f"{key} failed ({type(e).__name__}: {e}); the next cycles retry")
+            self.event("error", f"{key} failed ({type(e).__name__}: {error_line(e)}); the next cycles retry")
             log.debug("%s failed", key, exc_info=True)
 
     async def close(self) -> None:

@@ -240,8 +240,15 @@ class KubeNodes:
 
 
 def error_line(e: BaseException) -> str:
-    """An error on one line: an ApiException's str() spans several (status, reason, headers, body)."""
-    return f"{e.status} {e.reason}" if isinstance(e, ApiException) else " ".join(str(e).split())
+    """An error on one line: an ApiException's str() spans several (status, reason, headers, body), and
+    the API server's own words are in the body's Status (`... cannot patch resource "nodes" ...`)."""
+    if not isinstance(e, ApiException):
+        return " ".join(str(e).split())
+    try:
+        said = json.loads(e.body).get("message") if e.body else None
+    except (TypeError, ValueError, AttributeError):  # not a Status: the reason alone
+        said = None
+    return " ".join(f"{e.status} {e.reason}{': ' + str(said)[:300] if said and said != e.reason else ''}".split())
 
 
 async def _checked(resp):

@@ -134,3 +134,47 @@ async def test_a_watch_cancelled_as_its_line_arrives_ends():
     if not done:
         task.cancel()
     assert done and task.cancelled(), f"still watching after {len(lines_read)} lines"
+
+
+async def test_a_step_the_api_server_refuses_is_one_log_line_with_its_reason(caplog):
+    """A boot step's uncordon refused (the hub's role without `patch nodes`): the event, and the log
+    line, were the ApiException's str(): five lines, with every response header, the reason buried in
+    the JSON of the last."""
+    import asyncio
+    import json
+    import logging
+    from types import SimpleNamespace
+
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from elastichub import podmeta
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.records import node_record
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    said = 'nodes "onprem-1" is forbidden: User "system:serviceaccount:jhub:hub" cannot patch resource "nodes"'
+
+    class Refused:  # what kubernetes_asyncio's REST client raises for a 403 it read in full
+        status, reason = 403, "Forbidden"
+        data = json.dumps({"kind": "Status", "status": "Failure", "message": said, "reason": "Forbidden"})
+
+        def getheaders(self):
+            return {"Audit-Id": "5f1c", "Content-Type": "application/json", "X-Kubernetes-Pf-Flowschema-Uid": "9e"}
+
+    class Nodes:
+        async def uncordon(self, name):
+            raise ApiException(http_resp=Refused())
+
+    tainted = node_record({"metadata": {"name": "onprem-1", "labels": {podmeta.TIER_LABEL: "on-prem"}},
+                           "spec": {"unschedulable": True, "taints": [{"key": podmeta.DRAIN_TAINT,
+                                                                       "effect": "NoSchedule"}]},
+                           "status": {"allocatable": {"cpu": "4", "memory": "8Gi"},
+                                      "conditions": [{"type": "Ready", "status": "True"}]}})
+    ctl = Controller(make_strategy("elastic", PolicyConfig()), SimpleNamespace(records={"onprem-1": tainted}),
+                     SimpleNamespace(records={}), Nodes(), None, None)
+    with caplog.at_level(logging.WARNING, logger="elastichub"):
+        await ctl.cycle()  # our taint on a node nothing drains: lifted, by a step the API server refuses
+        await asyncio.gather(*ctl.tasks.values())
+    error = next(e["message"] for e in ctl.events if e["kind"] == "error")
+    assert error == f"boot:onprem-1 failed (ApiException: 403 Forbidden: {said}); the next cycles retry"
+    assert [r.getMessage() for r in caplog.records] == [f"error: {error}"]
