@@ -430,6 +430,9 @@ class ElasticOrchestrator(Application):
             await api.close()
             raise StartupError(f"cannot use the hub API at {self.hub_api_url}: {e}") from None
         self.log.info("hub %s at %s; servers reached through %s", version, self.hub_api_url, self.proxy_url)
+        proxy_problem = await hub.proxy_problem()  # said, not fatal: a managed service's failed start ends the hub's
+        if proxy_problem:
+            self.log.warning(proxy_problem)
         nodes = Informer("nodes", core.list_node, lambda o: node_record(o, self.tier_label), object_name,
                          watch_timeout=self.watch_timeout, label_selector=self.tier_label)
         pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,

@@ -206,6 +206,22 @@ class HubClient:
         await self._api("GET", "/users?limit=1")
         return str(info["version"])
 
+    async def proxy_problem(self) -> str | None:
+        """Why `proxy_url` cannot lead to the hub's proxy, when nothing answers there at all (the default
+        127.0.0.1:8000 in a hub's pod): every drain would cordon a node and then reach no kernel. Only a
+        connection that fails says so: as a managed service the orchestrator starts before the hub has
+        its routes on the proxy, whose answers cannot be judged yet (and a service that fails its start
+        ends the hub's)."""
+        url = proxied_url(self.proxy_url, urlsplit(self.api_url).path.rstrip("/") + "/")
+        try:
+            await self._fetch(url)
+        except HubError as e:
+            return (f"ElasticOrchestrator.proxy_url {self.proxy_url}: nothing answers there ({e}); users' servers "
+                    "are reached through the hub's proxy, so no server can be moved: set it to where the proxy "
+                    "serves /user/ (zero-to-jupyterhub: http://proxy-public, or http://proxy-http:8000 with "
+                    "autohttps; or $ELASTICHUB_PROXY_URL)")
+        return None
+
     async def servers(self) -> dict[str, HubServer]:
         """Every active server (running, starting or stopping), by key."""
         servers: dict[str, HubServer] = {}

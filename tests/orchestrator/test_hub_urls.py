@@ -129,3 +129,32 @@ async def test_a_hub_api_url_past_the_hubs_base_url_is_one_line_saying_where_the
     assert str(refused.value) == (f"no JupyterHub API at http://127.0.0.1:{port}{api_path}/ (it answers {said}): the "
                                   "hub serves it under its base_url, at BASE_URL/hub/api (e.g. http://hub:8081/jhub/"
                                   "hub/api for base_url '/jhub/'), as JUPYTERHUB_API_URL gives it to a managed service")
+
+
+async def test_a_proxy_url_where_nothing_answers_is_named_at_start():
+    """Run in the hub's pod with proxy_url left at its default (127.0.0.1:8000, where no proxy is), the
+    orchestrator started without a word, scaled out, and every drain then cordoned a node to reach no
+    kernel at all. A proxy that answers is not judged: it may not route to the hub yet."""
+    from tornado import httpserver, web
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.hub import HubClient
+
+    class Proxy(web.RequestHandler):  # configurable-http-proxy before the hub has added its routes
+        def get(self, path):
+            self.set_status(404)
+
+    server = httpserver.HTTPServer(web.Application([(r"(.*)", Proxy)]))
+    port, nowhere = free_port(), free_port()
+    server.listen(port, "127.0.0.1")
+    api = "http://hub.internal:8081/jhub/hub/api"
+    try:
+        assert await HubClient(api, f"http://127.0.0.1:{port}", "t").proxy_problem() is None
+        said = await HubClient(api, f"http://127.0.0.1:{nowhere}", "t").proxy_problem()
+    finally:
+        server.stop()
+    assert said.startswith(f"ElasticOrchestrator.proxy_url http://127.0.0.1:{nowhere}: nothing answers there (GET "
+                           f"http://127.0.0.1:{nowhere}/jhub/hub/api/: ")
+    assert said.endswith("users' servers are reached through the hub's proxy, so no server can be moved: set it "
+                         "to where the proxy serves /user/ (zero-to-jupyterhub: http://proxy-public, or "
+                         "http://proxy-http:8000 with autohttps; or $ELASTICHUB_PROXY_URL)") and "\n" not in said
