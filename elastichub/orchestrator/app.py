@@ -16,7 +16,6 @@ on the command line (``--ElasticOrchestrator.theta_out=85``).
 from __future__ import annotations
 
 import asyncio
-import difflib
 import errno
 import logging
 import os
@@ -39,13 +38,10 @@ from .controller import Controller, Settings
 from .drain import DrainTimeouts
 from .history import HistoryFile
 from .kube import in_cluster_environ
+from .startup import StartupError, check_names
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
 from .urls import URL_ENV, url_problem
-
-
-class StartupError(Exception):
-    """Something the orchestrator needs is missing or unreachable at start: one line says what."""
 
 
 class ElasticOrchestrator(Application):
@@ -180,7 +176,13 @@ class ElasticOrchestrator(Application):
 
     @default("api_token")
     def _api_token(self):
-        return os.environ.get("JUPYTERHUB_API_TOKEN", "")
+        return os.environ.get("JUPYTERHUB_API_TOKEN", "").strip()
+
+    @validate("api_token")
+    def _token(self, proposal):
+        # Read from a file or a Secret, a token ends in a newline: in a header it stopped the start with a
+        # traceback that quoted it, and failed every check of a page's visitor. No token holds whitespace.
+        return proposal["value"].strip()
 
     @default("proxy_url")
     def _proxy_url(self):
@@ -340,10 +342,10 @@ class ElasticOrchestrator(Application):
         from .cloud import CloudPool, load_driver
 
         args = list(self.cloud_driver_args)
-        if not args and os.environ.get("ELASTICHUB_CLOUD_KEY"):
-            args = [os.environ["ELASTICHUB_CLOUD_KEY"]]
+        if not args and os.environ.get("ELASTICHUB_CLOUD_KEY"):  # stripped as api_token is
+            args = [os.environ["ELASTICHUB_CLOUD_KEY"].strip()]
             if os.environ.get("ELASTICHUB_CLOUD_SECRET"):
-                args.append(os.environ["ELASTICHUB_CLOUD_SECRET"])
+                args.append(os.environ["ELASTICHUB_CLOUD_SECRET"].strip())
         try:
             driver = load_driver(self.cloud_driver, args, dict(self.cloud_driver_kwargs))
         except ValueError as e:
@@ -538,7 +540,7 @@ class ElasticOrchestrator(Application):
         super().initialize(argv)
         if not self.generate_config:
             self._read_config_file()
-        self._check_names()
+        check_names(self.config, self.class_trait_names(config=True), self.__class__.__name__)
         # The modules log under "elastichub": through the Application's handler, at its level.
         package_log = logging.getLogger("elastichub")
         package_log.handlers = list(self.log.handlers)
@@ -564,22 +566,6 @@ class ElasticOrchestrator(Application):
                     "of its own" if isinstance(e, KeyError) else "")
             raise StartupError(f"config file {path} failed ({type(e).__name__}: {e}): nothing of it is used."
                                + hint) from None
-
-    def _check_names(self) -> None:
-        """A misspelt setting (`c.ElasticOrchestrator.dryrun = True`) or
-        class name is an error: traitlets only warns, and the orchestrator
-        would run on the default, a dry run left real without a word."""
-        settings = self.class_trait_names(config=True)
-        for key in self.config.get(self.__class__.__name__, {}):
-            if key not in settings:
-                hint = difflib.get_close_matches(key, settings, n=1)
-                raise StartupError(f"ElasticOrchestrator.{key}: no such setting"
-                                   + (f" (did you mean {hint[0]}?)" if hint else "; --help-all lists them"))
-        for section in self.config:
-            if section != self.__class__.__name__ and difflib.get_close_matches(
-                    section, [self.__class__.__name__], n=1, cutoff=0.8):
-                raise StartupError(f"{section}.{', '.join(self.config[section]) or '...'}: no class {section} "
-                                   f"(did you mean {self.__class__.__name__}?)")
 
     @default("log_level")
     def _log_level(self):

@@ -516,3 +516,31 @@ async def test_with_authenticate_metrics_prometheus_scrapes_with_the_hubs_metric
     finally:
         server.stop()
         hub.server.stop()
+
+
+@pytest.mark.parametrize("given", ["environment", "config"])
+async def test_a_token_read_from_a_file_with_its_newline_is_taken_without_it(monkeypatch, given):
+    """A token read from a Kubernetes Secret or a file ends in a newline: sent as it was, the hub
+    check stopped the start with a ValueError traceback quoting the token."""
+    from tornado import httpserver, web
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.app import ElasticOrchestrator
+    from elastichub.orchestrator.hub import NEEDED_SCOPES
+
+    class Hub(web.RequestHandler):
+        def get(self, path):
+            assert self.request.headers["Authorization"] == "token s3cr3t"
+            self.write({"/": {"version": "5.3.0"}, "/user": {"kind": "service", "name": "o", "scopes": NEEDED_SCOPES},
+                        "/users": {"items": []}}[path])
+
+    server = httpserver.HTTPServer(web.Application([(r"/hub/api(/[a-z]*)", Hub)]))
+    port = free_port()
+    server.listen(port, "127.0.0.1")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "s3cr3t\n" if given == "environment" else "")
+    app = ElasticOrchestrator(hub_api_url=f"http://127.0.0.1:{port}/hub/api",
+                              **({"api_token": "s3cr3t\r\n"} if given == "config" else {}))
+    try:
+        assert await HubClient(app.hub_api_url, "http://127.0.0.1:1", app.api_token).check() == "5.3.0"
+    finally:
+        server.stop()
