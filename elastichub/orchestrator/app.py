@@ -395,6 +395,9 @@ class ElasticOrchestrator(Application):
             problem = url_problem(name, getattr(self, name))
             if problem:
                 raise StartupError(problem + f" (from ${URL_ENV[name]})")
+        if not self.service_url:  # a service declared without a `url`: its pages are a 404 at the hub
+            self.log.warning("no service_url ($JUPYTERHUB_SERVICE_URL): no status page, API or /metrics; give the "
+                             "service a 'url' in c.JupyterHub.services (or set ElasticOrchestrator.service_url)")
         history = None
         if self.history_file:
             history = HistoryFile(self.history_file)

@@ -544,3 +544,15 @@ async def test_a_token_read_from_a_file_with_its_newline_is_taken_without_it(mon
         assert await HubClient(app.hub_api_url, "http://127.0.0.1:1", app.api_token).check() == "5.3.0"
     finally:
         server.stop()
+
+
+def test_a_service_declared_without_a_url_is_told_it_serves_no_page(tmp_path, monkeypatch):
+    """Declared without a `url`, the hub gives the service no JUPYTERHUB_SERVICE_URL: the orchestrator
+    served no page, API or metrics, and said nothing of it (the hub answered 404 for them)."""
+    monkeypatch.delenv("JUPYTERHUB_SERVICE_URL", raising=False)
+    result = orchestrator("--kubeconfig=absent.yaml", cwd=tmp_path)
+    assert "WARNING] no service_url ($JUPYTERHUB_SERVICE_URL): no status page, API or /metrics; give the service " \
+        "a 'url' in c.JupyterHub.services" in result.stderr
+    served = orchestrator("--kubeconfig=absent.yaml", "--ElasticOrchestrator.service_url=http://127.0.0.1:10101",
+                          cwd=tmp_path)
+    assert "no service_url" not in served.stderr and "absent.yaml: no such file" in served.stderr
