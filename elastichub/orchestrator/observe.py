@@ -17,6 +17,7 @@ pool: the orchestrator never starts a VM an admin set aside.
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
@@ -192,9 +193,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
                               tuple(servers.get(rec.name, ())), status, since))
 
     if not any(n.tier is Tier.ONPREM for n in out_nodes):
-        problems.append(f"no on-prem node: none is labelled with the tier {config.onprem_tier!r}, so every "
-                        "server needs the cloud; label them (kubectl label node NAME elastichub.io/tier="
-                        f"{config.onprem_tier}, or your tier_label)")
+        problems.append(no_onprem_problem(nodes, config))
     # A pool VM's node whose Node object is gone (deleted by hand) while pods are still bound to it.
     unlisted = {name for name in servers if name not in seen and name in vm_by_node}
     elsewhere = sorted(node for node in servers if node not in seen and node not in unlisted)
@@ -341,6 +340,18 @@ def _mark_cloud_only(pods: list[PodRecord], pending: list[Server], servers: dict
     for node in cloud & servers.keys():
         servers[node] = [replace(s, movable=False) if s.movable and only_cloud(s.name) else s
                          for s in servers[node]]
+
+
+def no_onprem_problem(nodes: list[NodeRecord], config: ObserveConfig) -> str:
+    """One line for a cluster with no on-prem node, naming the tier values its nodes do carry (a
+    misspelt 'onprem' said nothing of itself) and the label key in force (not always ElasticHub's)."""
+    others = Tally(rec.tier for rec in nodes if rec.tier is not None
+                   and rec.tier not in (config.onprem_tier, config.cloud_tier))
+    found = "".join(f"; {count} node(s) carry {config.tier_label}={value!r}" for value, count in
+                    sorted(others.items())[:3])
+    return (f"no on-prem node: none is labelled with the tier {config.onprem_tier!r}{found}, so every server "
+            f"needs the cloud; label them (kubectl label node NAME {config.tier_label}={config.onprem_tier}), "
+            "or set the tier values of c.ElasticSpawner and c.ElasticOrchestrator (onprem_tier) to theirs")
 
 
 def no_ram_problem(servers: list[str]) -> str:

@@ -225,6 +225,14 @@ def test_nodes_nobody_labelled_are_problems_not_silence():
     it would see cloud nodes bought for servers that have room on-prem."""
     [problem] = observe([node("cloud-1", "cloud")], [], None, CONFIG, NOW).problems
     assert problem.startswith("no on-prem node: none is labelled with the tier 'on-prem'")
+    # Labelled, but misspelt (or another tier_label): the values found are named, with the key in force.
+    misspelt = [node("onprem-1", "onprem"), node("onprem-2", "onprem"), node("cloud-1", "cloud")]
+    custom = ObserveConfig(tier_label="example.org/pool")
+    [problem] = observe(misspelt, [], None, custom, NOW).problems
+    assert problem == ("no on-prem node: none is labelled with the tier 'on-prem'; 2 node(s) carry "
+                       "example.org/pool='onprem', so every server needs the cloud; label them (kubectl label node "
+                       "NAME example.org/pool=on-prem), or set the tier values of c.ElasticSpawner and "
+                       "c.ElasticOrchestrator (onprem_tier) to theirs")
     pods = [pod("alice", "rack-7"), pod("bob", "rack-7"), pod("carl", "onprem-1")]
     [problem] = observe([node("onprem-1")], pods, None, CONFIG, NOW).problems
     assert problem.startswith("servers on nodes without a tier: 2 on rack-7: ")
