@@ -102,8 +102,15 @@ def theta_out_mistake(value: float) -> str | None:
 def theta_in_mistake(theta_in: object, theta_out: float) -> str | None:
     """Why a strategy's theta_in (the gap below theta_out kept after a
     scale-in) is surely not meant with this theta_out, or None: above it,
-    no node would ever be scaled in. The strategy itself takes it."""
-    if not isinstance(theta_in, (int, float)) or isinstance(theta_in, bool) or not theta_in > theta_out:
+    no node would ever be scaled in; between 0 and 1, a fraction (0.05 for
+    5 %) that keeps next to no gap, and a node drained would be booted again
+    by the next arrival. The strategy itself takes it (0 too)."""
+    if not isinstance(theta_in, (int, float)) or isinstance(theta_in, bool):
+        return None
+    if 0 < theta_in < 1:
+        return (f"theta_in is a percentage (5 means a gap of 5 % of on-prem below theta_out); {theta_in:g} looks "
+                f"like a fraction and would keep a gap of {theta_in:g} %: use {theta_in * 100:g}")
+    if not theta_in > theta_out:
         return None
     return (f"theta_in {theta_in:g} is the gap below theta_out kept after a scale-in: above theta_out "
             f"{theta_out:g} no node would ever be scaled in (default 5)")

@@ -65,6 +65,9 @@ def one_error_line(result) -> str:
     (["--cloud-driver=nosuchcloud"], "unknown libcloud compute provider 'nosuchcloud'"),
     (["--cloud-driver=nosuchmodule:Driver"], "cannot be imported"),
     (["--ElasticOrchestrator.policy_options={'theta_in': -3}"], "theta_in"),
+    (["--ElasticOrchestrator.policy_options={'theta_in': 0.05}"],
+     "theta_in is a percentage (5 means a gap of 5 % of on-prem below theta_out); 0.05 looks like a fraction and "
+     "would keep a gap of 0.05 %: use 5"),
     (["--ElasticOrchestrator.policy_options={'theta_in': 95}"],
      "theta_in 95 is the gap below theta_out kept after a scale-in: above theta_out 80 no node would ever be"),
     (["--ElasticOrchestrator.policy_options={'no_such_option': 1}"],

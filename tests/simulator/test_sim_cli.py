@@ -92,6 +92,8 @@ def test_out_writes_csv_series_and_plots(capsys, tmp_path):
     (["--option", "standing_reserve"], "--option: expected KEY=VALUE, got 'standing_reserve'"),
     (["--option", "standing_reserve=2"], "--option: standing_reserve is a share of the reserve cap, 0..1"),
     (["--option", "lifetime_aware=maybe"], "--option: lifetime_aware must be True or False, got 'maybe'"),
+    (["--option", "theta_in=0.05"], "--option: theta_in is a percentage (5 means a gap of 5 % of on-prem below "
+                                    "theta_out); 0.05 looks like a fraction and would keep a gap of 0.05 %: use 5"),
     (["--policy", "paper", "--option", "theta_in=3"], "--option theta_in: policy 'paper' has no option "
                                                       "'theta_in'; it takes none"),
     (["--theta-out", "80,800"], "--theta-out: theta_out is a percentage of RAM occupancy, at most 100; at 800"),
