@@ -44,6 +44,9 @@ from .timetable import TimetabledStrategy, TimetableFile, classes_around
 from .urls import URL_ENV, url_problem
 
 
+SYNC_TIMEOUT = 60.0  # seconds for the first list of the nodes and of the pods
+
+
 class ElasticOrchestrator(Application):
     name = "elastichub-orchestrator"
     version = __version__
@@ -452,8 +455,14 @@ class ElasticOrchestrator(Application):
                      for i in (controller.nodes, controller.pods)]
         server = None
         try:
-            async with asyncio.timeout(60):
-                await asyncio.gather(controller.nodes.synced.wait(), controller.pods.synced.wait())
+            try:
+                async with asyncio.timeout(SYNC_TIMEOUT):
+                    await asyncio.gather(controller.nodes.synced.wait(), controller.pods.synced.wait())
+            except TimeoutError:  # a role without list/watch of pods or nodes: a traceback said only that
+                unread = [f"{i.name} ({i.last_error or 'no answer'})" for i in (controller.nodes, controller.pods)
+                          if not i.synced.is_set()]
+                raise StartupError(f"cannot read the cluster's {' and '.join(unread)} within {SYNC_TIMEOUT:g} s; "
+                                   "`elastichub rbac` prints the permissions the orchestrator needs") from None
             if self.service_url:
                 server = self._serve(controller)
             self.log.info("orchestrator running: policy %s, theta_out %g %%, Tmon %g s, Tcool %g s%s",

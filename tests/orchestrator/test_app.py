@@ -559,3 +559,40 @@ def test_a_service_declared_without_a_url_is_told_it_serves_no_page(tmp_path, mo
     served = orchestrator("--kubeconfig=absent.yaml", "--ElasticOrchestrator.service_url=http://127.0.0.1:10101",
                           cwd=tmp_path)
     assert "no service_url" not in served.stderr and "absent.yaml: no such file" in served.stderr
+
+
+async def test_a_cluster_it_cannot_list_the_pods_of_is_one_line_naming_why(monkeypatch):
+    """The hub's role without `list pods` cluster-wide (elastichub rbac not applied): the nodes listed,
+    the pods never did, and after 60 s the start ended in a TimeoutError traceback."""
+    from types import SimpleNamespace
+
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from elastichub.orchestrator import app as app_module
+    from elastichub.orchestrator.app import ElasticOrchestrator, StartupError
+    from elastichub.orchestrator.kube import Informer
+
+    async def nodes(**kwargs):
+        raise ApiException(status=0, reason="not watched here")  # listed once below, then quiet
+
+    async def pods(**kwargs):
+        raise ApiException(status=403, reason='pods is forbidden: User "system:serviceaccount:jhub:hub" cannot list '
+                                              'resource "pods" in API group "" at the cluster scope')
+
+    listed = Informer("nodes", nodes, dict, str)
+    listed.synced.set()
+    forbidden = Informer("pods", pods, dict, str)
+
+    async def build_controller(self):
+        async def close():
+            pass
+        return SimpleNamespace(nodes=listed, pods=forbidden, close=close), []
+
+    monkeypatch.setattr(app_module, "SYNC_TIMEOUT", 1.0, raising=False)
+    monkeypatch.setattr(ElasticOrchestrator, "build_controller", build_controller)
+    with pytest.raises(StartupError) as refused:
+        await ElasticOrchestrator().run()
+    assert str(refused.value) == ('cannot read the cluster\'s pods (403 pods is forbidden: User '
+                                  '"system:serviceaccount:jhub:hub" cannot list resource "pods" in API group "" at the '
+                                  'cluster scope) within 1 s; `elastichub rbac` prints the permissions the '
+                                  'orchestrator needs')
