@@ -251,7 +251,7 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
 <h1>ElasticHub orchestrator</h1>
 <p class="muted">policy <b>{e(str(status["policy"]))}</b>, theta_out {theta} %, Tmon {status["tmon"]} s,
 Tcool {status["tcool"]} s{" &mdash; <b>dry run</b>: nothing is changed" if status["dry_run"] else ""}.
-{status["cycles"]} cycles.{recorded}</p>
+{status["cycles"]} cycles.{recorded} Times in {e(time.strftime("%Z", time.localtime(status["time"])))}.</p>
 <h2>Occupancy of the active nodes (RAM requests)</h2>
 {_bar(occ, theta)}<p>{occ:.1f} % against theta_out {theta} % &middot; waiting: {e(pending)}</p>
 {f'<h2>Problems</h2><ul class="problems">{problems}</ul>' if problems else ""}

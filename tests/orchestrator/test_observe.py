@@ -190,6 +190,26 @@ def test_each_problem_is_an_event_once_while_it_lasts():
         "and 3 more (api/status lists the first 20)"]
 
 
+def test_the_status_page_says_the_time_zone_of_its_times(monkeypatch):
+    """Decisions and events are shown at the orchestrator's local time, UTC in a pod: unlabelled, an
+    admin in Berlin read 09:00 for a scale-out at 10:00 of theirs."""
+    import time
+
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.web import render_page
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)  # 2027-01-15: winter time
+        ctl.event("scale-out", "started VM cloud-1 for node cloud-1")
+        page = render_page(ctl.status())
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert "Times in CET." in page and "<li>09:00:00 <b>scale-out</b>" in page
+
+
 def test_the_status_page_shows_the_problems():
     from elastichub.orchestrator.controller import Controller
     from elastichub.orchestrator.web import render_page
