@@ -17,8 +17,6 @@ import os
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from urllib.parse import urlsplit
-
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated, UserNotAllowed
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from tornado import web
