@@ -290,13 +290,24 @@ class HubClient:
         self._server_tokens[key] = (token, time.monotonic())
         return token
 
+    async def _server_fetch(self, owner: tuple[str, str], url: str, method: str = "GET", body=None, *,
+                            timeout: float | None = None) -> tuple[int, object, dict]:
+        """`_fetch` from `owner`'s server with its token. A token the server
+        refuses (its user revoked it on their token page, or the hub lost it)
+        is minted again, once: a kept token must not hold up their moves for an hour."""
+        answer = await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner))
+        if answer[0] not in (401, 403):
+            return answer
+        self._server_tokens.pop(owner, None)
+        return await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner))
+
     def _server_url(self, server: HubServer, path: str) -> str:
         return proxied_url(self.proxy_url, server.url).rstrip("/") + path
 
     async def kernels(self, server: HubServer) -> list[dict]:
         """Jupyter Server's kernel list (id, execution_state, last_activity)."""
-        code, payload, _ = await self._fetch(self._server_url(server, "/api/kernels"),
-                                             token=await self.server_token(server.user, server.name))
+        owner = (server.user, server.name)
+        code, payload, _ = await self._server_fetch(owner, self._server_url(server, "/api/kernels"))
         if code != 200 or not isinstance(payload, list):
             raise HubError(f"kernels of {server.key}: {code} {_excerpt(payload)}", code)
         return payload
@@ -305,15 +316,15 @@ class HubClient:
         """Jupyter Server's terminals (name, last_activity), each with the
         `processes` its shell started (the kernel package's extension; None
         where it cannot tell); [] where terminals are off."""
-        token = await self.server_token(server.user, server.name)
-        code, payload, _ = await self._fetch(self._server_url(server, "/api/terminals"), token=token)
+        owner = (server.user, server.name)
+        code, payload, _ = await self._server_fetch(owner, self._server_url(server, "/api/terminals"))
         if code == 404:
             return []
         if code != 200 or not isinstance(payload, list) or not all(isinstance(t, dict) for t in payload):
             raise HubError(f"terminals of {server.key}: {code} {_excerpt(payload)}", code)
         if not payload:
             return payload
-        code, running, _ = await self._fetch(self._server_url(server, "/api/elastichub/terminals"), token=token)
+        code, running, _ = await self._server_fetch(owner, self._server_url(server, "/api/elastichub/terminals"))
         if code == 404:  # an image without the kernel package: activity alone tells
             running = []
         elif code != 200 or not isinstance(running, list) or not all(isinstance(t, dict) for t in running):
@@ -330,8 +341,7 @@ class HubClient:
         """The API of `owner`'s (user, server name) single-user server at
         `base` (the proxy route, or one pod directly during a live move),
         with a token for that server only."""
-        code, payload, _ = await self._fetch(base.rstrip("/") + path, method, body, timeout=timeout,
-                                             token=await self.server_token(*owner))
+        code, payload, _ = await self._server_fetch(owner, base.rstrip("/") + path, method, body, timeout=timeout)
         if code != 200:
             message = one_line(payload.get("message")) if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
@@ -340,5 +350,9 @@ class HubClient:
     async def checkpoint(self, server: HubServer, timeout: float) -> CheckpointOutcome:
         """Have the server checkpoint every kernel (the kernel package's
         endpoint, through the proxy, as the spawner does before a stop)."""
-        return await request_checkpoint(self.http, self._server_url(server, "/"),
-                                        await self.server_token(server.user, server.name), timeout)
+        owner = (server.user, server.name)
+        outcome = await request_checkpoint(self.http, self._server_url(server, "/"), await self.server_token(*owner),
+                                           timeout)
+        if not outcome.ok:  # the token may be why (revoked): the next try mints another
+            self._server_tokens.pop(owner, None)
+        return outcome

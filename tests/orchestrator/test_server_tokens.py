@@ -22,6 +22,7 @@ class _Hub:
         self.minted: list[tuple[str, dict, str]] = []  # (user, body, token)
         self.seen: list[tuple[str, str]] = []  # (path, Authorization) of each call to a server
         self.refuse = refuse
+        self.revoked: set[str] = set()  # Authorization headers the servers refuse
 
     def app(self) -> web.Application:
         hub = self
@@ -41,9 +42,14 @@ class _Hub:
 
         class Server(web.RequestHandler):
             def _answer(self, path):
-                hub.seen.append((path, self.request.headers.get("Authorization", "")))
+                auth = self.request.headers.get("Authorization", "")
+                hub.seen.append((path, auth))
                 self.set_header("Content-Type", "application/json")
-                self.finish("[]")
+                if auth in hub.revoked:
+                    self.set_status(403)
+                    self.finish({"message": "Forbidden"})
+                else:
+                    self.finish("[]")
 
             get = post = _answer
 
@@ -98,3 +104,23 @@ async def test_a_role_that_may_not_mint_tokens_is_named_and_nothing_reaches_the_
     with pytest.raises(HubError, match="cannot get a token for server alice/"):
         outcome = await client.checkpoint(_server("alice"), 10)
     assert outcome is None and hub.seen == []
+
+
+async def test_a_token_the_server_refuses_is_minted_again_once(hub_at):
+    """Its user revoked it on their token page (or the hub lost it): the cached token must not
+    hold up the moves of that server until it is renewed an hour later."""
+    hub = _Hub()
+    client = await hub_at(hub)
+    alice = _server("alice")
+    await client.kernels(alice)
+    hub.revoked = {"token user-token-0"}
+    assert await client.server_call(client.proxy_base(alice), "GET", "/api/sessions", owner=("alice", "")) == []
+    assert [token for _, _, token in hub.minted] == ["user-token-0", "user-token-1"]
+    assert hub.seen[-2:] == [("/user/alice/api/sessions", "token user-token-0"),
+                             ("/user/alice/api/sessions", "token user-token-1")]
+    outcome = await client.checkpoint(alice, 10)  # a refused checkpoint gives the token up for the next try
+    assert outcome.ok and hub.seen[-1] == ("/user/alice/api/elastichub/checkpoint", "token user-token-1")
+    hub.revoked.add("token user-token-1")
+    assert not (await client.checkpoint(alice, 10)).ok
+    await client.kernels(alice)
+    assert hub.seen[-1] == ("/user/alice/api/kernels", "token user-token-2")
