@@ -35,6 +35,7 @@ from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods, error_line
 from .metrics import Metrics
+from .movable import Movability
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
 from .status import status_of
@@ -63,8 +64,7 @@ class Settings:
     timeline_s: float = 6 * 3600.0
     dry_run: bool = False
     # At shutdown, how long a drain may take to finish the move in flight (a server it stopped is started
-    # again): within the hub's 30 s from SIGINT to SIGTERM for a managed service, and Kubernetes' 30 s
-    # termination grace for a pod.
+    # again): within the hub's 30 s from SIGINT to SIGTERM for a managed service, and a pod's 30 s grace.
     shutdown_grace: float = 20.0
 
 
@@ -119,6 +119,7 @@ class Controller:
         self._tell_failing = False
         self.boot_seconds: deque[float] = deque(maxlen=5)  # the last boots, start to Ready
         self.booting_vms: set[str] = set()  # the VMs a boot step watches (under whichever node name)
+        self.movable = Movability(self.hub, self.monotonic)  # servers no checkpoint can move: pinned for the policy
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -172,7 +173,9 @@ class Controller:
         self._reconcile(obs, now)
         if self.timetable is not None:
             self._reload_timetable()
-        snapshot = self._without_backed_off(obs.snapshot, now)
+        if self.movable.update(self.pods.records.values()) and not self._busy("movable"):
+            self._spawn("movable", self.movable.recheck())
+        snapshot = self.movable.pin(self._without_backed_off(obs.snapshot, now))
         action, self.state = self.strategy.decide(snapshot, self.state, now)
         record = self._decided(now, action, getattr(action, "reason", ""), t0)
         self._tell_waiting(obs, now)
@@ -210,11 +213,9 @@ class Controller:
             "action": "scale-out" if isinstance(action, ScaleOut) else "scale-in" if isinstance(action, ScaleIn)
             else "none",
             "nodes": list(action.nodes) if isinstance(action, ScaleOut) else [action.node] if action else [],
-            "moves": [m.server.name for m in action.moves] if isinstance(action, ScaleIn) else [],
-            "reason": reason,
+            "moves": [m.server.name for m in action.moves] if isinstance(action, ScaleIn) else [], "reason": reason,
             "occupancy_ram": round(occupancy(obs.snapshot.active_nodes, "ram"), 2) if obs else None,
-            "pending": len(obs.snapshot.pending) if obs else None,
-            "decide_ms": round(seconds * 1000, 3),
+            "pending": len(obs.snapshot.pending) if obs else None, "decide_ms": round(seconds * 1000, 3),
             "dry_run": self.settings.dry_run,
         }
         if action is not None:
@@ -340,16 +341,13 @@ class Controller:
                               "servers": sum(len(n.servers) for n in snap.nodes)})
 
     def draining(self) -> str | None:
-        return next((key[6:] for key, task in self.tasks.items() if key.startswith("drain:") and not task.done()),
-                    None)
+        return next((key[6:] for key, t in self.tasks.items() if key.startswith("drain:") and not t.done()), None)
 
     def _busy(self, key: str) -> bool:
-        task = self.tasks.get(key)
-        return task is not None and not task.done()
+        return (task := self.tasks.get(key)) is not None and not task.done()
 
     def _spawn(self, key: str, coro) -> None:
-        task = asyncio.create_task(self._guarded(key, coro), name=key)
-        self.tasks[key] = task
+        self.tasks[key] = asyncio.create_task(self._guarded(key, coro), name=key)
 
     async def _guarded(self, key: str, coro) -> None:
         """A background step: its failure is an event, never the loop's end."""
@@ -488,9 +486,11 @@ class Controller:
 
         async def run():
             try:
+                if resume is None:  # a server no checkpoint can move: the node is left before its cordon
+                    await self.movable.check(node, list(self.pods.records.values()))
                 outcome = await (drain.resume(resume, abandon=reason if abandon else "") if resume is not None
                                  else drain.start())
-            except MoveAborted as e:  # the node vanished before it was marked
+            except MoveAborted as e:  # a server no checkpoint can move (movable.py), or the node vanished
                 outcome = f"not started ({e})"
             except Paused as e:
                 self.event("drain", f"drain of {node} paused: {e}")

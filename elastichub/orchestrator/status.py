@@ -60,6 +60,7 @@ def status_of(ctl: Controller) -> dict:
         "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in ctl.backoff.items()
                     if b.until > ctl.clock()},
         "restart_next": dict(ctl.restart_next),
+        "unmovable": ctl.movable.reasons(),  # servers no checkpoint can move: their nodes are not drained
         "classes": classes_ahead(ctl.strategy, ctl.clock()),
         "history": None if ctl.history is None else {
             "file": ctl.history.path, "written": ctl.history.written,

@@ -7,9 +7,10 @@ means every running kernel of the server) answers one result per kernel::
      "recomputed": [...], "not_restorable": [{"name", "reason"}], "path",
      "unchanged", "wall_seconds", "error" (only when not ok)}
 
-``GET /api/elastichub/status[?kernel_id=ID]`` answers the extension's version
-and settings and, per kernel, whether it is an Elastic kernel and what it
-reports about itself.
+``GET /api/elastichub/status[?kernel_id=ID][&ask_kernels=0]`` answers the
+extension's version and settings and, per kernel, whether it is an Elastic
+kernel and what it reports about itself (``ask_kernels=0``: not asked, its
+``status`` null; whether it is Elastic is read from its kernelspec).
 
 ``GET /api/elastichub/terminals`` answers, per terminal, the processes its
 shell started (processes.py): a move waits for them.
@@ -476,7 +477,7 @@ class ElasticHubExtension(ExtensionApp):
         except TimeoutError:
             self.log.warning("elastichub: telling the kernels their notebooks' paths took too long at shutdown")
 
-    async def status(self, kernel_id: str, kernel: Any) -> dict:
+    async def status(self, kernel_id: str, kernel: Any, ask: bool = True) -> dict:
         name = getattr(kernel, "kernel_name", None)
         elastic = is_elastic_kernelspec(self._spec(kernel))
         entry: dict[str, Any] = {
@@ -488,7 +489,7 @@ class ElasticHubExtension(ExtensionApp):
             "status": None,
         }
         # Asking a kernel busy writing a checkpoint would only time out.
-        if not elastic or entry["checkpointing"]:
+        if not elastic or entry["checkpointing"] or not ask:
             return entry
         try:
             if not await kernel.is_alive():

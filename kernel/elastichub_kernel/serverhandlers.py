@@ -63,8 +63,11 @@ class StatusHandler(_Handler):
     @authorized
     async def get(self) -> None:
         kernel_id = self.get_query_argument("kernel_id", None) or None
+        # ask_kernels=0: what each kernel is, not what it reports (no round trip: a kernel running a
+        # cell may answer only when the cell ends), as the orchestrator asks before a drain.
+        ask = self.get_query_argument("ask_kernels", "1") != "0"
         targets = self.ext.kernels(kernel_id)
-        kernels = await asyncio.gather(*(self.ext.status(kid, k) for kid, k in targets))
+        kernels = await asyncio.gather(*(self.ext.status(kid, k, ask) for kid, k in targets))
         self.finish(
             json.dumps(
                 {

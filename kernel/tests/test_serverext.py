@@ -263,6 +263,23 @@ def test_a_stock_kernel_is_refused_with_a_reason(server):
         server.request("DELETE", f"/api/kernels/{kernel_id}")
 
 
+def test_status_can_say_what_each_kernel_is_without_asking_it(server):
+    """The orchestrator asks before a drain; asked, a kernel running a cell answered only once it ended,
+    so a drain began after the student's cell instead of waiting for it within busy_timeout."""
+    stock = server.start_kernel("python3")
+    elastic = server.start_session("kinds.ipynb")
+    try:
+        _, body = server.request("GET", "/api/elastichub/status?ask_kernels=0")
+        by_id = {k["kernel_id"]: k for k in body["kernels"]}
+        assert by_id[stock]["elastic"] is False and by_id[elastic]["elastic"] is True, by_id
+        assert by_id[elastic]["status"] is None, "the kernel must not be asked"
+        _, body = server.request("GET", f"/api/elastichub/status?kernel_id={elastic}")
+        assert body["kernels"][0]["status"]["status"] == "ok"  # asked by default, as before
+    finally:
+        server.request("DELETE", f"/api/kernels/{stock}")
+        server.request("DELETE", f"/api/kernels/{elastic}")
+
+
 def test_a_stock_kernel_is_answered_in_a_list_with_every_other_kernel(server):
     stock = server.start_kernel("python3")
     elastic = server.start_session("mixed.ipynb")

@@ -403,12 +403,9 @@ class RecordingHub:
         self.calls.append(("start", user))
 
 
-@pytest.mark.parametrize("pool", ["none", "without it"])
-async def test_a_drain_recorded_on_a_node_whose_vm_is_not_in_the_pool_is_rolled_back_not_resumed(
-        cluster_factory, wire, pool):
-    """A run with a cloud driver began draining cloud-1; the next has none, or a pool that no longer
-    holds cloud-1's VM (its tags or cloud_vm_tags changed). The resumed drain moved alice off for
-    nothing, as no VM could be stopped, and left the node cordoned."""
+async def alice_on_cloud_1(cluster_factory):
+    """A local cluster (2 on-prem, 2 cloud nodes) with cloud-1's VM started and alice's server (1 GiB)
+    bound to it."""
     cluster = await cluster_factory(cluster_config(onprem=2, cloud=2))
     driver = cluster.cloud_driver()
     vm = next(n for n in await asyncio.to_thread(driver.list_nodes) if n.name == "cloud-1")
@@ -416,6 +413,17 @@ async def test_a_drain_recorded_on_a_node_whose_vm_is_not_in_the_pool_is_rolled_
     alice = server_pod("alice", "1Gi")
     alice["spec"]["nodeName"] = "cloud-1"
     cluster.store.create("pods", alice)
+    return cluster
+
+
+@pytest.mark.parametrize("pool", ["none", "without it"])
+async def test_a_drain_recorded_on_a_node_whose_vm_is_not_in_the_pool_is_rolled_back_not_resumed(
+        cluster_factory, wire, pool):
+    """A run with a cloud driver began draining cloud-1; the next has none, or a pool that no longer
+    holds cloud-1's VM (its tags or cloud_vm_tags changed). The resumed drain moved alice off for
+    nothing, as no VM could be stopped, and left the node cordoned."""
+    cluster = await alice_on_cloud_1(cluster_factory)
+    driver = cluster.cloud_driver()
     hub = RecordingHub()
     cloud = None if pool == "none" else CloudPool(driver, name_prefix="cloud-2")
     ctl = await wire(cluster, paper(theta=101), hub=hub, cloud=cloud, drain=DrainTimeouts(stop=0.5, poll=0.05))
