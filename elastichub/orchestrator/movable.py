@@ -57,7 +57,8 @@ async def probe(hub: HubClient, server: HubServer) -> tuple[str, frozenset] | No
     """(why `server` cannot be moved by a checkpoint, its kernel ids), or
     None when it can or it cannot be told now (the drain finds out as before)."""
     try:
-        status = await hub.server_call(hub.proxy_base(server), "GET", STATUS, timeout=PROBE_TIMEOUT_S)
+        status = await hub.server_call(hub.proxy_base(server), "GET", STATUS, owner=(server.user, server.name),
+                                       timeout=PROBE_TIMEOUT_S)
     except HubError as e:
         if e.code != 404:
             return None

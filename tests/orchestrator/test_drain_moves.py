@@ -294,7 +294,7 @@ class MovingHub:
     def proxy_base(self, server):
         return f"http://proxy{server.url}"
 
-    async def server_call(self, base, method, path, body=None, timeout=None):
+    async def server_call(self, base, method, path, body=None, *, owner=None, timeout=None):
         assert path.startswith("/api/elastichub/status"), path  # what a drain asks before it cordons the node
         return {"kernels": [{"kernel_id": "k", "kernel_name": "elastic-python", "elastic": True}]}
 

@@ -41,7 +41,7 @@ class ServerHub:
     async def terminals(self, server):
         return []
 
-    async def server_call(self, base, method, path, body=None, timeout=None):
+    async def server_call(self, base, method, path, body=None, *, owner=None, timeout=None):
         self.calls.append((method, path))
         if not self.extension and path.startswith("/api/elastichub/"):
             raise HubError(f"{method} {path} at {base}: 404 Not Found", 404)
