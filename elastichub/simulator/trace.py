@@ -238,19 +238,20 @@ class _Columns:
 def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
     """A request some node shape holds, CPU and RAM together: one that only
     fits CPU on one shape and RAM on another would wait for ever (a
-    TraceError naming `where` otherwise)."""
+    TraceError naming `where` otherwise, and how to describe the hub's nodes)."""
     if any(req.fits_in(node) for node in nodes):
         return
     cpu, ram = max(n.cpu for n in nodes), max(n.ram for n in nodes)
     if req.cpu > cpu:
-        raise TraceError(f"{where}, column cpu: {req.cpu:g} cores is more than the largest node has "
-                         f"({cpu:g} cores)")
-    if req.ram > ram:
-        raise TraceError(f"{where}, column ram_gib: {req.ram / GiB:g} GiB is more than the largest node has "
-                         f"({ram / GiB:g} GiB)")
-    shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
-    raise TraceError(f"{where}: {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): "
-                     "it could never run")
+        why = f", column cpu: {req.cpu:g} cores is more than the largest node has ({cpu:g} cores)"
+    elif req.ram > ram:
+        why = f", column ram_gib: {req.ram / GiB:g} GiB is more than the largest node has ({ram / GiB:g} GiB)"
+    else:
+        shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
+        why = f": {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): it could never run"
+    # A history from a hub with bigger nodes (a GPU profile's) than the simulated ones: say how to give them.
+    raise TraceError(f"{where}{why}; give the simulator your nodes' sizes (--onprem-node-cpu, "
+                     "--onprem-node-ram-gib, --cloud-node-cpu, --cloud-node-ram-gib)")
 
 
 def _check_cut(path: Path, rows: list[tuple], horizon_s: int, since: str) -> None:

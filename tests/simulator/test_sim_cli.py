@@ -141,7 +141,9 @@ def run_cli(*argv, cwd):
     # CPU fits the on-prem node, RAM the cloud one, both together neither: it would wait for ever
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n0,60,16,48\n",
      ["--onprem-node-cpu", "32", "--onprem-node-ram-gib", "32", "--cloud-node-cpu", "8", "--cloud-node-ram-gib", "64"],
-     "trace.csv line 3: 16 cores and 48 GiB together fit no node (32 cores and 32 GiB or 8 cores and 64 GiB)"),
+     "trace.csv line 3: 16 cores and 48 GiB together fit no node (32 cores and 32 GiB or 8 cores and 64 GiB): it "
+     "could never run; give the simulator your nodes' sizes (--onprem-node-cpu, --onprem-node-ram-gib, "
+     "--cloud-node-cpu, --cloud-node-ram-gib)"),
 ])
 def test_bad_input_in_a_real_process(tmp_path, text, argv, message):
     trace = write_csv(tmp_path / "trace.csv", text)
