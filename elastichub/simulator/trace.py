@@ -101,7 +101,8 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
                              "comma in a comma-separated file? write 0.5, or separate the columns with ';')")
         values = {}
         if columns.stamped:
-            values["arrival_s"] = _timestamp(row, columns.arrival, f"{path} line {line_no}, column arrival")
+            values["arrival_s"] = _timestamp(columns.cell(row, columns.arrival),
+                                             f"{path} line {line_no}, column arrival")
         for column, i in columns.index.items():
             where = f"{path} line {line_no}, column {column}"
             if i >= len(row) or not row[i].strip():
@@ -385,8 +386,7 @@ def _n(value: float, spec: str = ",.0f") -> str:
     return format(value, spec) if abs(value) < 1e12 else f"{value:.3g}"
 
 
-def _timestamp(row: list[str], i: int, where: str) -> datetime:
-    text = row[i].strip() if i < len(row) else ""
+def _timestamp(text: str, where: str) -> datetime:
     if not text:
         raise TraceError(f"{where}: empty value")
     try:
