@@ -131,3 +131,46 @@ def test_the_local_cluster_page_names_every_option_of_its_command():
     options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
     listed = set(re.findall(r"^- \*\*`(--[\w-]+)", (ROOT / "docs" / "localcluster.md").read_text(), re.M))
     assert options and options == listed, options ^ listed
+
+
+async def test_the_adopt_section_quotes_what_the_orchestrator_says_of_a_server_it_cannot_move():
+    # It quoted the checkpoint's `unsupported` and `is not an Elastic Python kernel`, and had such a move rolled
+    # back: the drain asks each server what it runs before the cordon, and names these servers by that check.
+    from elastichub.orchestrator.hub import HubError, HubServer
+    from elastichub.orchestrator.movable import Movability, Unmovable
+    from elastichub.orchestrator.records import PodRecord
+
+    class CarolsServer:
+        """A python3 kernel, in an image with the kernel package (stock kernel) or without it (404)."""
+
+        def __init__(self, extension):
+            self.extension = extension
+
+        async def server(self, user, name):
+            return HubServer(user, name, True, None, f"/user/{user}/", {}, None, None)
+
+        def proxy_base(self, server):
+            return f"http://proxy{server.url}"
+
+        async def kernels(self, server):
+            return [{"id": "k1", "name": "python3", "execution_state": "idle"}]
+
+        async def server_call(self, base, method, path, body=None, *, owner=None, timeout=None):
+            if not self.extension:
+                raise HubError(f"{method} {path}: 404 Not Found", 404)
+            return {"kernels": [{"kernel_id": "k1", "kernel_name": "python3", "elastic": False}]}
+
+    pod = PodRecord("jhub/jupyter-carol", "cloud-1", "Running", 0.5, 2**30, False, True, True, user="carol",
+                    server="carol", uid="u1")
+    said = []
+    for extension in (False, True):
+        with pytest.raises(Unmovable) as refused:
+            await Movability(CarolsServer(extension)).check("cloud-1", [pod])
+        said.append(f"drain of cloud-1: not started ({refused.value})")  # the controller's event
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    bullet = text.split("- A profile whose image lacks the kernel package", 1)[1].split("\n\n", 1)[0]
+    quotes = [" ".join(q.split()) for q in re.findall(r"`([^`]+)`", bullet) if "..." in q]
+    assert quotes
+    for quote in quotes:
+        pattern = ".*".join(map(re.escape, quote.split("...")))
+        assert any(re.search(pattern, line) for line in said), (quote, said)
