@@ -174,3 +174,27 @@ async def test_the_adopt_section_quotes_what_the_orchestrator_says_of_a_server_i
     for quote in quotes:
         pattern = ".*".join(map(re.escape, quote.split("...")))
         assert any(re.search(pattern, line) for line in said), (quote, said)
+
+
+def test_the_metrics_list_every_stage_a_failed_step_is_counted_under():
+    # A failed re-read of the unmovable servers' kernels (task "movable") was counted as
+    # elastichub_cycle_errors_total{stage="movable"}: a series neither made at 0 nor listed on the page.
+    import ast
+
+    from elastichub.orchestrator import controller, metrics
+
+    stages = set()
+    for node in ast.walk(ast.parse(pathlib.Path(controller.__file__).read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+            continue
+        task = node.func.attr == "_spawn"  # a background step: its failure counts under its key's stage
+        if task or node.func.attr == "labels" and ast.unparse(node.func.value).endswith("cycle_errors"):
+            key = node.args[0]
+            key = key.values[0] if isinstance(key, ast.JoinedStr) else key  # f"drain:{node}"
+            if isinstance(key, ast.Constant):
+                stages.add(key.value.split(":")[0])
+    assert {"cycle", "cloud", "tell", "drain", "boot"} <= stages
+    assert stages <= set(metrics.CYCLE_STAGES), stages - set(metrics.CYCLE_STAGES)
+    text = (ROOT / "docs" / "orchestrator.md").read_text()
+    listed = re.search(r"`stage` ([\w, ]+)[:)]", " ".join(text.split())).group(1)
+    assert set(listed.replace(",", " ").split()) == set(metrics.CYCLE_STAGES)
