@@ -216,3 +216,15 @@ def test_each_option_of_a_command_is_named_on_its_page(command, page):
     text = (ROOT / "docs" / page).read_text()
     missing = {o for o in options if not re.search(re.escape(o) + r"(?![\w-])", text)}
     assert options and not missing, missing
+
+
+def test_the_kernel_page_names_every_query_argument_of_the_endpoints():
+    # The status endpoint's ask_kernels=0 (what each kernel is, read from its kernelspec: no kernel asked)
+    # was in the handler and the module's docstring, not in the page's endpoint API.
+    from elastichub_kernel import serverhandlers
+
+    source = pathlib.Path(serverhandlers.__file__).read_text()
+    arguments = set(re.findall(r"get_(?:query_)?argument\(\"(\w+)\"", source))
+    endpoints = "\n".join(re.findall(r"^### `(?:GET|POST) [^\n]+", (ROOT / "docs" / "kernel.md").read_text(), re.M))
+    missing = {a for a in arguments if not re.search(rf"[?&]{a}=", endpoints)}
+    assert arguments and not missing, missing
