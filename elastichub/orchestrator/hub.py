@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import ssl
 import time
 from dataclasses import dataclass, field
@@ -128,6 +129,7 @@ class HubClient:
         self.http = AsyncHTTPClient()
         self.me: dict = {}  # the hub's model of the token's owner (check())
         self._server_tokens: dict[tuple[str, str], tuple[str, float]] = {}  # (user, name) -> (token, minted at)
+        self._token_lifetime_s = SERVER_TOKEN_S  # lowered to the hub's token_expires_in_max_seconds
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
                      accept: str = "application/json", token: str | None = None) -> tuple[int, object, dict]:
@@ -275,15 +277,23 @@ class HubClient:
         reaches every server: sent to a student's, it would be theirs."""
         key = (user, name)
         token, minted = self._server_tokens.get(key, ("", 0.0))
-        if token and time.monotonic() - minted < SERVER_TOKEN_S / 3:
+        if token and time.monotonic() - minted < self._token_lifetime_s / 3:
             return token
-        body = {"scopes": [f"access:servers!server={user}/{name}"], "expires_in": SERVER_TOKEN_S,
-                "note": f"elastichub orchestrator: calls to server {user}/{name}"}
-        try:
-            _, model = await self._api("POST", f"/users/{quote(user, safe='')}/tokens", body, ok=(200, 201))
-        except HubError as e:
-            why = " (the orchestrator's role needs the scope tokens)" if e.code == 403 else ""
-            raise HubError(f"cannot get a token for server {user}/{name}{why}: {e}", e.code) from None
+        path = f"/users/{quote(user, safe='')}/tokens"
+        while True:  # ends: each retry lowers the lifetime
+            body = {"scopes": [f"access:servers!server={user}/{name}"], "expires_in": self._token_lifetime_s,
+                    "note": f"elastichub orchestrator: calls to server {user}/{name}"}
+            try:
+                _, model = await self._api("POST", path, body, ok=(200, 201))
+                break
+            except HubError as e:
+                # c.JupyterHub.token_expires_in_max_seconds below our lifetime: the hub names its cap.
+                cap = re.search(r"must not exceed (\d+)", str(e)) if e.code == 400 else None
+                if cap and 0 < int(cap.group(1)) < self._token_lifetime_s:
+                    self._token_lifetime_s = int(cap.group(1))
+                    continue
+                why = " (the orchestrator's role needs the scope tokens)" if e.code == 403 else ""
+                raise HubError(f"cannot get a token for server {user}/{name}{why}: {e}", e.code) from None
         token = model.get("token") if isinstance(model, dict) else None
         if not isinstance(token, str) or not token:
             raise HubError(f"POST /users/{user}/tokens: the hub's answer holds no token")

@@ -18,11 +18,12 @@ SERVICE_TOKEN = "service-secret"
 class _Hub:
     """The hub's token API and the users' servers behind the proxy, on one port."""
 
-    def __init__(self, refuse: bool = False):
+    def __init__(self, refuse: bool = False, expires_in_max: int = 0):
         self.minted: list[tuple[str, dict, str]] = []  # (user, body, token)
         self.seen: list[tuple[str, str]] = []  # (path, Authorization) of each call to a server
         self.refuse = refuse
         self.revoked: set[str] = set()  # Authorization headers the servers refuse
+        self.expires_in_max = expires_in_max  # c.JupyterHub.token_expires_in_max_seconds
 
     def app(self) -> web.Application:
         hub = self
@@ -35,8 +36,14 @@ class _Hub:
                     self.finish({"status": 403, "message": "Service orchestrator not found or no permissions "
                                                             "to generate tokens"})
                     return
+                body = json.loads(self.request.body)
+                if hub.expires_in_max and body["expires_in"] > hub.expires_in_max:
+                    self.set_status(400)  # JupyterHub 5's answer, word for word
+                    self.finish({"status": 400, "message": f"token expires_in: {body['expires_in']} must not exceed "
+                                                            f"{hub.expires_in_max}"})
+                    return
                 token = f"user-token-{len(hub.minted)}"
-                hub.minted.append((user, json.loads(self.request.body), token))
+                hub.minted.append((user, body, token))
                 self.set_status(201)
                 self.finish({"id": f"a{len(hub.minted)}", "token": token})
 
@@ -124,3 +131,14 @@ async def test_a_token_the_server_refuses_is_minted_again_once(hub_at):
     assert not (await client.checkpoint(alice, 10)).ok
     await client.kernels(alice)
     assert hub.seen[-1] == ("/user/alice/api/kernels", "token user-token-2")
+
+
+async def test_a_hub_that_caps_token_lifetimes_gets_tokens_within_its_cap(hub_at):
+    """c.JupyterHub.token_expires_in_max_seconds below the orchestrator's lifetime: the hub
+    refuses the mint (400), which would fail every move of every server."""
+    hub = _Hub(expires_in_max=1800)
+    client = await hub_at(hub)
+    await client.kernels(_server("alice"))
+    await client.kernels(_server("bob"))
+    assert [(user, body["expires_in"]) for user, body, _ in hub.minted] == [("alice", 1800), ("bob", 1800)]
+    assert [path for path, _ in hub.seen] == ["/user/alice/api/kernels", "/user/bob/api/kernels"]
