@@ -109,6 +109,7 @@ class Controller:
         self.sessions = SessionTracker()
         self._history_failing = False
         self._problems: set[str] = set()  # subjects of the last cycle's problems
+        self._tiers_told: set[tuple[str, str]] = set()  # (node, tier value) said not understood
         self._dry_before: set[str] = set()  # what the dry run said last cycle, and this one
         self._dry_now: set[str] = set()
         # Servers whose last live move failed -> why: their next move is a restart, so that a cause
@@ -167,6 +168,7 @@ class Controller:
             if unserved:
                 obs.problems.append(unserved)
         self._report_problems(obs.problems)
+        self._warn_unknown_tiers(obs.unknown_tiers)
         if self.history is not None:
             self._record_history(obs, now)
         self._account(obs, now)
@@ -253,6 +255,17 @@ class Controller:
         if len(new) > MAX_PROBLEM_EVENTS:
             self.event("problem", f"and {len(new) - MAX_PROBLEM_EVENTS} more (api/status lists the first 20)")
         self._problems = set(subjects)
+
+    def _warn_unknown_tiers(self, unknown: dict[str, str]) -> None:
+        """A node whose tier label has a third value (a 'gpu' pool) is left out of every plan: said once per
+        node and value, as a deliberate pool of the admin's it would be noise every Tmon."""
+        cfg = self.settings.observe
+        for node, value in sorted(unknown.items()):
+            if (node, value) not in self._tiers_told:
+                self._tiers_told.add((node, value))
+                self.event("problem", f"node {node}: {cfg.tier_label}={value!r} is neither {cfg.onprem_tier!r} nor "
+                                      f"{cfg.cloud_tier!r} (the values onprem_tier and cloud_tier understand): "
+                                      "the node is left out of scaling, and its servers count nowhere")
 
     def _record_history(self, obs: Observation, now: float) -> None:
         rows = self.sessions.update(self.pods.records.values(), obs.drains.values(), now)

@@ -49,6 +49,7 @@ class Observation:
     # Cloud nodes hosting servers that no VM backs and no providerID ties to one: any VM without a
     # Node of its own may be theirs.
     unbacked: list[str] = field(default_factory=list)
+    unknown_tiers: dict[str, str] = field(default_factory=dict)  # node -> a tier value neither on-prem's nor cloud's
 
     def node_of(self, vm_id: str | None, default: str) -> str:
         """The node VM `vm_id` is (found by its providerID, it may not be the name the mapping gives)."""
@@ -153,10 +154,13 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
     tainted: set[str] = set()
     seen: set[str] = set()
     unbacked: list[str] = []
+    unknown_tiers: dict[str, str] = {}
     for rec in nodes:
         tier = tiers.get(rec.tier) if rec.tier is not None else None
-        if tier is None:
-            continue  # not an ElasticHub worker (control plane, another tier)
+        if tier is None:  # not an ElasticHub worker (control plane, another tier: said once, by the controller)
+            if rec.tier is not None:
+                unknown_tiers[rec.name] = rec.tier
+            continue
         if rec.problem:
             problems.append(rec.problem)
         seen.add(rec.name)
@@ -229,7 +233,7 @@ def observe(nodes: Iterable[NodeRecord], pods: Iterable[PodRecord], vms: Iterabl
         problems.append(unlabelled_problem(unlabelled))
     return Observation(ClusterSnapshot(tuple(out_nodes), tuple(pending)), vms=vm_by_node, drains=drains,
                        tainted=tainted, problems=problems, onprem_only=onprem_only,
-                       waiting=waiting, unmapped=unnamed, unbacked=unbacked)
+                       waiting=waiting, unmapped=unnamed, unbacked=unbacked, unknown_tiers=unknown_tiers)
 
 
 def _by_provider_id(nodes: list[NodeRecord], tiers: dict, vm_by_node: dict[str, VM], unnamed: list[VM],

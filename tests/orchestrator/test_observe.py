@@ -499,3 +499,16 @@ def test_a_cloud_vm_stopped_by_someone_else_under_servers_is_a_problem_saying_so
     obs = observe(nodes, [pod("alice", "cloud-1")], [VM("i-1", "cloud-1", STOPPED, "cloud-1")], CONFIG, NOW)
     said = [p for p in obs.problems if p.startswith("cloud node cloud-1:")]
     assert len(said) == 1 and "its VM i-1 is stopped (not by ElasticHub) while 1 server(s) (alice)" in said[0], said
+
+
+def test_a_node_with_a_third_tier_value_is_said_once_naming_it_and_the_values_understood():
+    """A 'gpu' pool beside on-prem and cloud was left out of every plan without a word."""
+    from elastichub.orchestrator.controller import Controller
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
+    nodes = [node("onprem-1"), node("gpu-1", tier="gpu"), node("cp", tier=None)]
+    for _ in range(3):
+        ctl._warn_unknown_tiers(observe(nodes, [], None, CONFIG, NOW).unknown_tiers)
+    [event] = ctl.events
+    assert event["kind"] == "problem"
+    assert event["message"].startswith(f"node gpu-1: {podmeta.TIER_LABEL}='gpu' is neither 'on-prem' nor 'cloud'")
