@@ -16,16 +16,18 @@ def status_of(ctl: Controller) -> dict:
     obs = ctl.last
     snap = obs.snapshot if obs else ClusterSnapshot(())
     draining = ctl.draining()
+    unmovable = ctl.movable.reasons()
     nodes = []
     for n in snap.nodes:
         vm = obs.vms.get(n.name) if obs else None
+        pinned = _pinned(ctl, n.servers, unmovable)
         nodes.append({
             "name": n.name, "tier": n.tier.value, "status": n.status.value,
             "allocatable": {"cpu": n.allocatable.cpu, "ram": n.allocatable.ram},
             "used": {"cpu": n.used.cpu, "ram": n.used.ram},
             "occupancy_ram": round(100 * n.used.ram / n.allocatable.ram, 2) if n.allocatable.ram else None,
             "servers": sorted(s.name for s in n.servers),
-            "pinned": sorted(s.name for s in n.servers if not s.movable),
+            "pinned": sorted(pinned), "pinned_why": pinned,
             "vm": {"id": vm.id, "state": vm.state} if vm else None,
             "draining": n.name == draining or (obs is not None and n.name in obs.drains),
         })
@@ -60,9 +62,23 @@ def status_of(ctl: Controller) -> dict:
         "backoff": {name: {"failures": b.failures, "until": b.until} for name, b in ctl.backoff.items()
                     if b.until > ctl.clock()},
         "restart_next": dict(ctl.restart_next),
-        "unmovable": ctl.movable.reasons(),  # servers no checkpoint can move: their nodes are not drained
+        "unmovable": unmovable,  # servers no checkpoint can move: their nodes are not drained
         "classes": classes_ahead(ctl.strategy, ctl.clock()),
         "history": None if ctl.history is None else {
             "file": ctl.history.path, "written": ctl.history.written,
             "unwritten": len(ctl.history.unwritten), "running": len(ctl.sessions.sessions)},
     }
+
+
+def _pinned(ctl: Controller, servers, unmovable: dict[str, str]) -> dict[str, str]:
+    """The servers on a node no drain moves, with why: pinned by their pod (the snapshot's `movable`), or
+    found unmovable by a probe (pinned for the policy only after the snapshot, so the page had left them out)."""
+    why = {s.name: unmovable[s.name] for s in servers if s.name in unmovable}
+    held = [s.name for s in servers if not s.movable and s.name not in why]
+    if held:
+        by_server = {p.server: p for p in ctl.pods.records.values()} if ctl.pods is not None else {}
+        for name in held:
+            pod = by_server.get(name)
+            why[name] = ("only a cloud node can run it (its profile's node selector)" if pod is not None
+                         and pod.migratable else "migratable: false (or a pod ElasticSpawner did not label)")
+    return dict(sorted(why.items()))

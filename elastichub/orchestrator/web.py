@@ -213,8 +213,10 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
     rows = []
     for n in status["nodes"]:
         state = "draining" if n["draining"] else n["status"]
-        servers = "".join(f'<span class="pill{" pinned" if s in n["pinned"] else ""}">{e(s)}</span>'
-                          for s in n["servers"]) or '<span class="muted">none</span>'
+        why = n.get("pinned_why") or {}
+        servers = "".join(f'<span class="pill pinned" title="{e(why[s])}">{e(s)}</span>' if s in why else
+                          f'<span class="pill">{e(s)}</span>' for s in n["servers"]) or '<span class="muted">none</span>'
+        servers += "".join(f'<div class="muted">pinned: {e(s)}: {e(reason)}</div>' for s, reason in why.items())
         vm = f'{e(n["vm"]["id"])} ({e(n["vm"]["state"])})' if n["vm"] else ""
         gib = n["allocatable"]["ram"] / 2**30
         rows.append(

@@ -512,3 +512,24 @@ def test_a_node_with_a_third_tier_value_is_said_once_naming_it_and_the_values_un
     [event] = ctl.events
     assert event["kind"] == "problem"
     assert event["message"].startswith(f"node gpu-1: {podmeta.TIER_LABEL}='gpu' is neither 'on-prem' nor 'cloud'")
+
+
+def test_the_status_page_lists_servers_no_checkpoint_can_move_as_pinned_with_why():
+    """A server found unmovable (a stock kernel) is pinned for the policy, but its node's `pinned` list on
+    api/status and the page left it out: an admin saw a cloud node kept up with no pinned server on it."""
+    from elastichub.orchestrator.controller import Controller
+    from elastichub.orchestrator.movable import Finding
+    from elastichub.orchestrator.web import render_page
+
+    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
+    pods = [pod("alice", "cloud-1"), pod("bob", "cloud-1", migratable="false"), pod("carl", "cloud-1")]
+    ctl.last = observe([node("onprem-1"), node("cloud-1", "cloud")], pods, None, CONFIG, NOW)
+    why = "kernel(s) 'python3' (k2) not Elastic Python: they cannot checkpoint"
+    ctl.movable.found["alice"] = Finding("alice", "", "uid", frozenset({"k2"}), why)
+    [cloud] = [n for n in ctl.status()["nodes"] if n["name"] == "cloud-1"]
+    assert cloud["pinned"] == ["alice", "bob"]
+    assert cloud["pinned_why"]["alice"] == why and "migratable: false" in cloud["pinned_why"]["bob"]
+    page = render_page(ctl.status())
+    assert '<span class="pill pinned" title="kernel(s) &#x27;python3&#x27; (k2)' in page
+    assert "pinned: alice: kernel(s) &#x27;python3&#x27; (k2) not Elastic Python" in page
+    assert '<span class="pill">carl</span>' in page
