@@ -57,3 +57,12 @@ def node_of(store, name: str, namespace: str = "default") -> str | None:
         if getattr(e, "code", None) == 404:
             return None
         raise
+
+
+def cache(records: dict, name: str = "cache"):
+    """An informer's cache as the controller reads it: its records, synced, following the cluster."""
+    from types import SimpleNamespace
+
+    synced = asyncio.Event()
+    synced.set()
+    return SimpleNamespace(name=name, records=records, last_error="", synced=synced)

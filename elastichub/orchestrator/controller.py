@@ -46,6 +46,10 @@ MAX_PROBLEM_EVENTS = 5  # new problems said per cycle (a bad rollout can make th
 # How far the wall clock may drift from the monotonic one between two cycles before it counts as stepped
 # (NTP steps offsets over 128 ms; it slews at most 0.5 ms/s, far below this).
 CLOCK_STEP_S = 1.0
+# /health fails once the last cycle that read everything (cluster and cloud) is older than this many Tmon (at
+# least HEALTH_MIN_S, plus one cloud call's timeout): one failed cycle is retried after 2 Tmon, and passes.
+HEALTH_TMON = 4
+HEALTH_MIN_S = 60.0
 UNMAPPED = "vm/"  # + VM id: the boot watch of a VM no node name ties to a node (no node name has a "/")
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
 
@@ -103,6 +107,9 @@ class Controller:
         self.timeline: deque[dict] = deque(maxlen=max(10, int(self.settings.timeline_s / self.settings.tmon)))
         self.last: Observation | None = None
         self.last_cycle_at: float | None = None
+        self.last_good: float | None = None  # monotonic time of the last cycle that read the cluster and the cloud
+        self.failing = ""  # why the cycles since then were not (said by /health)
+        self._began = self.monotonic()
         self._ticks: tuple[float, float] | None = None  # the last cycle's (clock, monotonic)
         self.billed_until: float | None = None  # the cloud bill counted up to here
         self.cycles = 0
@@ -139,6 +146,7 @@ class Controller:
                 failures += 1
                 self.metrics.cycle_errors.labels("cycle").inc()
                 delay = min(self.settings.tmon * 2 ** min(failures, 6), 600.0)
+                self.failing = f"the cycle fails ({type(e).__name__})"
                 self.event("error", f"cycle failed ({type(e).__name__}: {error_line(e)}); retrying in {delay:.0f} s")
                 log.exception("cycle failed")
             await asyncio.sleep(max(delay, 0.0))
@@ -156,6 +164,7 @@ class Controller:
                 # Without the VMs' states no decision can be right: observe only.
                 self.metrics.cycle_errors.labels("cloud").inc()
                 self.event("error", f"cannot list the cloud's VMs: {e}")
+                self.failing = "the cloud's VMs cannot be listed"
                 return self._decided(now, None, "the cloud's VMs are unknown this cycle", t0)
         t0 = time.perf_counter()  # the cloud's round trip is not our decision's latency
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
@@ -181,7 +190,25 @@ class Controller:
         action, self.state = self.strategy.decide(snapshot, self.state, now)
         record = self._decided(now, action, getattr(action, "reason", ""), t0)
         self._tell_waiting(obs, now)
+        # Decided on caches that no longer follow the cluster (its API unreachable): not a cycle that worked.
+        unread = [i.name for i in (self.nodes, self.pods) if i.last_error]
+        if unread:
+            self.failing = f"the Kubernetes API cannot be read ({' and '.join(unread)}): the caches are stale"
+        else:
+            self.last_good, self.failing = self.monotonic(), ""
         return record
+
+    def health(self) -> tuple[bool, str]:
+        """(healthy, why not): the caches synced, and a cycle that read the cluster and the cloud not long ago.
+        The reason names no user or node (/health needs no login)."""
+        if not (self.nodes.synced.is_set() and self.pods.synced.is_set()) or self.cycles == 0:
+            return False, "starting: the caches of the nodes and pods are not synced, or no cycle ran yet"
+        limit = max(HEALTH_TMON * self.settings.tmon, HEALTH_MIN_S) + (self.cloud.timeout if self.cloud else 0.0)
+        age = self.monotonic() - (self.last_good if self.last_good is not None else self._began)
+        if age <= limit:
+            return True, ""
+        return False, (f"no successful cycle for {age:.0f} s (the limit: {limit:g} s, Tmon {self.settings.tmon:g} s): "
+                       f"{self.failing or 'the loop is stuck'}")
 
     def _check_clock(self, now: float) -> None:
         """The wall clock stepped (an NTP correction, either way) since the last cycle: the times remembered

@@ -5,7 +5,8 @@
   ``access:services!service=<name>``, which the hub's admin role holds);
 - ``metrics``: Prometheus text format (unauthenticated, like most exporters;
   ``authenticate_metrics`` puts it behind the hub's auth: ``read:metrics``);
-- ``health``: 200 once the caches are synced and the loop has cycled.
+- ``health``: 200 once the caches are synced and while the loop's cycles read the cluster and the cloud;
+  503 with a one-line reason once the last such cycle is a few Tmon old.
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ class MetricsHandler(_Base):
 class HealthHandler(web.RequestHandler):
     def get(self) -> None:
         c = self.settings["controller"]
-        ok = c.nodes.synced.is_set() and c.pods.synced.is_set() and c.cycles > 0
+        ok, reason = c.health()
         self.set_status(200 if ok else 503)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"ok": ok, "cycles": c.cycles, "last_cycle_at": c.last_cycle_at}))
+        self.finish(json.dumps({"ok": ok, "reason": reason, "cycles": c.cycles, "last_cycle_at": c.last_cycle_at}))
 
 
 class StatusPageHandler(_Base):
@@ -215,7 +216,8 @@ def render_page(status: dict, refresh_s: int = 5) -> str:
         state = "draining" if n["draining"] else n["status"]
         why = n.get("pinned_why") or {}
         servers = "".join(f'<span class="pill pinned" title="{e(why[s])}">{e(s)}</span>' if s in why else
-                          f'<span class="pill">{e(s)}</span>' for s in n["servers"]) or '<span class="muted">none</span>'
+                          f'<span class="pill">{e(s)}</span>' for s in n["servers"])
+        servers = servers or '<span class="muted">none</span>'
         servers += "".join(f'<div class="muted">pinned: {e(s)}: {e(reason)}</div>' for s, reason in why.items())
         vm = f'{e(n["vm"]["id"])} ({e(n["vm"]["state"])})' if n["vm"] else ""
         gib = n["allocatable"]["ram"] / 2**30

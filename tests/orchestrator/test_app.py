@@ -319,8 +319,7 @@ async def test_a_service_url_naming_a_service_in_front_of_the_pod_listens_on_eve
         port = probe.getsockname()[1]
     app = ElasticOrchestrator(service_url=f"http://192.0.2.1:{port}", api_token="t",  # TEST-NET: not ours
                               hub_api_url="http://127.0.0.1:1/hub/api")
-    synced = Mock(is_set=lambda: True)
-    server = app._serve(Mock(nodes=Mock(synced=synced), pods=Mock(synced=synced), cycles=1, last_cycle_at=1.0,
+    server = app._serve(Mock(health=lambda: (True, ""), cycles=1, last_cycle_at=1.0,
                              hub=HubClient("http://127.0.0.1:1/hub/api", "http://127.0.0.1:1", "t")))
     try:
         answer = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}{app.service_prefix}health",

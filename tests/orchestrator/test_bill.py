@@ -3,7 +3,7 @@ a pool VM runs, cycles whose cloud listing failed included."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from podtools import cache
 
 from elastichub import podmeta
 from elastichub.orchestrator.cloud import RUNNING, VM, CloudError
@@ -31,9 +31,9 @@ class FlakyCloud:
 async def test_a_vm_running_through_a_cloud_outage_is_billed_for_all_of_it():
     now = [1000.0]
     cloud = FlakyCloud()
-    nodes = SimpleNamespace(records={"onprem-1": _node("onprem-1", "on-prem"), "cloud-1": _node("cloud-1", "cloud")})
+    nodes = cache({"onprem-1": _node("onprem-1", "on-prem"), "cloud-1": _node("cloud-1", "cloud")})
     ctl = Controller(make_strategy("paper", PolicyConfig(theta_out=80, tmon=15, tcool=1e9)), nodes,
-                     SimpleNamespace(records={}), None, None, cloud, Settings(tmon=15), clock=lambda: now[0],
+                     cache({}), None, None, cloud, Settings(tmon=15), clock=lambda: now[0],
                      monotonic=lambda: now[0])
     await ctl.cycle()
     for minute in range(60):  # an hour; the cloud's API answers only in the last minute

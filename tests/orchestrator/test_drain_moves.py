@@ -8,7 +8,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from podtools import until
+from podtools import cache, until
 
 from elastichub import podmeta
 from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
@@ -723,7 +723,6 @@ class GatedHub(MovingHub):
 
 def draining_controller(**settings):
     """A Controller draining cloud-1 (carol, then dave) through a GatedHub; (controller, hub, kube)."""
-    from types import SimpleNamespace
 
     from elastichub.orchestrator.controller import Controller, Settings
     from elastichub.orchestrator.observe import Observation
@@ -738,7 +737,7 @@ def draining_controller(**settings):
         pod = carol_pod()
         pods[f"jh/jupyter-{user}"] = replace(pod, key=f"jh/jupyter-{user}", user=user, server=user)
     hub, kube = GatedHub(pods), Kube()
-    ctl = Controller(None, SimpleNamespace(records={}), SimpleNamespace(records=pods), kube, hub, None,
+    ctl = Controller(None, cache({}), cache(pods), kube, hub, None,
                      Settings(drain=DrainTimeouts(start=5, stop=5, poll=0.02), **settings))
     ctl._start_drain("cloud-1", Observation(ClusterSnapshot(())), reason="servers fit elsewhere")
     return ctl, hub, kube

@@ -6,7 +6,7 @@ the object (a node never cordoned, a drain record lost without a word)."""
 from __future__ import annotations
 
 import pytest
-from podtools import server_pod
+from podtools import cache, server_pod
 
 from elastichub import podmeta
 from elastichub.orchestrator.kube import KubeNodes, KubePods
@@ -143,7 +143,6 @@ async def test_a_step_the_api_server_refuses_is_one_log_line_with_its_reason(cap
     import asyncio
     import json
     import logging
-    from types import SimpleNamespace
 
     from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -170,8 +169,8 @@ async def test_a_step_the_api_server_refuses_is_one_log_line_with_its_reason(cap
                                                                        "effect": "NoSchedule"}]},
                            "status": {"allocatable": {"cpu": "4", "memory": "8Gi"},
                                       "conditions": [{"type": "Ready", "status": "True"}]}})
-    ctl = Controller(make_strategy("elastic", PolicyConfig()), SimpleNamespace(records={"onprem-1": tainted}),
-                     SimpleNamespace(records={}), Nodes(), None, None)
+    ctl = Controller(make_strategy("elastic", PolicyConfig()), cache({"onprem-1": tainted}),
+                     cache({}), Nodes(), None, None)
     with caplog.at_level(logging.WARNING, logger="elastichub"):
         await ctl.cycle()  # our taint on a node nothing drains: lifted, by a step the API server refuses
         await asyncio.gather(*ctl.tasks.values())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from podtools import cache
+
 from elastichub.orchestrator.notices import boot_estimate, notices
 from elastichub.orchestrator.records import PodRecord
 from elastichub.policy import ClusterSnapshot, GiB, Node, NodeStatus, Resources, Tier
@@ -86,7 +88,6 @@ async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp
     """The calendar's strategy (a timetable around `elastic`) did not read as having a `boot_s`: before
     the first boot was measured, a user waiting for a booting node was told no time at all."""
     import asyncio
-    from types import SimpleNamespace
 
     from podtools import server_pod
 
@@ -117,9 +118,9 @@ async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp
     full = server_pod("bob", "8Gi")
     full["spec"]["nodeName"] = "onprem-1"
     pods = {p["metadata"]["name"]: pod_record(p) for p in (full, server_pod("ann"))}
-    ctl = Controller(strategy, SimpleNamespace(records={"onprem-1": node("onprem-1", "on-prem", True),
-                                                        "cloud-1": node("cloud-1", "cloud", False)}),
-                     SimpleNamespace(records=pods), None, None, Cloud(), Settings(tmon=15), kube_pods=Events(),
+    ctl = Controller(strategy, cache({"onprem-1": node("onprem-1", "on-prem", True),
+                                      "cloud-1": node("cloud-1", "cloud", False)}),
+                     cache(pods), None, None, Cloud(), Settings(tmon=15), kube_pods=Events(),
                      clock=lambda: NOW, monotonic=lambda: NOW)
     try:
         await ctl.cycle()

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from podtools import cache
+
 from elastichub import podmeta
 from elastichub.orchestrator.cloud import PENDING, RUNNING, STOPPED, STOPPING, VM
 from elastichub.orchestrator.observe import ObserveConfig, observe
@@ -346,7 +348,6 @@ async def test_a_server_only_cloud_nodes_take_waiting_under_paper_is_a_problem(p
     """An admin's node selector only cloud nodes match: `paper` scales on RAM
     occupancy alone, so with on-prem room such a server waited until its
     start timed out, and nothing but the scheduler's event said why."""
-    from types import SimpleNamespace
 
     from elastichub.orchestrator.cloud import STOPPED, VM
     from elastichub.orchestrator.controller import Controller, Settings
@@ -356,8 +357,8 @@ async def test_a_server_only_cloud_nodes_take_waiting_under_paper_is_a_problem(p
         async def list(self):
             return [VM("i-1", "cloud-1", STOPPED, "cloud-1")]
 
-    nodes = SimpleNamespace(records={"onprem-1": node("onprem-1"), "cloud-1": node("cloud-1", tier="cloud")})
-    pods = SimpleNamespace(records={"carol": waiting("carol", nodeSelector={podmeta.TIER_LABEL: "cloud"}),
+    nodes = cache({"onprem-1": node("onprem-1"), "cloud-1": node("cloud-1", tier="cloud")})
+    pods = cache({"carol": waiting("carol", nodeSelector={podmeta.TIER_LABEL: "cloud"}),
                                     "plain": waiting("plain")})
     ctl = Controller(make_strategy(policy, PolicyConfig(tcool=1e9)), nodes, pods, None, None, Pool(),
                      Settings(dry_run=True), clock=lambda: NOW)
