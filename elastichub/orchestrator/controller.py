@@ -50,6 +50,11 @@ CLOCK_STEP_S = 1.0
 # least HEALTH_MIN_S, plus one cloud call's timeout): one failed cycle is retried after 2 Tmon, and passes.
 HEALTH_TMON = 4
 HEALTH_MIN_S = 60.0
+# The cloud's listing failing (credentials expired, its API down): tried again after a back-off doubling from Tmon
+# up to this, not every Tmon; said when it starts and ends, and reminded every CLOUD_REMIND_S while it lasts.
+LIST_VMS = "cloud:list"  # its key among the back-offs (no node name has a ":")
+CLOUD_BACKOFF_MAX = 300.0
+CLOUD_REMIND_S = 900.0
 UNMAPPED = "vm/"  # + VM id: the boot watch of a VM no node name ties to a node (no node name has a "/")
 decision_log = logging.getLogger("elastichub.orchestrator.decisions")
 
@@ -109,6 +114,7 @@ class Controller:
         self.last_cycle_at: float | None = None
         self.last_good: float | None = None  # monotonic time of the last cycle that read the cluster and the cloud
         self.failing = ""  # why the cycles since then were not (said by /health)
+        self._cloud_said = 0.0  # when the failing cloud listing was last said
         self._began = self.monotonic()
         self._ticks: tuple[float, float] | None = None  # the last cycle's (clock, monotonic)
         self.billed_until: float | None = None  # the cloud bill counted up to here
@@ -158,14 +164,20 @@ class Controller:
         vms = None
         t0 = time.perf_counter()
         if self.cloud is not None:
+            # Without the VMs' states no decision can be right (a VM started twice, one stopped under a
+            # boot): while the listing fails, and until its back-off ends, observe only.
+            held = self.backoff.get(LIST_VMS)
+            if held is not None and held.until > now:
+                return self._decided(now, None, f"the cloud's VMs are unknown (listed again in "
+                                                f"{held.until - now:.0f} s)", t0)
             try:
                 vms = await self.cloud.list()
             except CloudError as e:
-                # Without the VMs' states no decision can be right: observe only.
                 self.metrics.cycle_errors.labels("cloud").inc()
-                self.event("error", f"cannot list the cloud's VMs: {e}")
-                self.failing = "the cloud's VMs cannot be listed"
+                self._cloud_failed(e, now)
                 return self._decided(now, None, "the cloud's VMs are unknown this cycle", t0)
+            if self.backoff.pop(LIST_VMS, None) is not None:
+                self.event("cloud", "the cloud's VMs are listed again: scaling resumes")
         t0 = time.perf_counter()  # the cloud's round trip is not our decision's latency
         obs = observe(self.nodes.records.values(), self.pods.records.values(), vms, self.settings.observe, now,
                       self.boot_started)
@@ -209,6 +221,23 @@ class Controller:
             return True, ""
         return False, (f"no successful cycle for {age:.0f} s (the limit: {limit:g} s, Tmon {self.settings.tmon:g} s): "
                        f"{self.failing or 'the loop is stuck'}")
+
+    def _cloud_failed(self, e: CloudError, now: float) -> None:
+        """Said when the listing starts failing and every CLOUD_REMIND_S after, not at each try."""
+        first = LIST_VMS not in self.backoff
+        delay = self._back_off(LIST_VMS, self.settings.tmon, max(CLOUD_BACKOFF_MAX, self.settings.tmon))
+        self.failing = "the cloud's VMs cannot be listed"
+        if first:
+            self._cloud_said = now
+            self.event("error", f"cannot list the cloud's VMs: {e}; no scaling action is taken until it can; "
+                                f"trying again in {delay:.0f} s, then less often (at most every "
+                                f"{max(CLOUD_BACKOFF_MAX, self.settings.tmon):.0f} s)")
+        elif now - self._cloud_said >= CLOUD_REMIND_S:
+            self._cloud_said = now
+            self.event("error", f"the cloud's VMs still cannot be listed ({self.backoff[LIST_VMS].failures} tries): "
+                                f"{e}; no scaling action is taken until it can")
+        else:
+            log.debug("cannot list the cloud's VMs: %s; trying again in %.0f s", e, delay)
 
     def _check_clock(self, now: float) -> None:
         """The wall clock stepped (an NTP correction, either way) since the last cycle: the times remembered

@@ -72,6 +72,7 @@ async def test_health_turns_503_with_a_reason_once_cycles_stop_reading_the_cloud
     assert body["reason"] == ("no successful cycle for 120 s (the limit: 90 s, Tmon 15 s): the cloud's VMs cannot "
                               "be listed")
     cloud.down = False
+    now[0] += 300  # the listing's back-off over
     await ctl.cycle()
     assert (await _health(ctl))[0] == 200
     # The Kubernetes API unreachable: the cycles decide on stale caches, which is no successful one.
