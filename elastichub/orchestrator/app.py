@@ -41,8 +41,8 @@ from .kube import in_cluster_environ
 from .startup import StartupError, check_names
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
+from .tls import client_ssl, server_ssl
 from .urls import URL_ENV, url_problem
-
 
 SYNC_TIMEOUT = 60.0  # seconds for the first list of the nodes and of the pods
 
@@ -431,7 +431,7 @@ class ElasticOrchestrator(Application):
             await api.close()
             raise StartupError("no hub API token: set JUPYTERHUB_API_TOKEN (a managed service gets it) or "
                                "ElasticOrchestrator.api_token")
-        hub = HubClient(self.hub_api_url, self.proxy_url, self.api_token)
+        hub = HubClient(self.hub_api_url, self.proxy_url, self.api_token, ssl_context=client_ssl(os.environ))
         try:
             version = await hub.check()
         except HubError as e:
@@ -490,7 +490,7 @@ class ElasticOrchestrator(Application):
             self.log.info("status page: for tokens with %s", ", ".join(sorted(hub_auth.access_scopes)))
         app = make_app(controller, self.service_prefix, cookie_secret=secrets.token_bytes(32), hub_auth=hub_auth,
                        authenticate_metrics=self.authenticate_metrics, page_refresh_s=self.page_refresh)
-        server = HTTPServer(app)
+        server = HTTPServer(app, ssl_options=server_ssl(self.service_url, os.environ))  # internal_ssl: https
         port, host = url.port or 80, url.hostname or ""
         try:
             try:

@@ -119,13 +119,16 @@ def parse_server(user: str, name: str, raw: dict) -> HubServer:
 
 class HubClient:
     """`api_url`: the hub API (JUPYTERHUB_API_URL, ends in /hub/api);
-    `proxy_url`: where the proxy serves /user/... (the hub's public URL)."""
+    `proxy_url`: where the proxy serves /user/... (the hub's public URL);
+    `ssl_context`: presented on every https request (internal_ssl: the hub asks for it)."""
 
-    def __init__(self, api_url: str, proxy_url: str, token: str, *, timeout: float = 30.0):
+    def __init__(self, api_url: str, proxy_url: str, token: str, *, timeout: float = 30.0,
+                 ssl_context: ssl.SSLContext | None = None):
         self.api_url = api_url.rstrip("/")
         self.proxy_url = proxy_url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.ssl_context = ssl_context  # internal_ssl: the hub's certificate for this service (tls.py)
         self.http = AsyncHTTPClient()
         self.me: dict = {}  # the hub's model of the token's owner (check())
         self._server_tokens: dict[tuple[str, str], tuple[str, float]] = {}  # (user, name) -> (token, minted at)
@@ -141,7 +144,8 @@ class HubClient:
         elif method in ("POST", "PUT", "PATCH"):
             data = ""
         request = HTTPRequest(url, method=method, headers=headers, body=data, allow_nonstandard_methods=True,
-                              request_timeout=timeout or self.timeout, connect_timeout=10)
+                              request_timeout=timeout or self.timeout, connect_timeout=10,
+                              ssl_options=self.ssl_context)
         try:
             resp = await self.http.fetch(request, raise_error=False)
         except ssl.SSLCertVerificationError as e:
@@ -362,7 +366,7 @@ class HubClient:
         endpoint, through the proxy, as the spawner does before a stop)."""
         owner = (server.user, server.name)
         outcome = await request_checkpoint(self.http, self._server_url(server, "/"), await self.server_token(*owner),
-                                           timeout)
+                                           timeout, ssl_options=self.ssl_context)
         if not outcome.ok:  # the token may be why (revoked): the next try mints another
             self._server_tokens.pop(owner, None)
         return outcome
