@@ -19,6 +19,8 @@ def _node(name: str, tier: str) -> object:
 
 
 class FlakyCloud:
+    timeout = 30.0  # CloudPool's per call (/health allows for one)
+
     def __init__(self):
         self.down = False
 

@@ -7,33 +7,13 @@ import json
 import socket
 
 from podtools import cache
+from test_bill import FlakyCloud, _node
 from tornado.httpclient import AsyncHTTPClient
 from tornado.httpserver import HTTPServer
 
-from elastichub import podmeta
-from elastichub.orchestrator.cloud import RUNNING, VM, CloudError
 from elastichub.orchestrator.controller import Controller, Settings
-from elastichub.orchestrator.records import node_record
 from elastichub.orchestrator.web import make_app
 from elastichub.policy import PolicyConfig, make_strategy
-
-
-def _node(name: str, tier: str) -> object:
-    return node_record({"metadata": {"name": name, "labels": {podmeta.TIER_LABEL: tier}, "annotations": {}},
-                        "spec": {}, "status": {"allocatable": {"cpu": "4", "memory": "16Gi"},
-                                               "conditions": [{"type": "Ready", "status": "True"}]}})
-
-
-class FlakyCloud:
-    timeout = 30.0
-
-    def __init__(self):
-        self.down = False
-
-    async def list(self):
-        if self.down:
-            raise CloudError("list VMs: the credentials have expired")
-        return [VM("i-1", "cloud-1", RUNNING, "cloud-1")]
 
 
 async def _health(ctl: Controller) -> tuple[int, dict]:
