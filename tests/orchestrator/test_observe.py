@@ -502,15 +502,17 @@ def test_a_cloud_vm_stopped_by_someone_else_under_servers_is_a_problem_saying_so
     assert len(said) == 1 and "its VM i-1 is stopped (not by ElasticHub) while 1 server(s) (alice)" in said[0], said
 
 
-def test_a_node_with_a_third_tier_value_is_said_once_naming_it_and_the_values_understood():
+async def test_a_node_with_a_third_tier_value_is_said_once_naming_it_and_the_values_understood():
     """A 'gpu' pool beside on-prem and cloud was left out of every plan without a word."""
     from elastichub.orchestrator.controller import Controller
+    from elastichub.policy import PolicyConfig, make_strategy
 
-    ctl = Controller(None, None, None, None, None, None, clock=lambda: NOW)
-    nodes = [node("onprem-1"), node("gpu-1", tier="gpu"), node("cp", tier=None)]
+    nodes = {n.name: n for n in (node("onprem-1"), node("gpu-1", tier="gpu"), node("cp", tier=None))}
+    ctl = Controller(make_strategy("elastic", PolicyConfig()), cache(nodes), cache({}), None, None, None,
+                     clock=lambda: NOW, monotonic=lambda: NOW)
     for _ in range(3):
-        ctl._warn_unknown_tiers(observe(nodes, [], None, CONFIG, NOW).unknown_tiers)
-    [event] = ctl.events
+        await ctl.cycle()
+    [event] = [e for e in ctl.events if "gpu-1" in e["message"]]
     assert event["kind"] == "problem"
     assert event["message"].startswith(f"node gpu-1: {podmeta.TIER_LABEL}='gpu' is neither 'on-prem' nor 'cloud'")
 
