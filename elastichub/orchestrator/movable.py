@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from ..policy import ClusterSnapshot
-from .drain import MoveAborted
+from .drainterms import MoveAborted
 from .hub import HubClient, HubError, HubServer
 from .records import PodRecord
 
