@@ -52,9 +52,9 @@ def configuration_problem(error: web.HTTPError) -> str | None:
 
 # Refused at the start rather than found out at the first stop or move.
 INTERNAL_SSL_UNSUPPORTED = (
-    "JupyterHub.internal_ssl is on, which ElasticHub does not support: the checkpoint before a stop and the "
-    "orchestrator's calls to the servers and the hub do not present the hub's internal certificates, so every "
-    "stop or move would go ahead with a failed checkpoint; set c.JupyterHub.internal_ssl = False")
+    "JupyterHub.internal_ssl is on, which ElasticSpawner does not support yet: its checkpoint before a stop does "
+    "not present the hub's internal certificates, so every stop would go ahead with a failed checkpoint; "
+    "set c.JupyterHub.internal_ssl = False")
 
 
 def shared_pod_name_problem(template: str, server_name: str) -> str | None:
