@@ -54,15 +54,15 @@ LIFETIME_OPTIONS = {
 
 
 def _zone(name: str | None):
-    """The ZoneInfo of --timezone, or None without it."""
+    """The tzinfo of --timezone, or None without it."""
     if name is None:
         return None
-    import zoneinfo
+    from .loglines import parse_zone
 
     try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise UsageError(f"--timezone: unknown time zone {name!r} (e.g. UTC, Europe/Berlin)") from None
+        return parse_zone(name)
+    except ValueError as e:
+        raise UsageError(f"--timezone: {e}") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,8 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "- reads standard input (elastichub trace hub.log ... | elastichub simulate --trace -)")
     g.add_argument("--days", metavar="D", help="simulated days (paper: 2; trace: until its last server ends)")
     g.add_argument("--timezone", metavar="ZONE",
-                   help="the hub's time zone (e.g. Europe/Berlin): a trace's timestamps are replayed on its wall "
-                        "clock, so calendar times and days are the hub's (default: each timestamp's own offset)")
+                   help="the hub's time zone (e.g. Europe/Berlin, or a fixed offset: +01:00): a trace's timestamps are "
+                        "replayed on its wall clock, so calendar times and days are the hub's (default: each "
+                        "timestamp's own offset)")
     g.add_argument("--calendar", metavar="FILE.csv",
                    help="classes to add (header start,users,cpu,ram_gib[,spread_s,name]; start as seconds "
                         "or 'D HH:MM'): their students arrive, and the calendar policy knows the schedule")

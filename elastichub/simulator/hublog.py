@@ -43,14 +43,13 @@ import math
 import os
 import re
 import sys
-import zoneinfo
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from urllib.parse import unquote
 
 from ..quantity import QuantityError, cores, gib
-from .loglines import MESSAGE_KEYS, TIME_KEYS, LogError, dated, in_order, read_log, unread_json
+from .loglines import MESSAGE_KEYS, TIME_KEYS, LogError, dated, in_order, parse_zone, read_log, unread_json
 
 # JupyterHub before 0.9 (one server a user) wrote `User alice server took 3.2 seconds to start` and
 # `Removing user alice from proxy`, without the route; a user named `x server` on a later hub would read as x.
@@ -130,7 +129,7 @@ def _log_name(user: str, server: str) -> str:
     return f"{user}:{server}" if server else user
 
 
-def read_sessions(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None = None) -> Sessions:
+def read_sessions(logs, zone: tzinfo, datefmt: str | None = None) -> Sessions:
     """Pair each server's start with its end. `logs`: (name, lines) of each
     file, in any order, each `lines` read twice (a list, or a LogFile):
     rotated files are read oldest first (by their first line), and files
@@ -280,7 +279,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ram-gib", required=True, metavar="GIB",
                         help="RAM each server requests (mem_guarantee), GiB or e.g. 512Mi")
     parser.add_argument("--timezone", default="UTC", metavar="ZONE",
-                        help="the time zone of the log's timestamps (default UTC, a pod's); a line's own UTC "
+                        help="the time zone of the log's timestamps (default UTC, a pod's; a name such as "
+                             "Europe/Berlin, or a fixed offset such as +01:00); a line's own UTC "
                              "offset (%%z in its log_datefmt) is read as such")
     parser.add_argument("--log-datefmt", metavar="FORMAT",
                         help="the hub's c.JupyterHub.log_datefmt, if it is changed (e.g. '%%d/%%m/%%Y %%H:%%M:%%S'); "
@@ -299,9 +299,9 @@ def run(args: argparse.Namespace) -> int:
     if not all(math.isfinite(v) and v >= 0 for v in (cpu, ram)) or cpu + ram == 0:
         raise UsageError(f"--cpu and --ram-gib must be >= 0, not both 0, and finite: got {cpu:g} and {ram:g}")
     try:
-        zone = zoneinfo.ZoneInfo(args.timezone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise UsageError(f"--timezone: unknown time zone {args.timezone!r} (e.g. UTC, Europe/Berlin)") from None
+        zone = parse_zone(args.timezone)
+    except ValueError as e:
+        raise UsageError(f"--timezone: {e}") from None
     if args.log_datefmt is not None and not dated(args.log_datefmt):
         raise UsageError(f"--log-datefmt {args.log_datefmt!r} has no date (%Y and %m or %b, and %d): a history "
                          "needs each line's day; set the hub's log_datefmt to one with it (its default has)")

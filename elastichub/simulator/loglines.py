@@ -14,7 +14,7 @@ import re
 import sys
 import zlib
 import zoneinfo
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Callable
 
 # Colours of tornado's LogFormatter on a terminal: SGR codes, and terminfo's
@@ -38,6 +38,36 @@ COMPRESSED = ((b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
               (b"\x28\xb5\x2f\xfd", "zstd-compressed"), (b"PK\x03\x04", "a zip archive"))
 
 
+# A fixed UTC offset as admins write it: +01:00, +0100, +01, -5, UTC+1, GMT+05:30 (each hours ahead of UTC,
+# whatever the sign of the tz database's Etc/GMT+1, which a name with "/" still is).
+_OFFSET = re.compile(r"(?:(?:UTC|GMT)\s*)?(?P<sign>[+\-\u2212])(?P<h>\d{1,2})(?::?(?P<m>\d{2}))?", re.IGNORECASE)
+ZONE_FORMS = "a zone name (UTC, Europe/Berlin) or a fixed UTC offset (+01:00, -0500, UTC+1, GMT-05:30)"
+
+
+def parse_zone(text: str) -> tzinfo:
+    """The time zone an admin names (--timezone): a tz database name, or a
+    fixed offset, which keeps no daylight-saving time. A ValueError says
+    which forms are read."""
+    name = text.strip()
+    if name.upper() == "Z":
+        return timezone.utc
+    if m := _OFFSET.fullmatch(name):
+        hours, minutes = int(m["h"]), int(m["m"] or 0)
+        if hours > 14 or minutes >= 60 or (hours == 14 and minutes):  # zones reach from -12:00 to +14:00
+            raise ValueError(f"{text!r} is no UTC offset (they reach from -12:00 to +14:00)")
+        offset = timedelta(hours=hours, minutes=minutes) * (1 if m["sign"] == "+" else -1)
+        return timezone(offset, "UTC" + _offset_text(offset)) if offset else timezone.utc
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {text!r}: give {ZONE_FORMS}") from None
+
+
+def _offset_text(offset: timedelta) -> str:
+    minutes = round(offset.total_seconds() / 60)
+    return f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
 class LogError(ValueError):
     """The logs cannot be read as one history (their lines go back in time, or a time cannot be read)."""
 
@@ -52,7 +82,7 @@ _CLOCK_SLACK = timedelta(minutes=10)
 _QUARTER = timedelta(minutes=15)
 
 
-def _moment(head: str, zone: zoneinfo.ZoneInfo, datefmt: str | None) -> tuple[datetime, bool] | None:
+def _moment(head: str, zone: tzinfo, datefmt: str | None) -> tuple[datetime, bool] | None:
     """(time, whether the line gave its own UTC offset) of a line's head, or
     None if it does not start with a time in `datefmt` (the hub's
     log_datefmt, if given) or JupyterHub's default, or ISO 8601 (rotated
@@ -94,7 +124,7 @@ def _strptime(text: str, datefmt: str) -> datetime | None:
     return None
 
 
-def entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None, dated: Callable[[str], bool]):
+def entries(name: str, lines, zone: tzinfo, datefmt: str | None, dated: Callable[[str], bool]):
     """(name, line number, local time, message, level) of each log line; a local
     time the clock shows twice (the hour a daylight-saving time ends) is
     the second one once the log has stepped back into it. A message that
@@ -131,7 +161,7 @@ def entries(name: str, lines, zone: zoneinfo.ZoneInfo, datefmt: str | None, date
         yield name, number, at, message, level
 
 
-def _line(text: str, zone: zoneinfo.ZoneInfo, datefmt: str | None):
+def _line(text: str, zone: tzinfo, datefmt: str | None):
     """(time, or None if it cannot be read; message; the time's text; level
     letter; the UTC time of a prefix before it, if any) of a log line, plain
     or a JSON record; None if it is no hub line."""
@@ -166,10 +196,10 @@ def _clock(prefix: str) -> datetime | None:
     return None
 
 
-def _other_zone(name: str, number: int, at: datetime, clock: datetime, zone: zoneinfo.ZoneInfo) -> str:
+def _other_zone(name: str, number: int, at: datetime, clock: datetime, zone: tzinfo) -> str:
     minutes = round((at.replace(tzinfo=None) - clock.replace(tzinfo=None)).total_seconds() / 900) * 15
-    offset = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return (f"{name} line {number}: the hub's time {at:%Y-%m-%d %H:%M:%S} is not in --timezone {zone.key}: the "
+    offset = _offset_text(timedelta(minutes=minutes))
+    return (f"{name} line {number}: the hub's time {at:%Y-%m-%d %H:%M:%S} is not in --timezone {zone}: the "
             f"timestamp before it says {clock:%Y-%m-%d %H:%M:%S} UTC, so the hub's clock was at UTC{offset}: give "
             "the hub's time zone with --timezone")
 
@@ -209,7 +239,7 @@ def _unread_time(name: str, number: int, stamp: str, datefmt: str | None) -> str
             "'%d/%m/%Y %H:%M:%S'); each line must show its date")
 
 
-def in_order(logs, zone: zoneinfo.ZoneInfo, datefmt: str | None, dated: Callable[[str], bool]):
+def in_order(logs, zone: tzinfo, datefmt: str | None, dated: Callable[[str], bool]):
     """The entries of every log, oldest file first (by its first line), one
     line at a time: a hub's log of a term is gigabytes, read twice (its first
     line, then the whole) rather than held. LogError for files that overlap."""

@@ -94,7 +94,10 @@ def test_requests_may_be_given_as_kubectl_shows_them(tmp_path):
     (["hub.log", "--cpu", "1", "--ram-gib", "2G"], "'2G' in GiB: Kubernetes reads 'G' as a power of 10"),
     (["hub.log", "--cpu", "0", "--ram-gib", "0"], "not both 0"),
     (["hub.log", "--cpu", "nan", "--ram-gib", "1"], "finite"),
-    (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
+    (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "Mars/Olympus"],
+     "--timezone: unknown time zone 'Mars/Olympus': give a zone name (UTC, Europe/Berlin) or a fixed UTC offset"),
+    (["hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", "+25:00"],
+     "--timezone: '+25:00' is no UTC offset (they reach from -12:00 to +14:00)"),
     (["absent.log", "--cpu", "1", "--ram-gib", "1"], "cannot read absent.log (No such file or directory)"),
     (["notes.txt", "--cpu", "1", "--ram-gib", "1"], "no server start found in notes.txt: is it JupyterHub's log?"),
     (["hub.log", "hub.log", "--cpu", "1", "--ram-gib", "1"], "hub.log (from 2026-12-01 08:59) overlaps hub.log (to "
@@ -149,6 +152,16 @@ def test_a_hub_log_in_another_zone_than_timezone_is_told_by_kubectls_timestamps(
     rows = read_sessions([("hub.log", kubectl_timestamps(autumn, hours=1).splitlines())],
                          zoneinfo.ZoneInfo("Europe/Berlin")).rows
     assert [(r["arrival"], r["duration_s"]) for r in rows] == [("2026-10-25T02:29:59+01:00", 600)]
+
+
+@pytest.mark.parametrize("offset", ["+01:00", "+0100", "UTC+1", "utc+01:00", "GMT +1"])
+def test_a_fixed_utc_offset_is_a_timezone_as_a_zone_name_is(tmp_path, offset):
+    """`--timezone +01:00`, as many admins write a zone, was 'unknown time zone'."""
+    (tmp_path / "hub.log").write_text(kubectl_timestamps(LOG, hours=1))
+    done = run_trace(tmp_path, "hub.log", "--cpu", "1", "--ram-gib", "1", "--timezone", offset)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("2026-12-01T08:56:59+01:00,3600,1,1,bob,gpu,")
+    assert "to 2026-12-01 10:15 UTC+01:00" in done.stderr or f"10:15 {offset}" in done.stderr
 
 
 def test_a_hubs_own_log_datefmt_is_read_and_a_time_it_cannot_read_named(tmp_path):

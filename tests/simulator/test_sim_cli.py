@@ -209,8 +209,21 @@ def test_timezone_sets_the_clock_of_a_replay_and_of_the_command_that_replays_it(
     assert code == 0 and " --timezone Europe/Berlin " in json.loads(out)["replay"]
 
 
+@pytest.mark.parametrize("offset, midnight", [("+01:00", "+01:00"), ("UTC+1", "+01:00"), ("-0530", "-05:30"),
+                                              ("GMT-03", "-03:00")])
+def test_a_fixed_utc_offset_sets_the_clock_of_a_replay(tmp_path, capsys, offset, midnight):
+    """`--timezone +01:00`, as many admins write a zone, was 'unknown time zone'."""
+    trace = write_csv(tmp_path / "h.csv", "arrival,duration_s,cpu,ram_gib\n2026-03-27T08:00:00Z,600,1,2\n")
+    code, out, err = simulate(capsys, "--trace", str(trace), "--timezone", offset, "--policy", "paper",
+                              "--mode", "onprem-only", "--json")
+    assert code == 0 and err == ""
+    assert json.loads(out)["workload"]["description"].endswith(f"from 2026-03-27 00:00{midnight})")
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["--timezone", "Mars/Olympus"], "--timezone: unknown time zone 'Mars/Olympus' (e.g. UTC, Europe/Berlin)"),
+    (["--timezone", "Mars/Olympus"], "--timezone: unknown time zone 'Mars/Olympus': give a zone name (UTC, "
+                                     "Europe/Berlin) or a fixed UTC offset (+01:00, -0500, UTC+1, GMT-05:30)"),
+    (["--timezone", "UTC+1:75"], "--timezone: 'UTC+1:75' is no UTC offset (they reach from -12:00 to +14:00)"),
     (["--timezone", "UTC", "--workload", "paper"], "--timezone: only a --trace of timestamps has a clock to set"),
 ])
 def test_a_bad_timezone_is_one_line(tmp_path, capsys, argv, message):
