@@ -79,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the hub's time zone (e.g. Europe/Berlin, or a fixed offset: +01:00): a trace's timestamps are "
                         "replayed on its wall clock, so calendar times and days are the hub's (default: each "
                         "timestamp's own offset)")
+    g.add_argument("--too-big", metavar="skip|error", default="skip",
+                   help="a trace's session that asks for more than any simulated node holds (a GPU profile's): "
+                        "skip leaves it out and counts it in every report (default), error stops at it")
     g.add_argument("--calendar", metavar="FILE.csv",
                    help="classes to add (header start,users,cpu,ram_gib[,spread_s,name]; start as seconds "
                         "or 'D HH:MM'): their students arrive, and the calendar policy knows the schedule")
@@ -264,7 +267,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     from .report import format_table, is_terminal, write_outputs
     from .runner import plan_runs, run_all, summary
-    from .trace import TraceError, load_trace
+    from .trace import TraceError, load_trace, too_big_fields, too_big_note
     from .workload import make_workload
 
     from .tune_cli import parse_tune, run_tune
@@ -274,10 +277,13 @@ def run(args: argparse.Namespace) -> int:
     if args.timezone is not None and not args.trace:
         raise UsageError("--timezone: only a --trace of timestamps has a clock to set")
     zone = _zone(args.timezone)
+    too_big = args.too_big.strip().lower()
+    if too_big not in ("skip", "error"):
+        raise UsageError(f"--too-big: expected skip or error, got {args.too_big!r}")
     try:
         if args.trace:
             horizon = None if days is None else int(round(days * 86_400))
-            workload = load_trace(args.trace, params.node_shapes, horizon, zone=zone)
+            workload = load_trace(args.trace, params.node_shapes, horizon, zone=zone, too_big=too_big)
         else:
             workload = make_workload(workload_name, days=days, seed=seed, lifetime=lifetime)
     except TraceError as e:
@@ -312,10 +318,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # a strategy refusing its configuration
         raise UsageError(str(e)) from None
     summaries = [summary(r) for r in results]
+    left_out = too_big_note(workload)
     document = {
         "runs": summaries,
         "workload": {"name": workload.name, "description": workload.description,
-                     "servers": len(workload.requests), "horizon_s": workload.horizon_s, "seed": seed},
+                     "servers": len(workload.requests), "horizon_s": workload.horizon_s, "seed": seed,
+                     **too_big_fields(workload)},
         "parameters": {field: getattr(params, field) for field, _, _ in MODEL_OPTIONS.values()},
     }
 
@@ -325,13 +333,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"workload {workload.name}: {workload.description}; {len(workload.requests)} servers, "
               f"{workload.horizon_s / 3600:g} h simulated, seed {seed}")
         print(format_table(summaries))
+        if left_out:
+            print(f"note: {left_out}")
     if args.out:
         out = Path(args.out)
         try:
             files = write_outputs(results, summaries, out, document)
             from .plots import write_plots
 
-            files += write_plots(results, summaries, out)
+            files += write_plots(results, summaries, out, caption=left_out)
         except ModuleNotFoundError as e:
             raise UsageError(f"--out: plots need matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
         except OSError as e:

@@ -31,7 +31,7 @@ def wants_pareto(summaries: Sequence[dict[str, Any]]) -> bool:
     return len(combos) > 1
 
 
-def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path) -> Path | None:
+def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path, caption: str | None = None) -> Path | None:
     if not wants_pareto(summaries):
         return None
     import matplotlib
@@ -62,7 +62,7 @@ def plot_pareto(summaries: Sequence[dict[str, Any]], out: Path) -> Path | None:
         ring_front(ax, [(s["cloud_node_hours"], s[metric]) for s in cloud])
         ax.set_ylabel(f"{title} (s)")
         ax.set_title(f"cost vs {title} (labels: theta_out %)")
-    return save(fig, axes, "Strategies x theta_out: lower-left is better", out / "pareto.png")
+    return save(fig, axes, "Strategies x theta_out: lower-left is better", out / "pareto.png", caption)
 
 
 def ring_front(ax, points: Sequence[tuple[float, float]]) -> None:
@@ -74,12 +74,25 @@ def ring_front(ax, points: Sequence[tuple[float, float]]) -> None:
     ax.grid(alpha=0.3)
 
 
-def save(fig, axes, title: str, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
+def save(fig, axes, title: str, path: Path, caption: str | None = None) -> Path:
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    return finish(fig, path, caption, dpi=100)
+
+
+def finish(fig, path: Path, caption: str | None, dpi: int) -> Path:
+    """Lay out, write and close a figure; `caption`, what the replay left out, under it (a plot passed on
+    alone must not read as the whole history)."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    if caption:
+        lines = textwrap.fill(caption, int(fig.get_figwidth() * 17), break_on_hyphens=False, break_long_words=False)
+        fig.text(0.01, 0.01, lines, fontsize=7, va="bottom", ha="left")
+        fig.tight_layout(rect=(0, (0.15 + 0.13 * (lines.count("\n") + 1)) / fig.get_figheight(), 1, 1))
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path

@@ -39,7 +39,8 @@ def _binned(values, how: str):
     return chunks.max(axis=1) if how == "max" else chunks.mean(axis=1)
 
 
-def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out: Path) -> list[Path]:
+def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out: Path,
+                    caption: str | None = None) -> list[Path]:
     plt = _pyplot()
     import numpy as np
 
@@ -64,7 +65,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
     ax_down.set_title("Migration downtime of moved servers (restart + wait for room): not a wait", fontsize=9)
     ax_down.set_xlabel("simulated time (h)")
     ax_wait.legend(fontsize=7, ncol=2)
-    written.append(_save(fig, out / "waiting.png", plt))
+    written.append(_save(fig, out / "waiting.png", caption))
 
     cloud_runs = [(s, h, sm) for s, h, sm in zip(series, hours, summaries) if sm["mode"] != "onprem-only"]
     if cloud_runs:
@@ -82,7 +83,7 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
             ax.set_ylabel("nodes", fontsize=8)
         axes[-1, 0].set_xlabel("simulated time (h)")
         fig.suptitle("Active cloud nodes (dotted: + booting)")
-        written.append(_save(fig, out / "cloud_nodes.png", plt))
+        written.append(_save(fig, out / "cloud_nodes.png", caption))
 
     fig, (ax_all, ax_onprem) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
     for s, h, summary in zip(series, hours, summaries):
@@ -95,11 +96,11 @@ def plot_timeseries(results: Sequence[RunResult], summaries: Sequence[dict], out
     ax_onprem.set_ylabel("on-prem RAM requested (%)")
     ax_onprem.set_xlabel("simulated time (h)")
     ax_all.legend(fontsize=7, ncol=2)
-    written.append(_save(fig, out / "occupancy.png", plt))
+    written.append(_save(fig, out / "occupancy.png", caption))
     return written
 
 
-def plot_tradeoff(summaries: Sequence[dict], out: Path) -> Path:
+def plot_tradeoff(summaries: Sequence[dict], out: Path, caption: str | None = None) -> Path:
     """Node-hours and waiting against theta_out, one line per policy and mode."""
     plt = _pyplot()
     fig, (ax_cost, ax_wait) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -130,19 +131,21 @@ def plot_tradeoff(summaries: Sequence[dict], out: Path) -> Path:
     ax_cost.legend(fontsize=7)
     ax_wait.legend(fontsize=7)
     fig.suptitle("theta_out trade-off: lower thresholds start cloud nodes earlier")
-    return _save(fig, out / "tradeoff.png", plt)
+    return _save(fig, out / "tradeoff.png", caption)
 
 
-def _save(fig, path: Path, plt) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def _save(fig, path: Path, caption: str | None) -> Path:
+    from .pareto import finish
+
+    return finish(fig, path, caption, dpi=110)
 
 
-def write_plots(results: Sequence[RunResult], summaries: Sequence[dict], out: Path) -> list[Path]:
+def write_plots(results: Sequence[RunResult], summaries: Sequence[dict], out: Path,
+                caption: str | None = None) -> list[Path]:
+    """Every plot of the runs; `caption` (what the replay left out) under each."""
     from .pareto import plot_pareto
 
     out.mkdir(parents=True, exist_ok=True)
-    pareto = plot_pareto(summaries, out)  # None unless several policies or thetas ran
-    return plot_timeseries(results, summaries, out) + [plot_tradeoff(summaries, out)] + ([pareto] if pareto else [])
+    pareto = plot_pareto(summaries, out, caption)  # None unless several policies or thetas ran
+    return (plot_timeseries(results, summaries, out, caption) + [plot_tradeoff(summaries, out, caption)]
+            + ([pareto] if pareto else []))

@@ -63,13 +63,15 @@ class TraceError(ValueError):
 
 
 def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None = None,
-               zone: tzinfo | None = None) -> Workload:
+               zone: tzinfo | None = None, too_big: str = "error") -> Workload:
     """Read and validate a trace. `nodes`: the allocatable of each node
     shape of the simulated cluster (`ClusterParams.node_shapes`): a request
     no one of them holds could never run. `horizon_s` defaults to the end of
     the last server had it never waited, rounded up to a whole hour. `zone`:
     the hub's, whose wall clock timestamps are replayed on (else each one's
-    own offset's). A long idle stretch is a warning in `meta["warnings"]`."""
+    own offset's). A long idle stretch is a warning in `meta["warnings"]`.
+    `too_big`: "error" stops at a request no node shape holds, "skip" leaves
+    such sessions out, counted in `meta["too_big"]` (see `too_big_note`)."""
     path = Path(path)
     text = _text(path)
     reader = csv_rows(text)
@@ -90,6 +92,7 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
 
     rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request, line)
     servers = {}  # line -> (user, server) where the trace names them
+    skipped = []  # where and why, of each request no node holds (too_big="skip")
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
             continue
@@ -126,16 +129,22 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
         if values["cpu"] == 0 and values["ram_gib"] == 0:
             raise TraceError(f"{path} line {line_no}: cpu and ram_gib are both 0")
         req = Resources(values["cpu"], values["ram_gib"] * GiB)
-        check_fits(f"{path} line {line_no}", req, nodes)
         ended = columns.cell(row, columns.ended).lower()
         if ended and ended not in ENDINGS:  # a typo would count a cut session as a finished one
             raise TraceError(f"{path} line {line_no}, column ended: {ended!r} is not one of {', '.join(ENDINGS)} "
                              "(or empty)")
+        if too_big == "skip" and (why := misfit(req, nodes)):  # one GPU profile's session must not stop a replay
+            skipped.append(f"{path} line {line_no}{why}")
+            continue
+        check_fits(f"{path} line {line_no}", req, nodes)
         censored = ended in CENSORED
         rows.append((values["arrival_s"], values["duration_s"], req, line_no, censored))
         if columns.server is not None and columns.cell(row, columns.user):  # a user's named servers run together
             servers[line_no] = (columns.cell(row, columns.user), columns.cell(row, columns.server))
 
+    if not rows and skipped:
+        raise TraceError(f"{path}: every row asks for more than any simulated node holds (the first: {skipped[0]}): "
+                         f"nothing to replay; {NODE_SIZES_HINT}")
     if not rows:
         raise TraceError(f"{path}: no rows after the header")
     _check_once_at_a_time(path, rows, servers)
@@ -179,7 +188,8 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
         requests = [r for r in requests if r.arrival_s < horizon_s]
     return Workload(name=f"trace:{path.name}", requests=tuple(requests), horizon_s=horizon_s,
                     description=f"replay of {path} ({len(requests)} servers{since})",
-                    meta={"warnings": [w for w in warnings if w]})
+                    meta={"warnings": [w for w in warnings if w],
+                          "too_big": {"sessions": len(skipped), "first": skipped[0]} if skipped else None})
 
 
 def _name(cell: str) -> str:
@@ -236,23 +246,45 @@ class _Columns:
         return later
 
 
-def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
-    """A request some node shape holds, CPU and RAM together: one that only
-    fits CPU on one shape and RAM on another would wait for ever (a
-    TraceError naming `where` otherwise, and how to describe the hub's nodes)."""
+NODE_SIZES_HINT = ("give the simulator your nodes' sizes (--onprem-node-cpu, --onprem-node-ram-gib, --cloud-node-cpu, "
+                   "--cloud-node-ram-gib)")
+
+
+def misfit(req: Resources, nodes: list[Resources]) -> str | None:
+    """Why no node shape holds `req`, CPU and RAM together (one that only
+    fits CPU on one shape and RAM on another would wait for ever); None if
+    one does."""
     if any(req.fits_in(node) for node in nodes):
-        return
+        return None
     cpu, ram = max(n.cpu for n in nodes), max(n.ram for n in nodes)
     if req.cpu > cpu:
-        why = f", column cpu: {req.cpu:g} cores is more than the largest node has ({cpu:g} cores)"
-    elif req.ram > ram:
-        why = f", column ram_gib: {req.ram / GiB:g} GiB is more than the largest node has ({ram / GiB:g} GiB)"
-    else:
-        shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
-        why = f": {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): it could never run"
-    # A history from a hub with bigger nodes (a GPU profile's) than the simulated ones: say how to give them.
-    raise TraceError(f"{where}{why}; give the simulator your nodes' sizes (--onprem-node-cpu, "
-                     "--onprem-node-ram-gib, --cloud-node-cpu, --cloud-node-ram-gib)")
+        return f", column cpu: {req.cpu:g} cores is more than the largest node has ({cpu:g} cores)"
+    if req.ram > ram:
+        return f", column ram_gib: {req.ram / GiB:g} GiB is more than the largest node has ({ram / GiB:g} GiB)"
+    shapes = " or ".join(f"{n.cpu:g} cores and {n.ram / GiB:g} GiB" for n in nodes)
+    return f": {req.cpu:g} cores and {req.ram / GiB:g} GiB together fit no node ({shapes}): it could never run"
+
+
+def check_fits(where: str, req: Resources, nodes: list[Resources]) -> None:
+    """A TraceError naming `where` for a request no node shape holds, and how to describe the hub's nodes (a
+    history from a hub with bigger nodes, a GPU profile's, than the simulated ones)."""
+    if why := misfit(req, nodes):
+        raise TraceError(f"{where}{why}; {NODE_SIZES_HINT}")
+
+
+def too_big_fields(workload: Workload) -> dict:
+    """The JSON documents' count of sessions left out as bigger than every node, and its note."""
+    return {"too_big": (workload.meta.get("too_big") or {}).get("sessions", 0), "too_big_note": too_big_note(workload)}
+
+
+def too_big_note(workload: Workload) -> str | None:
+    """What a replay left out as bigger than every node (load_trace's too_big="skip"), for every report."""
+    skipped = workload.meta.get("too_big")
+    if not skipped:
+        return None
+    return (f"{skipped['sessions']} session(s) of the trace asked for more than any simulated node holds and are "
+            f"left out of the replay (the first: {skipped['first']}); {NODE_SIZES_HINT}, or --too-big error to stop "
+            "at them")
 
 
 def _check_cut(path: Path, rows: list[tuple], horizon_s: int, since: str) -> None:

@@ -224,7 +224,7 @@ def config_lines(spec: RunSpec, params: ClusterParams, workload: Workload) -> li
     return lines
 
 
-def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -> Path:
+def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None, caption: str | None = None) -> Path:
     """Every setting tried, cost against p95 and max wait, the Pareto front
     ringed, the objective dashed and the chosen setting (or, when none met
     the objective, the closest) starred."""
@@ -257,5 +257,5 @@ def plot(result: TuneResult, out: Path, slo_p95: float, slo_max: float | None) -
         ax.set_title(f"cost vs {title}: {len(points)} settings")
     title = ("--tune: the cheapest setting that meets the objective" if result.met
              else f"--tune: no setting is known to meet the objective; the {closest} starred")
-    return save(fig, axes, title, out / "tune-pareto.png")
+    return save(fig, axes, title, out / "tune-pareto.png", caption)
 

@@ -48,11 +48,11 @@ def parse_tune(args: argparse.Namespace, policies: list[str], modes: list[str]):
     return policies[0], modes[0], slo[0], slo[1]
 
 
-def _plot(result, out: Path, slo_p95: float, slo_max: float | None) -> Path:
+def _plot(result, out: Path, slo_p95: float, slo_max: float | None, caption: str | None) -> Path:
     from .tune import plot
 
     try:
-        return plot(result, out, slo_p95, slo_max)
+        return plot(result, out, slo_p95, slo_max, caption)
     except ModuleNotFoundError as e:
         raise UsageError(f"--tune: the plot needs matplotlib ({e.name} is missing): pip install 'elastichub[sim]'") from None
     except OSError as e:
@@ -113,6 +113,7 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
              slo_p95: float, slo_max: float | None) -> int:
     from ..policy import theta_in_mistake
     from .report import format_table, is_terminal
+    from .trace import too_big_fields, too_big_note
     from .tune import THETA_OUT_GRID, NoSettingMeetsSLO, config_lines, describe, grid, tune, verdict
 
     if args.theta_out is None:  # the orchestrator refuses a theta_in above theta_out: never offer one
@@ -120,6 +121,7 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
         if not thetas:
             raise UsageError(f"--option: {theta_in_mistake(options.get('theta_in'), THETA_OUT_GRID[-1])}")
     specs = grid(policy, mode, thetas, options)
+    left_out = too_big_note(workload)
     processes = os.cpu_count() or 1
     started = time.perf_counter()
     out = Path(args.out or "tune")
@@ -127,12 +129,12 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
     try:
         result = tune(workload, params, seed, policy, mode, slo_p95, slo_max, specs=specs, progress=progress)
     except NoSettingMeetsSLO as e:  # the plot shows how far off every setting is: most useful now
-        raise UsageError(f"{e}; every setting is drawn in {_plot(e.result, out, slo_p95, slo_max)}") from None
+        raise UsageError(f"{e}; every setting is drawn in {_plot(e.result, out, slo_p95, slo_max, left_out)}") from None
     except ValueError as e:  # a strategy refusing its configuration
         raise UsageError(str(e)) from None
     took = time.perf_counter() - started
     lines = config_lines(result.spec, params, workload)
-    picture = _plot(result, out, slo_p95, slo_max)
+    picture = _plot(result, out, slo_p95, slo_max, left_out)
     replay = replay_command(args, result.spec, params, seed)
     lifetime = _lifetime_note(workload, result.spec, params)
     tied = (f"the history does not tell {result.tied} settings apart (equal node-hours and waits): chose the one "
@@ -148,7 +150,7 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
                           "setting": {"policy": policy, "mode": mode, "theta_out": result.spec.theta_out,
                                       **result.spec.options},
                           "config": lines, "replay": replay, "tied": result.tied, "lifetime": lifetime,
-                          "unknown": unknown, "runs": runs, "plot": str(picture),
+                          "unknown": unknown, **too_big_fields(workload), "runs": runs, "plot": str(picture),
                           "search_s": round(took, 2), "processes": processes}, indent=2))
         return 0
     print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
@@ -160,6 +162,8 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
         print(f"({tied})")
     if unknown:
         print(f"({unknown})")
+    if left_out:
+        print(f"({left_out})")
     if result.chosen["scale_outs"] == 0:
         print("(on-prem alone meets it on this history: no cloud node was started)")
     print(format_table([result.chosen]))

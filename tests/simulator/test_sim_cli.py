@@ -136,11 +136,19 @@ def run_cli(*argv, cwd):
 @pytest.mark.parametrize("text, argv, message", [
     ("arrival_s,cpu,ram_gib\n0,1,1\n", [], "line 1: missing column(s) duration_s"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n9,-1,1,1\n", [], "line 3, column duration_s: negative value -1"),
-    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,80\n", [], "line 2, column ram_gib: 80 GiB is more than the largest node"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,80\n", [], "trace.csv: every row asks for more than any simulated "
+     "node holds (the first: "),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,80\n", [], "trace.csv line 2, column ram_gib: 80 GiB is more than the "
+     "largest node has (50 GiB)): nothing to replay; give the simulator your nodes' sizes"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n0,60,1,80\n", ["--too-big", "error"],
+     "line 3, column ram_gib: 80 GiB is more than the largest node"),
+    ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n", ["--too-big", "drop"],
+     "--too-big: expected skip or error, got 'drop'"),
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n", ["--cloud-nodes", "-2"], "--cloud-nodes must not be negative"),
     # CPU fits the on-prem node, RAM the cloud one, both together neither: it would wait for ever
     ("arrival_s,duration_s,cpu,ram_gib\n0,60,1,1\n0,60,16,48\n",
-     ["--onprem-node-cpu", "32", "--onprem-node-ram-gib", "32", "--cloud-node-cpu", "8", "--cloud-node-ram-gib", "64"],
+     ["--too-big", "error", "--onprem-node-cpu", "32", "--onprem-node-ram-gib", "32", "--cloud-node-cpu", "8",
+      "--cloud-node-ram-gib", "64"],
      "trace.csv line 3: 16 cores and 48 GiB together fit no node (32 cores and 32 GiB or 8 cores and 64 GiB): it "
      "could never run; give the simulator your nodes' sizes (--onprem-node-cpu, --onprem-node-ram-gib, "
      "--cloud-node-cpu, --cloud-node-ram-gib)"),
@@ -152,6 +160,37 @@ def test_bad_input_in_a_real_process(tmp_path, text, argv, message):
     assert result.stdout == ""
     assert message in result.stderr and result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
+
+
+def test_a_session_bigger_than_every_node_is_left_out_and_said_in_every_output(tmp_path, capsys, monkeypatch):
+    """One GPU profile's 64 GiB session in a term's history stopped the whole replay with an error."""
+    import matplotlib.figure
+
+    trace = write_csv(tmp_path / "h.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n60,600,1,64\n120,600,1,2\n"
+                                          "180,600,40,2\n")
+    said = "2 session(s) of the trace asked for more than any simulated node holds and are left out of the replay " \
+           f"(the first: {trace} line 3, column ram_gib: 64 GiB is more than the largest node has (50 GiB)); give " \
+           "the simulator your nodes' sizes (--onprem-node-cpu"
+    code, out, _ = simulate(capsys, "--trace", str(trace), "--policy", "paper", "--mode", "onprem-only", "--json")
+    workload = json.loads(out)["workload"]
+    assert code == 0 and workload["servers"] == 2 and workload["too_big"] == 2
+    assert workload["too_big_note"].startswith(said) and "--too-big error" in workload["too_big_note"]
+    captions = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda fig, path, **kw: captions.append([t.get_text() for t in fig.texts]))
+    code, out, _ = simulate(capsys, "--trace", str(trace), "--policy", "paper", "--mode", "onprem-only",
+                            "--out", str(tmp_path / "out"))
+    assert code == 0 and f"note: {said}" in out
+    assert len(captions) == 3 and all(said in " ".join(" ".join(texts).split()) for texts in captions)
+    assert json.loads((tmp_path / "out" / "runs.json").read_text())["workload"]["too_big"] == 2
+    captions.clear()
+    code, out, _ = simulate(capsys, "--trace", str(trace), "--tune", "--slo-p95-wait", "60", "--theta-out", "80",
+                            "--out", str(tmp_path / "tune"), "--json")
+    assert code == 0 and json.loads(out)["too_big_note"].startswith(said)
+    assert len(captions) == 1 and said in " ".join(" ".join(captions[0]).split())
+    with pytest.raises(SystemExit):
+        main(["simulate", "--trace", str(trace), "--too-big", "error"])
+    assert "line 3, column ram_gib: 64 GiB is more than the largest node" in capsys.readouterr().err
 
 
 def test_progress_bar_appears_only_after_a_second(monkeypatch):
