@@ -49,6 +49,9 @@ def test_the_summary_counts_this_runs_sessions_not_those_of_a_kept_workdirs_earl
     history = tmp_path / "history.csv"
     history.write_text("arrival,duration_s,cpu,ram_gib,user,server,waited_s\n"
                        "2026-12-02T10:34:31+00:00,50,0.1,1,student03,,0\n"  # yesterday's run
+                       "# elastichub orchestrator stopped at 2026-12-02T10:34:40+00:00 with 0 server session(s) "
+                       "running\n"
+                       "# elastichub orchestrator started at 2026-12-02T10:35:40+00:00\n"
                        "2026-12-02T10:35:48+00:00,59,0.1,1,student03,,0\n"
                        "2026-12-02T10:35:49+00:00,59,0.1,1,student04,,0\n")
     started = datetime(2026, 12, 2, 10, 35, 40, 700_000, tzinfo=timezone.utc).timestamp()

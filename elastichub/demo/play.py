@@ -70,7 +70,8 @@ def sessions_since(history: Path, started: float) -> list[str]:
     --workdir kept from earlier runs holds their sessions too."""
     with open(history, newline="", encoding="utf-8") as f:
         return [row.get("user", "") for row in csv.DictReader(f)
-                if datetime.fromisoformat(row["arrival"]).timestamp() >= int(started)]  # written to the second
+                if not row["arrival"].startswith("#")  # when the orchestrator started or stopped watching
+                and datetime.fromisoformat(row["arrival"]).timestamp() >= int(started)]  # written to the second
 
 
 def failures(summary: dict) -> list[str]:

@@ -328,9 +328,9 @@ class Controller(BootWatch):
         if rows or self.history.unwritten:
             self._write_history(rows)
 
-    def _write_history(self, rows: list[dict]) -> None:
+    def _write_history(self, rows: list[dict], stopped: tuple[float, int] | None = None) -> None:
         try:
-            self.history.append(rows)
+            self.history.append(rows, stopped)
         except OSError as e:
             if not self._history_failing:  # said once, until a write succeeds again
                 self.event("error", f"history_file {self.history.path}: cannot write ({e.strerror or e}); "
@@ -447,8 +447,8 @@ class Controller(BootWatch):
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self.history is not None and self.history.unwritten:
-            self._write_history([])
+        if self.history is not None:  # the rows it holds, and when it stopped watching
+            self._write_history([], stopped=(self.clock(), self.sessions.running()))
 
     # -- reconcile -----------------------------------------------------------------------
 

@@ -18,12 +18,22 @@ that never started (cancelled while it waited) is no row: there is no
 duration to replay. Sessions running when the orchestrator restarts go on
 from their current pod, which says when its user asked for the server even
 after moves (`elastichub.io/asked`).
+
+Sessions that end while the orchestrator is down leave no trace it could
+read when it starts again (Kubernetes and JupyterHub keep no stopped
+server), nor do those started and ended in between: the file says so. A
+line `# elastichub orchestrator stopped at T with N server session(s) running`
+is written at shutdown and `# elastichub orchestrator started at T` at the
+next start; `simulate --trace` reads them as comments and warns of each gap
+(after a crash, the stop line is missing: the gap starts at its last row).
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable
@@ -33,6 +43,27 @@ from .records import PodRecord, load_drain
 
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "waited_s")
 MAX_UNWRITTEN = 100_000  # rows kept while the file cannot be written; the oldest go first
+_MARK = re.compile(r"#\s*elastichub orchestrator (?P<what>started|stopped) at (?P<at>\S+?)"
+                   r"(?: with (?P<running>\d+) server session\(s\) running)?\s*")
+
+
+def watch_mark(what: str, at: float, running: int | None = None) -> str:
+    """The line that says the orchestrator `started` or `stopped` watching at `at` (a comment to a CSV reader)."""
+    stamp = datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds")
+    return f"# elastichub orchestrator {what} at {stamp}" + ("" if running is None else
+                                                             f" with {running} server session(s) running")
+
+
+def read_watch_mark(line: str) -> tuple[str, datetime, int | None] | None:
+    """(started/stopped, when, sessions running) of a watch_mark line; None for any other line."""
+    m = _MARK.fullmatch(line.strip())
+    if not m:
+        return None
+    try:
+        at = datetime.fromisoformat(m["at"])
+    except ValueError:
+        return None
+    return m["what"], at, None if m["running"] is None else int(m["running"])
 
 
 @dataclass(slots=True)
@@ -96,6 +127,10 @@ class SessionTracker:
                 rows += self._end(key, s.gone_at)
         return rows
 
+    def running(self) -> int:
+        """How many sessions have started and not ended."""
+        return sum(1 for s in self.sessions.values() if s.started is not None)
+
     def _end(self, key: str, gone_at: float) -> list[dict]:
         """The session of `key` ended (its last pod seen at `gone_at`): its row, if it ran."""
         s = self.sessions.pop(key)
@@ -140,10 +175,12 @@ class HistoryFile:
         self.unwritten: list[dict] = []
         self.written = 0
 
-    def check(self) -> None:
+    def check(self, now: float | None = None) -> None:
         """OSError unless the file can be appended to; ValueError if it holds
         other columns (called at start-up): rows appended under another
-        header (a trace of `elastichub trace`, say) would not replay."""
+        header (a trace of `elastichub trace`, say) would not replay. A
+        history already begun is marked: the orchestrator watches again
+        from `now`, after a time it did not."""
         with open(self.path, "a", encoding="utf-8"):
             pass
         with open(self.path, "rb") as f:
@@ -152,19 +189,29 @@ class HistoryFile:
         if first and tuple(header) != COLUMNS:
             raise ValueError(f"{self.path} holds the columns {first[:200]!r}, not a history's "
                              f"{','.join(COLUMNS)}: rows appended there would not replay; give a new file")
+        if first:
+            self._mark(watch_mark("started", time.time() if now is None else now))
 
-    def append(self, rows: list[dict]) -> None:
-        """Write `rows` and any left from a failed write; OSError if it fails again."""
+    def _mark(self, line: str) -> None:
+        self._end_last_line()
+        with open(self.path, "a", encoding="utf-8", newline="") as f:
+            if os.fstat(f.fileno()).st_size == 0:  # the header first: check() reads it
+                f.write(",".join(COLUMNS) + "\n")
+            f.write(line + "\n")
+
+    def append(self, rows: list[dict], stopped: tuple[float, int] | None = None) -> None:
+        """Write `rows` and any left from a failed write; OSError if it fails again. `stopped`: (time,
+        sessions running) at shutdown, marked after the rows: until the next start, ended ones have no row."""
         self.unwritten.extend(rows)
         del self.unwritten[:-MAX_UNWRITTEN]
+        self._write_rows()
+        if stopped is not None:
+            self._mark(watch_mark("stopped", *stopped))
+
+    def _write_rows(self) -> None:
         if not self.unwritten:
             return
-        with open(self.path, "a+b") as f:  # a last line without its end (an editor's): the first row starts anew
-            f.seek(0, os.SEEK_END)
-            if f.tell():
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":
-                    f.write(b"\n")
+        self._end_last_line()
         with open(self.path, "a", encoding="utf-8", newline="") as f:
             writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
             if os.fstat(f.fileno()).st_size == 0:
@@ -172,3 +219,11 @@ class HistoryFile:
             writer.writerows(self.unwritten)
         self.written += len(self.unwritten)
         self.unwritten = []
+
+    def _end_last_line(self) -> None:
+        with open(self.path, "a+b") as f:  # a last line without its end (an editor's): the next starts anew
+            f.seek(0, os.SEEK_END)
+            if f.tell():
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":
+                    f.write(b"\n")

@@ -30,11 +30,12 @@ import gzip
 import math
 import sys
 import zlib
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 from ..csvtext import GROUPED, csv_rows, decode, delimiter
 from ..policy import GiB, Resources
+from ..orchestrator.history import read_watch_mark
 from ..quantity import QuantityError, cores, gib
 from .hublog import CENSORED, ENDINGS
 from .loglines import COMPRESSED, is_hub_log
@@ -93,8 +94,14 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     rows = []  # (arrival: seconds, or a datetime until the origin is known; duration_s, request, line)
     servers = {}  # line -> (user, server) where the trace names them
     skipped = []  # where and why, of each request no node holds (too_big="skip")
+    marks = []  # (history_file's watch mark or None, line)
+    warnings = []
     for line_no, row in enumerate(reader, start=2):
         if not row or all(not cell.strip() for cell in row):
+            continue
+        # a comment (one cell: a "#user" in a row has other values); the orchestrator's say when it did not watch
+        if row[0].lstrip().startswith("#") and not any(cell.strip() for cell in row[1:]):
+            marks.append((read_watch_mark(",".join(row)), line_no))
             continue
         if _Columns.names_in(row):  # files joined with cat: each has its header, maybe with other columns
             columns = columns.then(_Columns.read(path, line_no, row))
@@ -148,8 +155,9 @@ def load_trace(path: str | Path, nodes: list[Resources], horizon_s: int | None =
     if not rows:
         raise TraceError(f"{path}: no rows after the header")
     _check_once_at_a_time(path, rows, servers)
+    if columns.stamped and marks:
+        warnings.append(_unwatched(path, rows, marks))
     since = ""
-    warnings = []
     stamped = columns.stamped
     if stamped:
         if zone is not None:  # the same moments, on the hub's clock
@@ -319,6 +327,41 @@ def _check_once_at_a_time(path: Path, rows: list[tuple], servers: dict[int, tupl
                                  f"for {end - later:,.0f} s more: a server runs once at a time (the same sessions "
                                  "given twice: a history joined with itself, or the log's trace and a history_file "
                                  "of the same days?)")
+
+
+def _unwatched(path: Path, rows: list[tuple], marks: list[tuple]) -> str | None:
+    """A warning for the times the orchestrator that wrote a history_file
+    did not watch (rows: arrival datetime, duration s, request, line, ...;
+    marks: (watch mark or None, line)): the sessions that ended then have no
+    row, and a replay of those hours sees fewer servers than the hub had."""
+    gaps, stopped = [], None  # (from or None, to, line, what it says of the sessions running at the stop)
+    for mark, line in marks:
+        if mark is None:
+            continue
+        what, at, running = mark
+        if what == "stopped":
+            stopped = (at, running)
+        elif stopped is not None:  # which of those running at the stop are rows written after the start
+            went_on = sum(1 for arrival, _, _, row_line, _ in rows if row_line > line and arrival < stopped[0])
+            lost = max((stopped[1] or 0) - went_on, 0)  # a session still running has no row yet either: not told
+            gaps.append((stopped[0], at, line, f"; of the {stopped[1]} session(s) running when it stopped, {went_on} "
+                                               f"ran on (rows after line {line}), the other {lost} ended while it was "
+                                               "down (no row) or still run at the file's end" if lost else ""))
+            stopped = None
+        else:  # no line says when it stopped (killed, or it crashed): after the end of its last row
+            ends = [arrival + timedelta(seconds=duration) for arrival, duration, _, row_line, _ in rows
+                    if row_line < line]
+            gaps.append((max(ends) if ends else None, at, line, " (no line says when it stopped: killed, or a "
+                                                                "crash?)"))
+    if not gaps:
+        return None
+    since, until, line, lost = gaps[0]
+    span = f"from {since.isoformat(' ', 'minutes')} " if since else ""
+    hours = [(b - a).total_seconds() / HOUR_S for a, b, _, _ in gaps if a is not None]
+    more = (f"; {len(gaps) - 1} more such gap(s), {sum(hours):,.1f} h in all" if len(gaps) > 1 else "")
+    return (f"{path} line {line}: the orchestrator that wrote this history did not watch {span}until "
+            f"{until.isoformat(' ', 'minutes')}{lost}: sessions that ended then have no row, nor have those started "
+            f"and ended in between, so the replay sees fewer servers than the hub had in those hours{more}")
 
 
 def _offset_changes(path: Path, rows: list[tuple]) -> tuple[bool, str | None]:

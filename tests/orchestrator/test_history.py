@@ -211,3 +211,65 @@ def test_a_file_that_cannot_be_written_is_one_event_and_the_rows_wait(tmp_path):
     assert [e["kind"] for e in ctl.events] == ["error", "history"]
     with open(path) as f:
         assert [r["user"] for r in csv.DictReader(f)] == ["a", "b"]
+
+
+def test_a_restart_marks_the_hours_the_orchestrator_did_not_watch_and_the_replay_warns(tmp_path):
+    """Sessions that ended while the orchestrator was down had no row, and
+    nothing in the file said so: a replay of those hours saw fewer servers
+    than the hub had, without a word."""
+    path = tmp_path / "history.csv"
+    history = HistoryFile(str(path))
+    history.check(T0)
+    tracker = SessionTracker()
+    alice = pod("jupyter-alice", started=T0 + 10)
+    bob = pod("jupyter-bob", user="bob", created=T0 + 60, started=T0 + 70)
+    carol = pod("jupyter-carol", user="carol", created=T0 + 100, started=T0 + 110)
+    tracker.update([alice, bob, carol], [], T0 + 200)
+    history.append(tracker.update([alice, bob], [], T0 + 250))  # carol's ends while it watches
+    history.append([], stopped=(T0 + 300, tracker.running()))  # the controller's shutdown
+    # down for an hour: bob's server ends; alice's runs on
+    history = HistoryFile(str(path))
+    history.check(T0 + 3900)
+    tracker = SessionTracker()
+    tracker.update([alice], [], T0 + 3900)
+    history.append(tracker.update([], [], T0 + 4000))
+    lines = path.read_text().splitlines()
+    assert lines[0] == ",".join(COLUMNS) and lines[1].startswith("2027-01-15T08:01:40+00:00,")  # carol's
+    assert lines[2:4] == ["# elastichub orchestrator stopped at 2027-01-15T08:05:00+00:00 with 2 server session(s) "
+                          "running", "# elastichub orchestrator started at 2027-01-15T09:05:00+00:00"]
+    assert lines[4].startswith("2027-01-15T08:00:00+00:00,")  # alice's, across the restart
+    with open(path, "a") as f:  # a user named "#x" in the first column is a row, not a comment
+        f.write("#x,2027-01-15T09:10:00+00:00,60,1,2,,0\n")
+    with pytest.raises(ValueError, match=r"line 6, column arrival: not an ISO 8601 timestamp: '#x'"):
+        load_trace(path, [Resources(4, 16 * GiB)])
+    path.write_text("\n".join(lines) + "\n")
+    trace = load_trace(path, [Resources(4, 16 * GiB)])
+    assert len(trace.requests) == 2
+    (warning,) = trace.meta["warnings"]
+    assert warning == (f"{path} line 4: the orchestrator that wrote this history did not watch from 2027-01-15 "
+                       "08:05+00:00 until 2027-01-15 09:05+00:00; of the 2 session(s) running when it stopped, 1 "
+                       "ran on (rows after line 4), the other 1 ended while it was down (no row) or still run at the "
+                       "file's end: sessions that ended then have no row, nor "
+                       "have those started and ended in between, so the replay sees fewer servers than the hub had "
+                       "in those hours")
+    # killed without its stop line: the gap starts after its last row
+    HistoryFile(str(path)).check(T0 + 7200)
+    (warning,) = load_trace(path, [Resources(4, 16 * GiB)]).meta["warnings"]
+    assert warning.endswith("; 1 more such gap(s), 1.9 h in all")  # 1 h, then from alice's end at 09:04:50
+    path.write_text("\n".join(lines[:2]) + "\n")
+    HistoryFile(str(path)).check(T0 + 7200)
+    (warning,) = load_trace(path, [Resources(4, 16 * GiB)]).meta["warnings"]
+    assert warning.startswith(f"{path} line 3: the orchestrator that wrote this history did not watch from "
+                              "2027-01-15 08:03+00:00 until 2027-01-15 10:00+00:00 (no line says when it stopped: "
+                              "killed, or a crash?): sessions that ended then have no row")
+
+
+async def test_the_controllers_shutdown_writes_when_it_stopped_watching(tmp_path):
+    from elastichub.orchestrator.controller import Controller
+
+    path = tmp_path / "history.csv"
+    ctl = Controller(None, None, None, None, None, None, history=HistoryFile(str(path)), clock=lambda: T0)
+    ctl.sessions.update([pod("jupyter-alice", started=T0 + 10)], [], T0 + 20)
+    await ctl.close()
+    assert path.read_text().splitlines() == [",".join(COLUMNS), "# elastichub orchestrator stopped at "
+                                             "2027-01-15T08:00:00+00:00 with 1 server session(s) running"]
