@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from ..policy import PolicyConfig, ScheduledClass, Strategy, make_strategy
-from .engine import RunResult, percentile, simulate
+from .engine import simulate
+from .model import RunResult, percentile
 from .params import ClusterParams
 from .workload import DAY_S, Workload, session_lifetime
 
