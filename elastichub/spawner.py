@@ -457,9 +457,14 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
                 note=f"elastichub checkpoint {purpose} {self._log_name}",
                 scopes=[f"access:servers!server={self.user.name}/{self.name or ''}"],
                 expires_in=int(self.checkpoint_timeout) + 60)
+        # A client of its own, not tornado's shared one: that one sends ten requests at a time and fails any
+        # that waits 20 s for its turn, so beyond ten stops at once (a hub's shutdown, a class's end) a stop
+        # queued behind ten slow checkpoints went on without its own.
+        http = AsyncHTTPClient(force_instance=True)
         try:
-            outcome = await request_checkpoint(AsyncHTTPClient(), url, token, self.checkpoint_timeout)
+            outcome = await request_checkpoint(http, url, token, self.checkpoint_timeout)
         finally:
+            http.close()
             if minted:
                 self._revoke(minted)
         log = self.log.warning if outcome.status == FAILED else self.log.info

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 from tornado import web
+from spawnertools import spawner
 from tornado.httpclient import AsyncHTTPClient
 
 from elastichub.checkpoint_client import (
@@ -177,3 +178,41 @@ async def test_nobody_listening_is_a_failure_naming_the_url():
         port = s.getsockname()[1]
     out = await request_checkpoint(AsyncHTTPClient(), f"http://127.0.0.1:{port}/user/x/", "t", timeout=5)
     assert out.status == FAILED and f"127.0.0.1:{port}/user/x/api/elastichub/checkpoint" in out.reason
+
+
+class _Held(web.RequestHandler):
+    """Each user's checkpoint, answered once `everyone` have asked."""
+
+    def initialize(self, seen, everyone, count):
+        self.seen, self.everyone, self.count = seen, everyone, count
+
+    async def post(self, user):
+        self.seen.append(user)
+        if len(self.seen) == self.count:
+            self.everyone.set()
+        await self.everyone.wait()
+        self.finish(_answer([_result()]))
+
+
+async def test_a_stop_among_more_than_ten_at_once_still_gets_its_checkpoint():
+    """Tornado's shared client sends ten requests at a time: the eleventh stop's checkpoint (a hub's
+    shutdown, a class's end) waited for one of the ten to end, and failed when it did not come in time:
+    the stop went on without a checkpoint. Each is held here until all eleven have asked."""
+    seen, everyone, count = [], asyncio.Event(), 11
+    app = web.Application([(r"/user/([^/]+)/api/elastichub/checkpoint", _Held,
+                            {"seen": seen, "everyone": everyone, "count": count})])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    server = app.listen(port, "127.0.0.1")
+    spawners = [spawner(checkpoint_timeout=10) for _ in range(count)]
+    for i, s in enumerate(spawners):
+        s.api_token = f"token-{i}"
+    try:
+        outcomes = await asyncio.gather(*(s._checkpoint(f"http://127.0.0.1:{port}/user/u{i}/", "before stopping")
+                                          for i, s in enumerate(spawners)))
+    finally:
+        server.stop()
+    assert sorted(seen) == sorted(f"u{i}" for i in range(count))
+    assert [o.status for o in outcomes] == [SAVED] * count, [o.reason for o in outcomes]
