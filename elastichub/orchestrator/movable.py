@@ -18,7 +18,6 @@ then its server counts as pinned for the policy (`Server.movable` False, as
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from ..policy import ClusterSnapshot
 from .drainterms import MoveAborted
+from .fanout import each
 from .hub import HubClient, HubError, HubServer
 from .records import PodRecord
 
@@ -114,22 +114,25 @@ class Movability:
     async def recheck(self) -> None:
         """Re-read the kernels of each server found unmovable: changed, its finding ends."""
         self.checked_at = self.clock()
-        for key, f in list(self.found.items()):
-            try:
-                server = await self.hub.server(f.user, f.name)
-                kernels = None if server is None or not server.ready else _ids(await self.hub.kernels(server))
-            except HubError:
-                continue  # unknown now: kept
-            if kernels != f.kernels and self.found.get(key) is f:  # not one found afresh meanwhile
-                log.info("%s: its kernels changed: it may be movable again", key)
-                del self.found[key]
+        await each(self._recheck, list(self.found.items()))
+
+    async def _recheck(self, item: tuple[str, Finding]) -> None:
+        key, f = item
+        try:
+            server = await self.hub.server(f.user, f.name)
+            kernels = None if server is None or not server.ready else _ids(await self.hub.kernels(server))
+        except HubError:
+            return  # unknown now: kept
+        if kernels != f.kernels and self.found.get(key) is f:  # not one found afresh meanwhile
+            log.info("%s: its kernels changed: it may be movable again", key)
+            del self.found[key]
 
     async def check(self, node: str, pods: Iterable[PodRecord]) -> None:
         """Unmovable (before anything is cordoned or written) when a server on `node` cannot be
         moved by a checkpoint; each one found is kept (the policy no longer plans the node)."""
         here = [p for p in pods if p.managed and p.migratable and p.node == node and p.holds_resources
                 and not p.terminating]
-        found = await asyncio.gather(*(self._check(p) for p in here))
+        found = await each(self._check, here)  # a few at a time (fanout.py)
         blocked = [f"{p.server}: {f.why}" for p, f in zip(here, found) if f is not None]
         if blocked:
             raise Unmovable(f"{'; '.join(blocked)}; {node} stays until their kernels change or they restart")
