@@ -31,6 +31,7 @@ from .. import podmeta
 from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .drainterms import DrainTimeouts, MoveAborted, MoveReport, NodeGone, NotRestarted, Paused
+from .fanout import each
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveBusy, LiveMoveFailed, LiveUnsupported, destination_name
@@ -126,22 +127,25 @@ class Drain:
         without a running cell, none with a terminal in use, and no pod left
         that the hub runs no server for: one that outlasted `busy` after
         others had moved rolled the drain back, and they were paused for
-        nothing (a live move waits for a cell itself)."""
-        for pod in self._servers_here():
-            if not pod.migratable:
-                return  # the loop refuses the drain before any move
-            server = await self.hub.server(pod.user, pod.server_name)
-            try:
-                if server is None:  # refused before anyone moves, as a busy kernel is
-                    await self._refuse_orphan(pod)
-                if server is None or not server.ready or server.pending:
-                    continue  # not running in the hub: no move waits for it
-                if self.move_method != "live" or self.kube_pods is None or pod.server in self.restart_only:
-                    await self._wait_idle(server)
-                await self._wait_terminals_quiet(server)
-            except MoveAborted as e:  # its move ends before it began, and says why (the status page)
-                self.on_move(MoveReport(pod.server, self.node, outcome="aborted", error=str(e)))
-                raise
+        nothing (a live move waits for a cell itself). A few servers at a time: one by one, 30 servers
+        at a hub answering in 2 s took minutes, and the first ones could be busy again by the last."""
+        here = self._servers_here()
+        if all(p.migratable for p in here):  # else the loop refuses the drain before any move
+            await each(self._quiet, here)
+
+    async def _quiet(self, pod: PodRecord) -> None:
+        server = await self.hub.server(pod.user, pod.server_name)
+        try:
+            if server is None:  # refused before anyone moves, as a busy kernel is
+                await self._refuse_orphan(pod)
+            if server is None or not server.ready or server.pending:
+                return  # not running in the hub: no move waits for it
+            if self.move_method != "live" or self.kube_pods is None or pod.server in self.restart_only:
+                await self._wait_idle(server)
+            await self._wait_terminals_quiet(server)
+        except MoveAborted as e:  # its move ends before it began, and says why (the status page)
+            self.on_move(MoveReport(pod.server, self.node, outcome="aborted", error=str(e)))
+            raise
 
     # -- one server ---------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ import pytest
 from podtools import server_pod
 from test_unmovable import ELASTIC, STOCK, ServerHub
 
-from elastichub.orchestrator.drain import MoveAborted
+from elastichub.orchestrator.drain import Drain, DrainTimeouts, MoveAborted
 from elastichub.orchestrator.fanout import HUB_FANOUT, each
 from elastichub.orchestrator.movable import Movability
 from elastichub.orchestrator.records import pod_record
@@ -72,6 +72,14 @@ async def test_the_pre_drain_check_and_its_re_reads_ask_a_few_servers_at_a_time(
     hub.asked, hub.most = [], 0
     await movable.recheck()
     assert sorted(hub.asked) == sorted(p.user for p in here) and len(movable.found) == SERVERS
+    assert 1 < hub.most <= HUB_FANOUT, f"{hub.most} calls at once at the hub"
+
+
+async def test_a_drain_asks_every_server_whether_it_is_quiet_a_few_at_a_time():
+    hub, here = CountingHub([ELASTIC]), pods()
+    drain = Drain("cloud-1", None, kube=None, hub=hub, cloud=None, pods=lambda: here, timeouts=DrainTimeouts())
+    await drain._all_quiet()
+    assert sorted(hub.asked) == sorted(p.user for p in here)
     assert 1 < hub.most <= HUB_FANOUT, f"{hub.most} calls at once at the hub"
 
 
