@@ -133,6 +133,7 @@ class HubClient:
         self.me: dict = {}  # the hub's model of the token's owner (check())
         self._server_tokens: dict[tuple[str, str], tuple[str, float]] = {}  # (user, name) -> (token, minted at)
         self._token_lifetime_s = SERVER_TOKEN_S  # lowered to the hub's token_expires_in_max_seconds
+        self.clock = time.monotonic  # times the tokens' renewal
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
                      accept: str = "application/json", token: str | None = None) -> tuple[int, object, dict]:
@@ -279,10 +280,14 @@ class HubClient:
         (``access:servers!server=user/name``), minted through the hub API and
         kept until a third of its lifetime is gone. The service's own token
         reaches every server: sent to a student's, it would be theirs."""
-        key = (user, name)
+        key, now = (user, name), self.clock()
         token, minted = self._server_tokens.get(key, ("", 0.0))
-        if token and time.monotonic() - minted < self._token_lifetime_s / 3:
+        if token and now - minted < self._token_lifetime_s / 3:
             return token
+        # Tokens past their renewal are never handed out again: forgotten, so the cache holds the servers
+        # called lately, not every server a hub of thousands of users ever ran.
+        for old in [k for k, (_, at) in self._server_tokens.items() if now - at >= self._token_lifetime_s / 3]:
+            del self._server_tokens[old]
         path = f"/users/{quote(user, safe='')}/tokens"
         while True:  # ends: each retry lowers the lifetime
             body = {"scopes": [f"access:servers!server={user}/{name}"], "expires_in": self._token_lifetime_s,
@@ -301,7 +306,7 @@ class HubClient:
         token = model.get("token") if isinstance(model, dict) else None
         if not isinstance(token, str) or not token:
             raise HubError(f"POST /users/{user}/tokens: the hub's answer holds no token")
-        self._server_tokens[key] = (token, time.monotonic())
+        self._server_tokens[key] = (token, self.clock())
         return token
 
     async def _server_fetch(self, owner: tuple[str, str], url: str, method: str = "GET", body=None, *,

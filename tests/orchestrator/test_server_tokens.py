@@ -142,3 +142,24 @@ async def test_a_hub_that_caps_token_lifetimes_gets_tokens_within_its_cap(hub_at
     await client.kernels(_server("bob"))
     assert [(user, body["expires_in"]) for user, body, _ in hub.minted] == [("alice", 1800), ("bob", 1800)]
     assert [path for path, _ in hub.seen] == ["/user/alice/api/kernels", "/user/bob/api/kernels"]
+
+
+async def test_the_tokens_of_servers_gone_quiet_are_forgotten(hub_at):
+    """A token past its renewal is never sent again: kept, the cache grew with every server the
+    orchestrator ever called (thousands of users, a term of drains), each a live credential."""
+    from elastichub.orchestrator.hub import SERVER_TOKEN_S
+
+    hub, now = _Hub(), [0.0]
+    client = await hub_at(hub)
+    client.clock = lambda: now[0]
+    for i in range(50):
+        await client.kernels(_server(f"student{i}"))
+    assert len(client._server_tokens) == 50
+    now[0] = SERVER_TOKEN_S / 3 - 1
+    await client.kernels(_server("student0"))  # still fresh: no new token, nothing forgotten
+    assert len(hub.minted) == 50 and len(client._server_tokens) == 50
+    now[0] = SERVER_TOKEN_S / 3 + 1
+    await client.kernels(_server("late"))
+    assert list(client._server_tokens) == [("late", "")]
+    await client.kernels(_server("student1"))  # called again: a new token
+    assert len(hub.minted) == 52 and hub.minted[-1][0] == "student1"
