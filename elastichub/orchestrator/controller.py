@@ -39,6 +39,7 @@ from .metrics import Metrics
 from .movable import Movability
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
+from .records import forget_gone
 from .status import status_of
 from .timetable import TimetableFile
 
@@ -194,6 +195,7 @@ class Controller(BootWatch):
             self._record_history(obs, now)
         self._account(obs, now)
         self._reconcile(obs, now)
+        forget_gone(self.restart_next, self.pods.records.values(), obs.drains.values())  # stopped: live next
         if self.timetable is not None:
             self._reload_timetable()
         if self.movable.update(self.pods.records.values()) and not self._busy("movable"):

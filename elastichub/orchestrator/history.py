@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 from typing import Iterable
 
 from ..policy import GiB
-from .records import PodRecord, load_drain
+from .records import PodRecord, drained_servers
 
 COLUMNS = ("arrival", "duration_s", "cpu", "ram_gib", "user", "server", "waited_s")
 MAX_UNWRITTEN = 100_000  # rows kept while the file cannot be written; the oldest go first
@@ -98,7 +98,7 @@ class SessionTracker:
         for key in [k for k, pod in live.items() if k in sessions and pod.created is not None
                     and pod.created != sessions[k].asked]:
             if moving is None:
-                moving = _moving(drains)
+                moving = drained_servers(drains)
             if key not in moving:
                 rows += self._end(key, last if last is not None else now)
         for key in live.keys() - sessions.keys():
@@ -117,7 +117,7 @@ class SessionTracker:
         if len(live) == len(sessions):  # every session has a pod: none ended
             return rows
         if moving is None:
-            moving = _moving(drains)
+            moving = drained_servers(drains)
         for key in sessions.keys() - live.keys():
             s = sessions[key]
             if s.gone_at is None:
@@ -153,17 +153,6 @@ class SessionTracker:
             "server": s.server_name,
             "waited_s": round(max(0.0, s.started - s.asked)),
         }
-
-
-def _moving(drains: Iterable[str]) -> set[str]:
-    """The servers the nodes' drain records name: they are being moved."""
-    moving = set()
-    for text in drains:
-        try:
-            moving.update((load_drain(text) or {}).get("servers", {}))
-        except ValueError:
-            continue  # not our record: observe() reports it
-    return moving
 
 
 class HistoryFile:

@@ -212,3 +212,24 @@ def load_drain(text: str | None) -> dict | None:
         raise ValueError(f"{podmeta.DRAIN_ANNOTATION} is a drain record of version {value.get('v')!r}, written by "
                          f"another version of ElasticHub; this one reads version {DRAIN_RECORD_VERSION}")
     return value
+
+
+def drained_servers(drains) -> set[str]:
+    """The servers the nodes' drain records (their annotations' texts) name: being moved."""
+    named: set[str] = set()
+    for text in drains:
+        try:
+            named.update((load_drain(text) or {}).get("servers", {}))
+        except ValueError:
+            continue  # not our record: observe() reports it
+    return named
+
+
+def forget_gone(by_server: dict, pods, drains) -> None:
+    """Drop, in place, the entries of servers with neither a pod nor a place in a drain record (stopped,
+    not mid-move): kept, such a map grew with every server a hub ever ran."""
+    if not by_server:
+        return
+    here = {p.server for p in pods if p.managed} | drained_servers(drains)
+    for key in [k for k in by_server if k not in here]:
+        del by_server[key]

@@ -127,6 +127,38 @@ def test_a_server_whose_live_move_failed_moves_next_by_a_restart_then_live_again
     assert ctl.restart_next == {}
 
 
+async def test_a_server_stopped_since_its_live_move_failed_is_forgotten():
+    """Its next start is a new pod, tried live again; kept, the map (and api/status) grew with every
+    server whose live move ever failed. One a drain is restarting (in its record) is kept."""
+    import json
+    from types import SimpleNamespace
+
+    from podtools import server_pod
+
+    from elastichub import podmeta
+    from elastichub.orchestrator.controller import Controller, Settings
+    from elastichub.orchestrator.records import node_record, pod_record
+    from elastichub.policy import PolicyConfig, make_strategy
+
+    def node(name, tier, annotations=None):
+        return node_record({"metadata": {"name": name, "labels": {podmeta.TIER_LABEL: tier},
+                                         "annotations": annotations or {}},
+                            "status": {"allocatable": {"cpu": "4", "memory": "8Gi"},
+                                       "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    record = {"v": 1, "state": "draining", "servers": {"carol": {"user": "carol", "name": "", "step": "restart"}}}
+    nodes = {"onprem-1": node("onprem-1", "on-prem"),
+             "cloud-1": node("cloud-1", "cloud", {podmeta.DRAIN_ANNOTATION: json.dumps(record)})}
+    bob = server_pod("bob")
+    bob["spec"]["nodeName"] = "onprem-1"
+    ctl = Controller(make_strategy("paper", PolicyConfig()), SimpleNamespace(records=nodes),
+                     SimpleNamespace(records={"default/jupyter-bob": pod_record(bob)}), None, None, None,
+                     Settings(dry_run=True), clock=lambda: 1e9, monotonic=lambda: 0.0)
+    ctl.restart_next.update(alice="the hub did not switch the route", bob="x", carol="y")
+    await ctl.cycle()
+    assert ctl.restart_next == {"bob": "x", "carol": "y"}
+
+
 async def test_a_failed_read_of_the_hubs_answer_never_undoes_a_switched_move():
     """The hub had switched alice to the destination; the orchestrator's
     next read of that pod got a 500, and the move was "undone": the pod
