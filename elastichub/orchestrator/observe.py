@@ -25,7 +25,7 @@ from .. import podmeta
 from ..policy import ClusterSnapshot, Node, NodeStatus, Resources, Server, Tier
 from .cloud import PENDING, RUNNING, STOPPED, STOPPING, UNKNOWN, VM
 from .nodefit import misfit
-from .records import NodeRecord, PodRecord, load_drain, parse_time
+from .records import NodeRecord, PodRecord, drain_view
 
 
 @dataclass(frozen=True)
@@ -273,16 +273,8 @@ def _asked_in_drains(nodes: list[NodeRecord]) -> dict[str, float]:
     its new pod is no arrival (the drain writes it on the pod once it runs)."""
     asked: dict[str, float] = {}
     for rec in nodes:
-        if rec.drain is None:
-            continue
-        try:
-            servers = (load_drain(rec.drain) or {}).get("servers") or {}
-        except ValueError:
-            continue  # not ours: the controller reports it
-        for key, entry in servers.items():
-            when = parse_time(entry.get("asked")) if isinstance(entry, dict) else None
-            if when is not None:
-                asked[key] = when
+        if rec.drain is not None:
+            asked.update(drain_view(rec.drain).asked)  # a record not ours asks nothing: reported apart
     return asked
 
 
@@ -368,11 +360,10 @@ def no_ram_problem(servers: list[str]) -> str:
 def drain_record_problem(rec: NodeRecord) -> str | None:
     """Why the drain record on `rec` cannot be read (None: it can, or there
     is none): a drain this orchestrator must neither resume nor undo."""
-    try:
-        load_drain(rec.drain)
-    except ValueError as e:
-        return (f"node {rec.name}: {e}: left as it is (neither resumed nor uncordoned); finish the drain with the "
-                "ElasticHub that wrote it, or see docs/deploy.md, 'Upgrading'")
+    problem = drain_view(rec.drain).problem
+    if problem:
+        return (f"node {rec.name}: {problem}: left as it is (neither resumed nor uncordoned); finish the drain with "
+                "the ElasticHub that wrote it, or see docs/deploy.md, 'Upgrading'")
     return None
 
 

@@ -286,6 +286,36 @@ def test_a_moved_server_is_no_new_arrival():
     assert elastic._inflow(obs.snapshot, parse_time("2027-01-15T10:00:00Z")) == Resources(0, 0)
 
 
+def test_a_drain_record_is_read_once_not_every_cycle(monkeypatch):
+    """A record naming a node's 60 servers was parsed twice per cycle: longer than the rest of the
+    snapshot of 800 servers. Read once per text; a new text (the drain's next step) is read anew."""
+    from elastichub.orchestrator.records import parse_time
+
+    loads, parsed = json.loads, []
+
+    def counting(text, *args, **kw):
+        if isinstance(text, str) and "read once" in text:
+            parsed.append(text)
+        return loads(text, *args, **kw)
+
+    servers = {f"user{i}": {"user": f"user{i}", "name": "", "step": "done", "asked": "2027-01-15T08:00:00Z"}
+               for i in range(60)}
+    record = {"v": 1, "state": "draining", "reason": "read once", "servers": servers}
+    nodes = [node("onprem-1"), node("cloud-1", "cloud", unschedulable=True, taint=True, drain=record)]
+    pods = [pod(f"jupyter-user{i}", "onprem-1", user=f"user{i}", created="2027-01-15T09:59:00Z") for i in range(60)]
+    monkeypatch.setattr(json, "loads", counting)
+    for _ in range(3):
+        obs = observe(nodes, pods, None, CONFIG, NOW)
+        assert obs.drains == {"cloud-1": nodes[1].drain} and not obs.problems
+        asked = {s.created_at for s in obs.snapshot.node("onprem-1").servers}
+        assert asked == {parse_time("2027-01-15T08:00:00Z")}, "the record's times, not the new pods'"
+    assert len(parsed) == 1, f"parsed {len(parsed)} times in 3 cycles"
+    record["state"] = "aborting"
+    observe([nodes[0], node("cloud-1", "cloud", unschedulable=True, taint=True, drain=record)], pods, None,
+            CONFIG, NOW)
+    assert len(parsed) == 2
+
+
 def waiting(name, **spec):
     return pod_record({"metadata": {"name": name, "namespace": "jh", "creationTimestamp": "2027-01-15T08:00:00Z",
                                     "labels": {podmeta.MANAGED_LABEL: "true"},
