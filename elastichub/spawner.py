@@ -25,6 +25,7 @@ from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_choice, bad_configuration, configuration_problem,
                             shared_pod_name_problem, typed_choices)
+from .spawnerevents import EventIndex
 from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
 from .spawnerway import PodInTheWay
 
@@ -109,6 +110,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
     _servers: ClassVar[weakref.WeakValueDictionary] = weakref.WeakValueDictionary()
     _route_watcher: ClassVar[asyncio.Task | None] = None
     _answering: ClassVar[set] = set()
+    _events: ClassVar[EventIndex] = EventIndex()  # every spawn page's events, grouped once per look
 
     # A value out of range is noted and the trait keeps its default, rather
     # than failing the spawner's construction: at hub start JupyterHub builds
@@ -405,8 +407,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
                 yield {"message": textwrap.dedent(self.slow_spawn_message).format(seconds=int(elapsed))}
             uid = ((self._current_pod() or {}).get("metadata") or {}).get("uid")
             if uid and self.event_reflector is not None:
-                for event in self.event_reflector.events:
-                    if event["involvedObject"].get("uid") != uid or event["metadata"]["uid"] in seen:
+                for event in ElasticSpawner._events.of(self.event_reflector, uid, fresh=done):
+                    if event["metadata"]["uid"] in seen:
                         continue
                     seen.add(event["metadata"]["uid"])
                     progress += (90 - progress) / 3  # approach 90 %, as KubeSpawner does
