@@ -131,9 +131,8 @@ async def test_a_server_stopped_since_its_live_move_failed_is_forgotten():
     """Its next start is a new pod, tried live again; kept, the map (and api/status) grew with every
     server whose live move ever failed. One a drain is restarting (in its record) is kept."""
     import json
-    from types import SimpleNamespace
 
-    from podtools import server_pod
+    from podtools import cache, server_pod
 
     from elastichub import podmeta
     from elastichub.orchestrator.controller import Controller, Settings
@@ -151,8 +150,8 @@ async def test_a_server_stopped_since_its_live_move_failed_is_forgotten():
              "cloud-1": node("cloud-1", "cloud", {podmeta.DRAIN_ANNOTATION: json.dumps(record)})}
     bob = server_pod("bob")
     bob["spec"]["nodeName"] = "onprem-1"
-    ctl = Controller(make_strategy("paper", PolicyConfig()), SimpleNamespace(records=nodes),
-                     SimpleNamespace(records={"default/jupyter-bob": pod_record(bob)}), None, None, None,
+    ctl = Controller(make_strategy("paper", PolicyConfig()), cache(nodes, "nodes"),
+                     cache({"default/jupyter-bob": pod_record(bob)}, "pods"), None, None, None,
                      Settings(dry_run=True), clock=lambda: 1e9, monotonic=lambda: 0.0)
     ctl.restart_next.update(alice="the hub did not switch the route", bob="x", carol="y")
     await ctl.cycle()
