@@ -234,9 +234,12 @@ class ElasticHubExtension(ExtensionApp):
         self._adoptions: list[asyncio.Task] = []
         # kernel id -> the notebook path it was last told (follow_sessions)
         self.told: dict[str, str] = {}
+        from .servermoving import MoveGate
         from .serverstop import checkpoint_before_shutdown
 
         checkpoint_before_shutdown(self)
+        self.gate = MoveGate(self.log)  # closed while a live move retires this server's kernels
+        self.gate.wrap(self.serverapp.kernel_manager)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(

@@ -87,9 +87,15 @@ class LiveHandler(_Handler):
     async def post(self) -> None:
         content = _live_body(self.request.body)
         kernel_id = content.pop("kernel_id", None)
+        whole = kernel_id is None and content["phase"] in ("retire", "thaw")
+        # The whole server retired: no kernel may start here any more (servermoving.py), and
+        # those it lists next include any that started since the freeze.
+        unlisted = await self.ext.gate.close() if whole and content["phase"] == "retire" else []
         targets = self.ext.kernels(kernel_id)
         results = await asyncio.gather(*(self.ext.live(kid, k, content) for kid, k in targets))
-        self.finish(json.dumps(list(results)))
+        if whole and content["phase"] == "thaw":  # the move undone: this server serves on
+            self.ext.gate.open()
+        self.finish(json.dumps(list(results) + unlisted))
 
 
 class TerminalsHandler(ExtensionHandlerMixin, APIHandler):

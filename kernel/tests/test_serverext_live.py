@@ -195,3 +195,39 @@ def test_a_kernel_shared_by_two_sessions_is_adopted_once(tmp_path, run_cell):
         if dst is not None:
             dst.stop()
         src.stop()
+
+
+def test_no_kernel_starts_or_restarts_on_a_retired_server_until_it_thaws(tmp_path, run_cell):
+    """A notebook opened between retire and the route switch started a kernel
+    on the source, which nothing brought to the destination: its work went
+    with the source pod. From a server-wide retire on, starts and restarts
+    are refused in plain words; a thaw (the move undone) allows them again."""
+    srv = JupyterServer(tmp_path).start()
+    try:
+        kernel_id = srv.start_session("work/first.ipynb")
+        client = srv.client(kernel_id)
+        ok_cell(run_cell, client, "x = 1")
+        client.stop_channels()
+        _, [frozen] = srv.request("POST", "/api/elastichub/live", {"phase": "freeze", "wait_s": 5, "lease_s": 60})
+        assert frozen["ok"] is True, frozen
+        _, [retired] = srv.request("POST", "/api/elastichub/live", {"phase": "retire"})
+        assert retired["ok"] is True, retired
+
+        (srv.root / "work/late.ipynb").write_text(json.dumps(
+            {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        code, body = srv.error("POST", "/api/sessions", body={
+            "path": "work/late.ipynb", "type": "notebook", "kernel": {"name": "elastic-python"}})
+        assert code >= 500 and "moving this server to another node" in body["message"], (code, body)
+        code, body = srv.error("POST", "/api/kernels", body={"name": "elastic-python"})
+        assert code == 503 and "Try again in a few seconds" in body["message"], (code, body)
+        code, _ = srv.error("POST", f"/api/kernels/{kernel_id}/restart", body={})
+        assert code >= 500
+        _, kernels = srv.request("GET", "/api/kernels")
+        assert [k["id"] for k in kernels] == [kernel_id]
+
+        _, [thawed] = srv.request("POST", "/api/elastichub/live", {"phase": "thaw", "abandon": True})
+        assert thawed["ok"] is True and thawed["was"] == "retired", thawed
+        late = srv.start_session("work/late.ipynb")
+        assert late != kernel_id
+    finally:
+        srv.stop()

@@ -1,0 +1,92 @@
+"""While a live move retires the server's kernels, no kernel starts or restarts here.
+
+After ``retire`` the source's kernels run nothing more, and the orchestrator
+asks the hub to switch the route to the destination (a second or more). A
+notebook opened in that window started a kernel on the source, outside the
+sessions the destination re-created: its cells ran there, the source pod
+was deleted after the switch, and nothing brought that state over. A
+restart of a retired kernel likewise made a fresh kernel here while the
+destination serves the old one.
+
+So a server-wide ``retire`` first closes the server to kernel starts and
+restarts (each refused with a 503 that says why and to try again: by then
+the hub routes to the destination), waits for the starts already under way,
+and only then lists the kernels it retires: one that started meanwhile is
+not frozen, so its retire fails and the orchestrator undoes the move (as
+for a notebook opened during the move). A server-wide ``thaw`` (the move
+undone) opens it again; a switched move deletes this pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from typing import Any
+
+from tornado import web
+
+MOVING = ("ElasticHub is moving this server to another node: no kernel can start or restart here now. "
+          "Try again in a few seconds.")
+START_WAIT_S = 60.0  # for kernel starts under way when the retire arrives (the kernel's process start)
+
+
+class MoveGate:
+    """Whether kernels may start; the starts under way."""
+
+    def __init__(self, log: Any):
+        self.log = log
+        self.closed = False
+        self.starting = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def wrap(self, km: Any) -> bool:
+        """Gate the kernel manager's start and restart; False where they are not coroutines."""
+        done = False
+        for name in ("start_kernel", "restart_kernel"):
+            original = getattr(km, name, None)
+            if not inspect.iscoroutinefunction(original) or getattr(original, "_elastichub_gate", False):
+                continue  # a synchronous manager's callers would not await us
+            setattr(km, name, self._gated(km, name, original))
+            done = True
+        return done
+
+    def _gated(self, km: Any, name: str, original):
+        @functools.wraps(original)
+        async def gated(*args, **kwargs):
+            kernel_id = kwargs.get("kernel_id", args[0] if args and name == "restart_kernel" else None)
+            fresh = name == "start_kernel" and (kernel_id is None or kernel_id not in km)
+            if not (fresh or name == "restart_kernel"):
+                return await original(*args, **kwargs)  # a session joining a running kernel
+            if self.closed:
+                self.log.warning("elastichub: kernel %s refused: the server is being moved",
+                                 "start" if fresh else f"restart of {kernel_id}")
+                raise web.HTTPError(503, MOVING, reason="Server moving")
+            self.starting += 1
+            self._idle.clear()
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                self.starting -= 1
+                if not self.starting:
+                    self._idle.set()
+
+        gated._elastichub_gate = True  # type: ignore[attr-defined]
+        return gated
+
+    async def close(self) -> list[dict]:
+        """No kernel starts from now on; once those under way are done (bounded), []; else
+        one failed result that says so (a kernel not yet listed would escape the retire)."""
+        self.closed = True
+        try:
+            async with asyncio.timeout(START_WAIT_S):
+                await self._idle.wait()
+        except TimeoutError:
+            self.log.warning("elastichub: %d kernel start(s) still under way at retire", self.starting)
+            return [{"kernel_id": None, "ok": False, "phase": "retire",
+                     "error": f"{self.starting} kernel(s) still starting after {START_WAIT_S:g} s; not retired"}]
+        return []
+
+    def open(self) -> None:
+        self.closed = False
