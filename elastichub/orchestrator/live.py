@@ -65,6 +65,14 @@ class LiveMoveBusy(LiveMoveFailed):
     the server's next move is live again."""
 
 
+class LiveMoveStock(LiveMoveBusy):
+    """A kernel the server runs is no Elastic Python kernel (a stock
+    `python3` opened since the pre-drain check): no checkpoint can move it,
+    live or by a restart. That lasts only while the kernel runs, so the
+    server's next move is chosen on what it runs then (the next drain's
+    check pins it while that kernel runs), not a restart for good."""
+
+
 class LiveUnsupported(Exception):
     """The server has no live-move endpoint (no Elastic kernel package in its
     image): nothing was changed; a restart move is the way for it."""
@@ -169,13 +177,21 @@ def understood(results) -> bool:
 def refuse(results, phase: str, extra: list[str] = ()) -> None:
     """LiveMoveFailed naming what a phase failed on and `extra` problems;
     LiveMoveBusy when it is the user's doing: `extra` (kernel drift: a
-    notebook opened or closed), or each failed kernel answered busy (its cell still runs)."""
+    notebook opened or closed), or each failed kernel answered busy (its cell still runs);
+    LiveMoveStock when a failed kernel is no Elastic Python kernel."""
     bad = failures(results, phase)
     if not bad and not extra:
         return
-    busy = understood(results) and (bool(extra) or all(r.get("busy") is True for r in results
-                                                        if r.get("ok") is not True))
-    raise (LiveMoveBusy if busy else LiveMoveFailed)(f"{phase}: " + "; ".join(bad + list(extra)))
+    failed = [r for r in results if r.get("ok") is not True] if understood(results) else []
+    busy = understood(results) and (bool(extra) or all(r.get("busy") is True for r in failed))
+    kind = LiveMoveStock if any(map(_stock, failed)) else LiveMoveBusy if busy else LiveMoveFailed
+    raise kind(f"{phase}: " + "; ".join(bad + list(extra)))
+
+
+def _stock(result: dict) -> bool:
+    """A kernel's answer that it is no Elastic Python kernel (an extension before the
+    `elastic` field says so in its error only)."""
+    return result.get("elastic") is False or "not an Elastic Python kernel" in str(result.get("error"))
 
 
 def kernel_drift(frozen: list, kernels: set) -> list[str]:
@@ -280,7 +296,7 @@ class LiveMove:
             else:
                 await self.undo()
             # Busy: the user's doing, said so (the server's next move is live again).
-            raise (LiveMoveBusy if isinstance(e, LiveMoveBusy) else LiveMoveFailed)(why) from None
+            raise (type(e) if isinstance(e, LiveMoveBusy) else LiveMoveFailed)(why) from None
         return await self.finish()
 
     async def _final_step(self, source_base: str, dest_base: str, kernels: set, lap, server=None) -> float:

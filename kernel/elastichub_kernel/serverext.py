@@ -406,8 +406,9 @@ class ElasticHubExtension(ExtensionApp):
             return {**base, "ok": True, "closed": closed, "seconds": round(time.monotonic() - started, 6),
                     "error": None}
         if not is_elastic_kernelspec(self._spec(kernel)):
-            return {**base, "ok": False, "error": f"kernel {name!r} is not an Elastic Python kernel: "
-                    "it cannot be moved live (start the notebook with the 'Elastic Python' kernel)"}
+            return {**base, "ok": False, "elastic": False,
+                    "error": f"kernel {name!r} is not an Elastic Python kernel: it cannot be moved live "
+                    "(start the notebook with the 'Elastic Python' kernel)"}
         async with self.locks.setdefault(kernel_id, asyncio.Lock()):
             if not await kernel.is_alive():
                 return {**base, "ok": False, "error": "the kernel is not running"}

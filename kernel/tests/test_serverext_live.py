@@ -90,7 +90,8 @@ def test_live_endpoint_refuses_malformed_requests_and_stock_kernels(tmp_path):
         assert results == []  # no kernel yet: nothing to thaw, the field understood
         stock = srv.start_kernel("python3")
         _, [result] = srv.request("POST", "/api/elastichub/live", {"phase": "precopy", "kernel_id": stock})
-        assert result["ok"] is False and "not an Elastic Python kernel" in result["error"]
+        assert result["ok"] is False and result["elastic"] is False
+        assert "not an Elastic Python kernel" in result["error"]
     finally:
         srv.stop()
 

@@ -112,13 +112,28 @@ async def test_a_live_move_the_students_work_undoes_is_tried_live_again(work, ke
     assert ctl.restart_next == {}, f"{work}: carol's next move must be live again"
 
 
-async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by_a_restart():
-    """A stock kernel cannot be moved live: that stays, so its next move is a restart."""
-    stock = {"kernel_id": "k1", "ok": False, "error": "kernel 'python3' is not an Elastic Python kernel"}
-    busy = dict(BUSY, kernel_id="k2")  # a busy kernel beside it does not make it the student's doing
+@pytest.mark.parametrize("stock", [
+    {"kernel_id": "k1", "ok": False, "elastic": False, "error": "kernel 'python3' is not an Elastic Python kernel"},
+    {"kernel_id": "k1", "ok": False, "error": "kernel 'python3' is not an Elastic Python kernel"},  # older extension
+])
+async def test_a_live_move_a_stock_kernel_undoes_is_chosen_next_on_what_the_server_runs_then(stock):
+    """A stock kernel (opened since the pre-drain check) makes every move by a
+    checkpoint fail, live or restart; it lasts only while it runs: the next
+    move is not a restart for good (the next drain's check pins the server
+    while that kernel runs, and once it is closed the move is live again)."""
+    busy = dict(BUSY, kernel_id="k2")  # a busy kernel beside it changes nothing
     hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"precopy": [stock, busy]})
     ctl, report, _, raised = await _live_move(hub)
     assert "not an Elastic Python kernel" in str(raised)
+    assert report.outcome == "aborted" and ctl.restart_next == {}, report.to_json()
+
+
+async def test_a_live_move_that_fails_for_a_cause_of_its_own_still_moves_next_by_a_restart():
+    """A destination that cannot re-create a kernel: that may stay, so the next move is a restart."""
+    hub = LiveHub([{"id": "k1", "execution_state": "idle"}], {"apply": [
+        {"kernel_id": "k1", "ok": False, "error": "these variables could not be loaded here: x"}]})
+    ctl, report, _, raised = await _live_move(hub)
+    assert "could not be loaded here" in str(raised)
     assert report.outcome == "failed" and list(ctl.restart_next) == ["carol"], report.to_json()
 
 
