@@ -150,20 +150,27 @@ def _message(text: str) -> str:
 
 
 async def request_checkpoint(http_client: AsyncHTTPClient, server_url: str, token: str,
-                             timeout: float, *, ssl_options=None) -> CheckpointOutcome:
+                             timeout: float, hold_s: float | None = None, *, ssl_options=None) -> CheckpointOutcome:
     """POST the checkpoint request to the single-user server at `server_url`
     (its base URL, ending in "/": ``http://10.0.0.5:8888/user/alice/``
     directly, or ``https://hub.example.org/user/alice/`` through the proxy),
-    authorized with `token` (one with access to that server). Never raises:
+    authorized with `token` (one with access to that server). `hold_s`: a
+    restart move's, each kernel then holds new cells until the stop (at most
+    that long); an extension too old for it is asked without. Never raises:
     a network error or the `timeout` (seconds) is a ``failed`` outcome.
     `ssl_options`: a client certificate's context (JupyterHub's internal_ssl)."""
     url = server_url.rstrip("/") + "/" + ENDPOINT
     at, started = time.time(), time.monotonic()
-    request = HTTPRequest(url, method="POST", body="{}", headers={
-        "Authorization": f"token {token}", "Content-Type": "application/json"},
-        connect_timeout=min(timeout, 20.0), request_timeout=timeout, follow_redirects=False, ssl_options=ssl_options)
+
+    def request(body: dict) -> HTTPRequest:
+        return HTTPRequest(url, method="POST", body=json.dumps(body), headers={
+            "Authorization": f"token {token}", "Content-Type": "application/json"},
+            connect_timeout=min(timeout, 20.0), request_timeout=timeout, follow_redirects=False,
+            ssl_options=ssl_options)
     try:
-        resp = await http_client.fetch(request, raise_error=False)
+        resp = await http_client.fetch(request({} if hold_s is None else {"hold_s": hold_s}), raise_error=False)
+        if hold_s is not None and resp.code == 400 and b"hold_s" in (resp.body or b""):
+            resp = await http_client.fetch(request({}), raise_error=False)
     except HTTPClientError as e:  # 599: timeouts and the like
         return CheckpointOutcome(FAILED, seconds=time.monotonic() - started, at=at,
                                  reason=f"no answer from {url} within {timeout:g} s ({e.message})"

@@ -194,17 +194,17 @@ class Drain:
         try:
             while True:
                 kernels = await self._wait_idle(server)
-                outcome = await self.hub.checkpoint(server, self.t.checkpoint)
+                outcome = await self.hub.checkpoint(server, self.t.checkpoint, hold_s=self.t.freeze_lease)
                 report.checkpoint = outcome.to_dict()
                 # A server without the kernel package is safe to move only when it runs no kernel.
                 if not (outcome.ok or (outcome.status == UNSUPPORTED and not kernels)):
+                    await self.hub.end_hold(server)
                     raise MoveAborted(f"checkpoint of {pod.server}: {outcome.summary()}")
-                # A cell, or a command in a terminal, started while we wrote would be killed by the
-                # stop: wait for it, checkpoint again.
-                if any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server)):
-                    continue
-                if not self._terminals_in_use(await self.hub.terminals(server)):
+                # Held since (no cell runs on to be cut by the stop): a cell sent, to run now, or a terminal.
+                busy = any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server))
+                if not busy and not self._terminals_in_use(await self.hub.terminals(server)):
                     break
+                await self.hub.end_hold(server)
                 await self._wait_terminals_quiet(server)
         except (MoveAborted, HubError) as e:
             # Stopped from the hub page (or culled) meanwhile: the hub's stop checkpointed it, and the

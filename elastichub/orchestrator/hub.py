@@ -366,12 +366,25 @@ class HubClient:
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
         return payload
 
-    async def checkpoint(self, server: HubServer, timeout: float) -> CheckpointOutcome:
+    async def checkpoint(self, server: HubServer, timeout: float, hold_s: float | None = None) -> CheckpointOutcome:
         """Have the server checkpoint every kernel (the kernel package's
-        endpoint, through the proxy, as the spawner does before a stop)."""
+        endpoint, through the proxy, as the spawner does before a stop);
+        `hold_s`: each kernel then holds new cells until the stop, at most
+        that long, so none starts after the checkpoint to be cut off by the
+        stop (the stop answers it "did not run"; `end_hold` lets them run)."""
         owner = (server.user, server.name)
         outcome = await request_checkpoint(self.http, self._server_url(server, "/"), await self.server_token(*owner),
-                                           timeout, ssl_options=self.ssl_context)
+                                           timeout, hold_s, ssl_options=self.ssl_context)
         if not outcome.ok:  # the token may be why (revoked): the next try mints another
             self._server_tokens.pop(owner, None)
         return outcome
+
+    async def end_hold(self, server: HubServer) -> None:
+        """The cells a restart move's checkpoint held run now (the server is
+        not stopped yet: a cell waits, or a terminal is in use). A failure
+        is only logged: each kernel's hold ends by itself at its lease."""
+        try:
+            await self.server_call(self.proxy_base(server), "POST", "/api/elastichub/live", {"phase": "thaw"},
+                                   owner=(server.user, server.name), timeout=30)
+        except HubError as e:
+            log.info("the kernels of %s hold their cells until their lease ends: %s", server.key, e)

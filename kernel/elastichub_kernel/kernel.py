@@ -468,8 +468,8 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
         request = parent.get("content") or {}
         if request.get("shutdown"):  # the server extension, just before Jupyter shuts this kernel down
             content = self.shutdown_checkpoint(wait_s=self.shutdown_busy_timeout)
-        else:
-            content = self.checkpoint_now(force=bool(request.get("force")))
+        else:  # a restart move's holds the cells after it (livekernel.py)
+            content = self.checkpoint_asked(request)
         content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
         self.session.send(stream, "elastichub_checkpoint_reply", sendable(content), parent, ident=ident)
 

@@ -57,6 +57,7 @@ class LiveMigrationMixin:
         self._live_names: set = set()       # names bound by the last restore/apply
         self._live_precopy_hook = None      # tests: called (blob, offset) between pre-copy chunks
         self._live_generation = 0           # cells and comm messages run so far (pre-copy reuse)
+        self._live_hold = None              # a restart move's hold: its lease (s), renewed by a checkpoint
 
     # -- gate for cells and comm messages -----------------------------------
     def _live_enter(self) -> str:
@@ -260,6 +261,49 @@ class LiveMigrationMixin:
         finally:
             self._state_lock.release()
 
+    def checkpoint_and_hold(self, hold_s) -> dict:
+        """A restart move's checkpoint, then new cells held (they wait, as on
+        a frozen kernel) until the server stops. A cell started between the
+        orchestrator's last look and the hub's stop ran past the checkpoint
+        and was interrupted by the stop, its side effects half done; held
+        under the state lock, no cell starts in between. A cell sent
+        meanwhile never runs here: the stop's interrupt answers it "did not
+        run". The hold is a lease: it ends by itself if the stop never
+        comes, a thaw ends it (the orchestrator saw a cell waiting: it runs,
+        and the move checkpoints again), and a checkpoint asked while held
+        (the hub's stop asks one) renews it."""
+        lease_s = _number({"hold_s": hold_s}, "hold_s", 0.0, 0, self.live_max_lease)
+        if isinstance(lease_s, str):
+            return dict(_fail(lease_s), status="error")
+        if not self._state_lock.acquire(timeout=self.busy_timeout):
+            return dict(_fail(f"a cell is still running after {self.busy_timeout:g} s; checkpoint not written"),
+                        status="error")
+        try:
+            reply = self.checkpoint_now(wait_s=0)
+            if not reply.get("ok") or lease_s <= 0:
+                return reply
+            with self._live_lock:
+                if self._live_phase != "running":  # a live move's freeze: its own lease holds the cells
+                    return dict(reply, held_s=0.0)
+                self._live_phase, self._live_activity, self._live_hold = "frozen", False, lease_s
+                self._start_lease(lease_s)
+            return dict(reply, held_s=lease_s)
+        finally:
+            self._state_lock.release()
+
+    def checkpoint_asked(self, request: dict) -> dict:
+        """The checkpoint endpoint's request: ``hold_s`` holds the cells after it; a checkpoint
+        asked while they are held (the hub's stop asks one) holds them anew."""
+        if "hold_s" in request:
+            return self.checkpoint_and_hold(request["hold_s"])
+        reply = self.checkpoint_now(force=bool(request.get("force")))
+        with self._live_lock:
+            if not (reply.get("ok") and self._live_phase == "frozen" and self._live_hold):
+                return reply
+            self._cancel_lease()
+            self._start_lease(self._live_hold)
+            return dict(reply, held_s=self._live_hold)
+
     def _start_lease(self, lease_s: float) -> None:
         timer = threading.Timer(lease_s, self._lease_ran_out)
         timer.daemon = True
@@ -284,7 +328,7 @@ class LiveMigrationMixin:
             # Forced (the orchestrator's last try for a kernel that is never
             # quiet): what arrived during the pause is not run here; each
             # waiting cell is answered "it did not run. Run it again".
-            self._live_phase = "retired"
+            self._live_phase, self._live_hold = "retired", None
             self._cancel_lease()
         return {"ok": True, "retired": True, "delta_id": self._live_delta_id, "activity": activity}
 
@@ -296,7 +340,7 @@ class LiveMigrationMixin:
             was = self._live_phase
             if lease_ran_out and (was != "frozen" or self._live_timer is not lease):
                 return {"ok": True, "was": was, "delta_removed": False}
-            self._live_phase = "running"
+            self._live_phase, self._live_hold = "running", None
             self._cancel_lease()
             delta_id, self._live_delta_id = self._live_delta_id, None
             if self._live_precopy:
@@ -390,6 +434,7 @@ class LiveMigrationMixin:
                 "base_buffers_held": self._live_base.get("buffers") is not None,
                 "precopy_base_id": (self._live_precopy or {}).get("base_id"),
                 "delta_id": self._live_delta_id,
+                "held": bool(self._live_hold),
             }
 
     def _live_refuses_checkpoint(self) -> str | None:

@@ -1,11 +1,13 @@
 """Jupyter Server extension: checkpoint the server's Elastic kernels on request.
 
 ``POST /api/elastichub/checkpoint`` (JSON body, optional ``kernel_id``; none
-means every running kernel of the server) answers one result per kernel::
+means every running kernel of the server; optional ``hold_s``: a restart
+move's, each kernel then holds new cells until the server stops, at most
+that long: livekernel.py) answers one result per kernel::
 
     {"kernel_id", "kernel_name", "ok", "bytes", "seconds", "migrated": [...],
      "recomputed": [...], "not_restorable": [{"name", "reason"}], "path",
-     "unchanged", "wall_seconds", "error" (only when not ok)}
+     "unchanged", "wall_seconds", "held_s" (only when held), "error" (only when not ok)}
 
 ``GET /api/elastichub/status[?kernel_id=ID][&ask_kernels=0]`` answers the
 extension's version and settings and, per kernel, whether it is an Elastic
@@ -182,6 +184,8 @@ def normalize_checkpoint_reply(kernel_id: str, kernel_name: str | None, content:
     }
     if content.get("warning"):  # e.g. another kernel of this notebook saved to the same place
         result["warning"] = content["warning"]
+    if isinstance(content.get("held_s"), (int, float)) and content["held_s"] > 0:  # a restart move's hold
+        result["held_s"] = content["held_s"]
     if not ok:
         result["error"] = str(content.get("error") or "the kernel reported a failed checkpoint")
     return result

@@ -34,28 +34,33 @@ class CheckpointHandler(_Handler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        kernel_id = self._kernel_id_from_body()
+        kernel_id, hold = self._kernel_id_from_body()
         targets = self.ext.kernels(kernel_id)
-        results = await asyncio.gather(*(self.ext.checkpoint(kid, k) for kid, k in targets))
+        results = await asyncio.gather(*(self.ext.checkpoint(kid, k, hold) for kid, k in targets))
         self.finish(json.dumps(list(results)))
 
-    def _kernel_id_from_body(self) -> str | None:
+    def _kernel_id_from_body(self) -> tuple[str | None, dict | None]:
+        """The kernel asked for (None: every one) and the kernel's request: ``hold_s``, a restart
+        move's (the cells are held after the checkpoint until the server stops: livekernel.py)."""
         raw = self.request.body.strip()
         if not raw:
-            return None
+            return None, None
         try:
             body = json.loads(raw)
         except ValueError:
             raise web.HTTPError(400, "the request body is not valid JSON") from None
         if not isinstance(body, dict):
             raise web.HTTPError(400, "the request body must be a JSON object, e.g. {\"kernel_id\": \"...\"}")
-        unknown = sorted(set(body) - {"kernel_id"})
+        unknown = sorted(set(body) - {"kernel_id", "hold_s"})
         if unknown:
             raise web.HTTPError(400, f"unknown field(s) in the request body: {', '.join(unknown)}")
         kernel_id = body.get("kernel_id")
         if kernel_id is not None and (not isinstance(kernel_id, str) or not kernel_id):
             raise web.HTTPError(400, "'kernel_id' must be a non-empty string")
-        return kernel_id
+        hold = body.get("hold_s")
+        if hold is not None and (isinstance(hold, bool) or not isinstance(hold, (int, float)) or hold < 0):
+            raise web.HTTPError(400, "'hold_s' must be a non-negative number of seconds")
+        return kernel_id, None if hold is None else {"hold_s": hold}
 
 
 class StatusHandler(_Handler):

@@ -199,6 +199,12 @@ def test_the_kernels_warning_is_passed_on_and_a_malformed_one_named():
     assert result["ok"] is False and "'warning' is not a string" in result["error"]
 
 
+def test_a_restart_moves_hold_is_passed_on():
+    reply = {"status": "ok", "ok": True, "bytes": 10, "seconds": 0.1, "migrated": ["x"], "recomputed": [],
+             "not_restorable": [], "path": "/p", "held_s": 60.0}
+    assert normalize_checkpoint_reply("k1", "elastic-python", reply)["held_s"] == 60.0
+
+
 def test_a_failed_kernel_checkpoint_keeps_the_kernels_reason():
     reply = {"status": "error", "ok": False, "bytes": 0, "seconds": 0.0, "migrated": [], "recomputed": [],
              "not_restorable": [], "path": "", "error": "a cell is still running after 30 s"}
@@ -231,6 +237,7 @@ def test_endpoints_refuse_requests_without_the_server_token(server, token):
         (b"[]", "must be a JSON object"),
         (b'{"kernel_id": 7}', "'kernel_id' must be a non-empty string"),
         (b'{"kernel": "x"}', "unknown field(s) in the request body: kernel"),
+        (b'{"hold_s": -1}', "'hold_s' must be a non-negative number of seconds"),
     ],
 )
 def test_bad_request_bodies_get_a_400_naming_the_problem(server, raw, message):

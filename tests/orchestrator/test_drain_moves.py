@@ -298,11 +298,14 @@ class MovingHub:
         assert path.startswith("/api/elastichub/status"), path  # what a drain asks before it cordons the node
         return {"kernels": [{"kernel_id": "k", "kernel_name": "elastic-python", "elastic": True}]}
 
-    async def checkpoint(self, server, timeout):
+    async def checkpoint(self, server, timeout, hold_s=None):
         from elastichub.checkpoint_client import CheckpointOutcome
 
-        self.events.append("checkpoint")
+        self.events.append("checkpoint" if hold_s else "checkpoint (no hold)")
         return CheckpointOutcome("saved", kernels=1)
+
+    async def end_hold(self, server):
+        self.events.append("end hold")
 
     async def stop(self, user, name):
         self.events.append("stop")
@@ -338,7 +341,28 @@ async def test_a_terminal_command_started_during_the_checkpoint_is_waited_for_be
 
     hub = Hub()
     _, reports = await move_carol(hub)
-    assert hub.events == ["checkpoint", "checkpoint", "stop", "start"], hub.events
+    assert hub.events == ["checkpoint", "end hold", "checkpoint", "stop", "start"], hub.events
+    assert reports[-1].outcome == "moved"
+
+
+async def test_a_restart_moves_checkpoint_holds_new_cells_until_the_stop_and_lets_a_waiting_one_run():
+    """A cell sent between the drain's last look and the hub's stop ran past
+    the checkpoint, and the stop interrupted it, its side effects half done.
+    The checkpoint now holds new cells (for freeze_lease at most) until the
+    stop; a cell seen waiting is let run, and the server checkpointed again."""
+    class Hub(MovingHub):
+        reads = 0
+
+        async def server(self, user, name):
+            return hub_server(ready=True) if not self.events or self.events[-1] != "stop" else None
+
+        async def kernels(self, server):
+            self.reads += 1  # the read after the first checkpoint: a cell sent since, held
+            return [{"id": "k", "execution_state": "busy" if self.reads == 2 else "idle"}]
+
+    hub = Hub()
+    _, reports = await move_carol(hub)
+    assert hub.events == ["checkpoint", "end hold", "checkpoint", "stop", "start"], hub.events
     assert reports[-1].outcome == "moved"
 
 
@@ -431,13 +455,14 @@ async def test_a_server_its_user_stops_during_the_moves_checkpoint_is_skipped_no
                 raise HubError("kernels of carol: 424 JupyterHub server no longer running", 424)
             return await super().kernels(server)
 
-        async def checkpoint(self, server, timeout):
+        async def checkpoint(self, server, timeout, hold_s=None):
             self.events.append("user stop")
             return CheckpointOutcome(checkpoint_answer, kernels=1, reason="HTTP 403: <!DOCTYPE HTML>")
 
     hub = Hub()
     _, reports = await move_carol(hub)
-    assert hub.events == ["user stop"]
+    # A failed checkpoint: the kernels that saved hold no cell of the user's.
+    assert hub.events == ["user stop"] + (["end hold"] if checkpoint_answer == "failed" else [])
     assert (reports[-1].outcome, reports[-1].error) == ("skipped", "stopped by its user during the move")
 
 
@@ -501,7 +526,7 @@ async def test_a_cell_running_on_the_node_holds_the_drain_before_anyone_is_moved
         async def terminals(self, server):
             return []
 
-        async def checkpoint(self, server, timeout):
+        async def checkpoint(self, server, timeout, hold_s=None):
             calls.append(("checkpoint", server.user))
             return CheckpointOutcome("saved", kernels=1)
 
@@ -615,7 +640,7 @@ async def test_a_pod_the_hub_runs_no_server_for_refuses_the_drain_before_anyone_
         async def terminals(self, server):
             return []
 
-        async def checkpoint(self, server, timeout):
+        async def checkpoint(self, server, timeout, hold_s=None):
             calls.append(("checkpoint", server.user))
             raise AssertionError("nobody moves")
 

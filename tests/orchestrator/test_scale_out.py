@@ -391,7 +391,7 @@ class RecordingHub:
     async def terminals(self, server):
         return []
 
-    async def checkpoint(self, server, timeout):
+    async def checkpoint(self, server, timeout, hold_s=None):
         from elastichub.checkpoint_client import SAVED, CheckpointOutcome
         self.calls.append(("checkpoint", server.user))
         return CheckpointOutcome(SAVED, kernels=1)

@@ -163,3 +163,16 @@ async def test_the_tokens_of_servers_gone_quiet_are_forgotten(hub_at):
     assert list(client._server_tokens) == [("late", "")]
     await client.kernels(_server("student1"))  # called again: a new token
     assert len(hub.minted) == 52 and hub.minted[-1][0] == "student1"
+
+
+async def test_a_restart_moves_hold_is_ended_with_the_servers_token_and_a_refusal_only_logged(hub_at):
+    """The drain lets held cells run (a cell waits, a terminal is in use); a server that refuses
+    (stopping meanwhile) holds them until their lease ends: no error stops the move for it."""
+    hub = _Hub()
+    client = await hub_at(hub)
+    alice = _server("alice")
+    await client.end_hold(alice)
+    assert hub.seen == [("/user/alice/api/elastichub/live", "token user-token-0")]
+    hub.revoked = {"token user-token-0", "token user-token-1"}
+    await client.end_hold(alice)  # refused twice (a new token too): logged, not raised
+    assert [path for path, _ in hub.seen] == ["/user/alice/api/elastichub/live"] * 3

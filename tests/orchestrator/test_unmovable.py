@@ -55,7 +55,7 @@ class ServerHub:
         return [dict(r, error="kernel 'python3' is not an Elastic Python kernel") if not r["ok"] else r
                 for r in results]  # a live phase
 
-    async def checkpoint(self, server, timeout):
+    async def checkpoint(self, server, timeout, hold_s=None):
         self.calls.append(("checkpoint", server.user))
         if not self.extension:
             return CheckpointOutcome(UNSUPPORTED, reason="the server has no checkpoint endpoint")

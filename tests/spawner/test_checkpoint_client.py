@@ -216,3 +216,34 @@ async def test_a_stop_among_more_than_ten_at_once_still_gets_its_checkpoint():
         server.stop()
     assert sorted(seen) == sorted(f"u{i}" for i in range(count))
     assert [o.status for o in outcomes] == [SAVED] * count, [o.reason for o in outcomes]
+
+
+class _OlderExtension(web.RequestHandler):
+    """An extension from before `hold_s`: it refuses the field, as it refuses any unknown one."""
+
+    def initialize(self, bodies):
+        self.bodies = bodies
+
+    def post(self):
+        body = json.loads(self.request.body)
+        self.bodies.append(body)
+        if set(body) - {"kernel_id"}:
+            self.set_status(400)
+            self.finish({"message": f"unknown field(s) in the request body: {', '.join(sorted(body))}"})
+            return
+        self.finish(_answer([_result()]))
+
+
+async def test_a_restart_moves_hold_is_asked_and_an_older_extension_is_asked_without_it():
+    bodies = []
+    app = web.Application([(r"/user/alice/api/elastichub/checkpoint", _OlderExtension, {"bodies": bodies})])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = app.listen(port, "127.0.0.1")
+    try:
+        out = await request_checkpoint(AsyncHTTPClient(), f"http://127.0.0.1:{port}/user/alice/", "t", timeout=10,
+                                       hold_s=60.0)
+    finally:
+        server.stop()
+    assert out.status == SAVED and bodies == [{"hold_s": 60.0}, {}], (out, bodies)
