@@ -413,15 +413,18 @@ class ElasticHubExtension(ExtensionApp):
             return {**base, "ok": False, "elastic": False,
                     "error": f"kernel {name!r} is not an Elastic Python kernel: it cannot be moved live "
                     "(start the notebook with the 'Elastic Python' kernel)"}
-        async with self.locks.setdefault(kernel_id, asyncio.Lock()):
-            if not await kernel.is_alive():
-                return {**base, "ok": False, "error": "the kernel is not running"}
-            if content["phase"] in ("precopy", "freeze"):  # the source's files: under the notebook's path now
-                await self.follow_sessions([kernel_id])
-            try:
-                reply = await control_request(kernel, LIVE_REQUEST, self.live_timeout, content)
-            except KernelRequestError as e:
-                return {**base, "ok": False, "error": str(e)}
+        precopy = content["phase"] == "precopy"
+        if precopy:  # a restart under way (its user's): the kernel after it is pre-copied
+            await self.gate.settled(kernel_id)
+        process = _process_id(kernel)
+        reply = await self._relay(kernel_id, kernel, content)
+        if isinstance(reply, str) and precopy and (await self.gate.settled(kernel_id)
+                                                   or _process_id(kernel) != process):
+            # Restarted under the request: the new process (a fresh state) is pre-copied, not the move failed.
+            self.log.info("elastichub: kernel %s restarted during its pre-copy: asking the new process", kernel_id)
+            reply = await self._relay(kernel_id, kernel, content)
+        if isinstance(reply, str):
+            return {**base, "ok": False, "error": reply}
         if not isinstance(reply.get("ok"), bool):
             return {**base, "ok": False, "error": "malformed live reply from the kernel: 'ok' is not a boolean"}
         result = {**reply, **base, "ok": reply["ok"] and reply.get("status", "ok") == "ok"}
@@ -433,6 +436,18 @@ class ElasticHubExtension(ExtensionApp):
         level("elastichub live %s of kernel %s: ok=%s in %.3f s%s", content["phase"], kernel_id, result["ok"],
               result["wall_seconds"], f" ({result['error']})" if result.get("error") else "")
         return result
+
+    async def _relay(self, kernel_id: str, kernel: Any, content: dict) -> dict | str:
+        """The kernel's reply to one live phase, or why there is none."""
+        async with self.locks.setdefault(kernel_id, asyncio.Lock()):
+            if not await kernel.is_alive():
+                return "the kernel is not running"
+            if content["phase"] in ("precopy", "freeze"):  # the source's files: under the notebook's path now
+                await self.follow_sessions([kernel_id])
+            try:
+                return await control_request(kernel, LIVE_REQUEST, self.live_timeout, content)
+            except KernelRequestError as e:
+                return str(e)
 
     async def follow_sessions(self, kernel_ids: list[str] | None = None) -> None:
         """Tell each Elastic kernel (of `kernel_ids`, default all) the path its

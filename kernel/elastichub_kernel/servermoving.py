@@ -8,6 +8,12 @@ was deleted after the switch, and nothing brought that state over. A
 restart of a retired kernel likewise made a fresh kernel here while the
 destination serves the old one.
 
+A kernel its user restarts just as a pre-copy is asked of it (restart
+after restart, the kernel process swapped under the request) failed the
+pre-copy, and with it the move. The gate knows which kernels are
+restarting: the pre-copy waits for such a restart, and asks the new
+process again if one swapped the process under it (its state is fresh).
+
 So a server-wide ``retire`` first closes the server to kernel starts and
 restarts (each refused with a 503 that says why and to try again: by then
 the hub routes to the destination), waits for the starts already under way,
@@ -32,7 +38,7 @@ START_WAIT_S = 60.0  # for kernel starts under way when the retire arrives (the 
 
 
 class MoveGate:
-    """Whether kernels may start; the starts under way."""
+    """Whether kernels may start; the starts and restarts under way."""
 
     def __init__(self, log: Any):
         self.log = log
@@ -40,6 +46,19 @@ class MoveGate:
         self.starting = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self.restarting: dict[str, asyncio.Event] = {}  # kernel id -> set once its restart is over
+
+    async def settled(self, kernel_id: str) -> bool:
+        """Once a restart of `kernel_id` under way is over (bounded); whether one was."""
+        done = self.restarting.get(kernel_id)
+        if done is None:
+            return False
+        try:
+            async with asyncio.timeout(START_WAIT_S):
+                await done.wait()
+        except TimeoutError:
+            self.log.warning("elastichub: kernel %s is still restarting after %g s", kernel_id, START_WAIT_S)
+        return True
 
     def wrap(self, km: Any) -> bool:
         """Gate the kernel manager's start and restart; False where they are not coroutines."""
@@ -65,12 +84,16 @@ class MoveGate:
                 raise web.HTTPError(503, MOVING, reason="Server moving")
             self.starting += 1
             self._idle.clear()
+            restarted = self.restarting.setdefault(kernel_id, asyncio.Event()) if name == "restart_kernel" else None
             try:
                 return await original(*args, **kwargs)
             finally:
                 self.starting -= 1
                 if not self.starting:
                     self._idle.set()
+                if restarted is not None and self.restarting.get(kernel_id) is restarted:
+                    del self.restarting[kernel_id]
+                    restarted.set()
 
         gated._elastichub_gate = True  # type: ignore[attr-defined]
         return gated

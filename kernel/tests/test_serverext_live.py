@@ -232,3 +232,43 @@ def test_no_kernel_starts_or_restarts_on_a_retired_server_until_it_thaws(tmp_pat
         assert late != kernel_id
     finally:
         srv.stop()
+
+
+def test_a_kernel_restarted_by_its_user_as_the_precopy_is_asked_is_precopied_after_its_restart(tmp_path, run_cell):
+    """The student restarts a kernel just as the move's pre-copy reaches it:
+    the request met the old process shutting down, it never answered, and
+    the whole move failed (its next move a restart). The pre-copy now waits
+    for the restart and asks the new process (a fresh state: nothing to save)."""
+    import threading
+
+    srv = JupyterServer(tmp_path).start()
+    try:
+        kernel_id = srv.start_session("work/restarted.ipynb")
+        client = srv.client(kernel_id)
+        marker = tmp_path / "shutting-down"
+        # Its shutdown takes a while (within Jupyter's 2.5 s before SIGTERM): the window the pre-copy meets.
+        ok_cell(run_cell, client, f"""x = 1
+import pathlib, time
+_k = get_ipython().kernel
+_down = _k.do_shutdown
+async def _slow(restart):
+    pathlib.Path({str(marker)!r}).write_text("now")
+    time.sleep(1.5)
+    return await _down(restart)
+_k.do_shutdown = _slow""")
+        client.stop_channels()
+        restart = threading.Thread(target=srv.request, args=("POST", f"/api/kernels/{kernel_id}/restart", {}))
+        restart.start()
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert time.monotonic() < deadline, srv.read_log()[-3000:]
+            time.sleep(0.05)
+        _, [pre] = srv.request("POST", "/api/elastichub/live", {"phase": "precopy"})
+        restart.join(60)
+        assert pre["ok"] is True and pre["kernel_id"] == kernel_id, pre
+        assert pre["base_id"] is None, pre  # the new process's state: fresh, nothing to pre-copy
+        client = srv.client(kernel_id)
+        assert "NameError" in str(run_cell(client, "x")["error"])
+        client.stop_channels()
+    finally:
+        srv.stop()
