@@ -201,7 +201,15 @@ class LiveMigrationMixin:
         self._live_precopy = None
         try:
             reply = precopy_write(self.session_dir, prepared, self.session_name,
-                                  between_chunks=self._live_precopy_hook)
+                                  between_chunks=self._precopy_chunks(content.get("cancel_file")))
+        except _Cancelled:
+            # The server extension was asked for a checkpoint (its user or the culler stops the server):
+            # that checkpoint goes first, and the move is over. No pre-copy file is left to hold room.
+            from .live import remove_live_base
+
+            remove_live_base(self.session_dir)
+            return _fail("the pre-copy was cancelled: a checkpoint was asked meanwhile (the server is stopping); "
+                         "no pre-copy file is kept", cancelled=True)
         except Exception as exc:
             self.log.exception("ElasticHub live pre-copy write failed")
             return _fail(f"the pre-copy could not be written ({type(exc).__name__}: {exc}); "
@@ -214,6 +222,20 @@ class LiveMigrationMixin:
         self.log.info("ElasticHub live pre-copy: state lock held for the pickling only; %s bytes written "
                       "in %.3f s while cells ran", reply["bytes"], time.perf_counter() - locked_s)
         return reply
+
+    def _precopy_chunks(self, cancel_file):
+        """Called after each chunk of the pre-copy is written: the test hook, then whether the
+        server extension asked to cancel (`cancel_file` exists: this thread serves no other control
+        message until the write is done, so the ask comes by a file)."""
+        hook = self._live_precopy_hook
+
+        def between(blob, offset):
+            if hook is not None:
+                hook(blob, offset)
+            if isinstance(cancel_file, str) and os.path.lexists(cancel_file):
+                raise _Cancelled
+
+        return between
 
     def _phase_freeze(self, content) -> dict:
         wait_s = _number(content, "wait_s", self.busy_timeout, 0, 3600)
@@ -445,6 +467,10 @@ class LiveMigrationMixin:
             return ("this kernel is a live-migration destination awaiting apply: the source kernel "
                     "still owns the checkpoint")
         return None
+
+
+class _Cancelled(Exception):
+    """The pre-copy gives way to a checkpoint."""
 
 
 def _fail(error: str, **extra) -> dict:

@@ -52,6 +52,7 @@ resource ``kernels``), so the hub's token works through the single-user server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -242,7 +243,7 @@ class ElasticHubExtension(ExtensionApp):
         from .serverstop import checkpoint_before_shutdown
 
         checkpoint_before_shutdown(self)
-        self.gate = MoveGate(self.log)  # closed while a live move retires this server's kernels
+        self.gate = MoveGate(self.log, self.serverapp.runtime_dir)  # closed while a live move retires the kernels
         self.gate.wrap(self.serverapp.kernel_manager)
 
     def initialize_handlers(self) -> None:
@@ -347,6 +348,7 @@ class ElasticHubExtension(ExtensionApp):
     async def checkpoint(self, kernel_id: str, kernel: Any, request: dict | None = None,
                          timeout: float | None = None) -> dict:
         started = time.monotonic()
+        self.gate.cancel_precopy(kernel_id)  # it would hold this checkpoint until it is written whole
         result = await self._checkpoint(kernel_id, kernel, request, timeout or self.checkpoint_timeout)
         result["wall_seconds"] = round(time.monotonic() - started, 6)
         level = self.log.info if result["ok"] else self.log.warning
@@ -417,12 +419,15 @@ class ElasticHubExtension(ExtensionApp):
         if precopy:  # a restart under way (its user's): the kernel after it is pre-copied
             await self.gate.settled(kernel_id)
         process = _process_id(kernel)
-        reply = await self._relay(kernel_id, kernel, content)
-        if isinstance(reply, str) and precopy and (await self.gate.settled(kernel_id)
-                                                   or _process_id(kernel) != process):
-            # Restarted under the request: the new process (a fresh state) is pre-copied, not the move failed.
+        for attempt in (1, 2):
+            with self.gate.precopy(kernel_id, content) if precopy else contextlib.nullcontext(content) as asked:
+                reply = await self._relay(kernel_id, kernel, asked)
+            # Restarted under the request (or its restart's checkpoint cancelled it): the new process (a fresh
+            # state) is pre-copied, rather than the move failing.
+            if not (precopy and attempt == 1 and (isinstance(reply, str) or reply.get("cancelled") is True)
+                    and (await self.gate.settled(kernel_id) or _process_id(kernel) != process)):
+                break
             self.log.info("elastichub: kernel %s restarted during its pre-copy: asking the new process", kernel_id)
-            reply = await self._relay(kernel_id, kernel, content)
         if isinstance(reply, str):
             return {**base, "ok": False, "error": reply}
         if not isinstance(reply.get("ok"), bool):

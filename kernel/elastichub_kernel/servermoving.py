@@ -14,6 +14,12 @@ pre-copy, and with it the move. The gate knows which kernels are
 restarting: the pre-copy waits for such a restart, and asks the new
 process again if one swapped the process under it (its state is fresh).
 
+A stop (its user's, the culler's) during a large pre-copy waited behind
+it: the kernel serves one control message at a time, and the pre-copy
+writes the whole state. A checkpoint asked of a kernel whose pre-copy is
+under way now cancels it (a file the write looks for between chunks), and
+the kernel removes the pre-copy file: the checkpoint follows at once.
+
 So a server-wide ``retire`` first closes the server to kernel starts and
 restarts (each refused with a 503 that says why and to try again: by then
 the hub routes to the destination), waits for the starts already under way,
@@ -26,8 +32,10 @@ undone) opens it again; a switched move deletes this pod.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
+import os
 from typing import Any
 
 from tornado import web
@@ -40,13 +48,45 @@ START_WAIT_S = 60.0  # for kernel starts under way when the retire arrives (the 
 class MoveGate:
     """Whether kernels may start; the starts and restarts under way."""
 
-    def __init__(self, log: Any):
-        self.log = log
+    def __init__(self, log: Any, runtime_dir: str):
+        self.log, self.runtime_dir = log, runtime_dir
         self.closed = False
         self.starting = 0
         self._idle = asyncio.Event()
         self._idle.set()
         self.restarting: dict[str, asyncio.Event] = {}  # kernel id -> set once its restart is over
+        self.precopying: dict[str, str] = {}  # kernel id -> the file that cancels its pre-copy
+
+    @contextlib.contextmanager
+    def precopy(self, kernel_id: str, content: dict):
+        """The pre-copy request for `kernel_id`, with the file whose creation cancels it
+        (`cancel_precopy`), while it runs."""
+        flag = os.path.join(self.runtime_dir, f"elastichub-precopy-cancel-{kernel_id}")
+        _unlink(flag)
+        self.precopying[kernel_id] = flag
+        try:
+            yield dict(content, cancel_file=flag)
+        finally:
+            if self.precopying.get(kernel_id) == flag:
+                del self.precopying[kernel_id]
+            _unlink(flag)
+
+    def cancel_precopy(self, kernel_id: str) -> bool:
+        """A checkpoint of `kernel_id` is asked (the server stopping): a pre-copy under way
+        holds the kernel for as long as it writes, so it is cancelled; whether one was."""
+        flag = self.precopying.get(kernel_id)
+        if flag is None:
+            return False
+        try:
+            with open(flag, "x"):
+                pass
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            self.log.warning("elastichub: cannot cancel the pre-copy of kernel %s (%s)", kernel_id, exc)
+            return False
+        self.log.info("elastichub: the pre-copy of kernel %s is cancelled: a checkpoint is asked", kernel_id)
+        return True
 
     async def settled(self, kernel_id: str) -> bool:
         """Once a restart of `kernel_id` under way is over (bounded); whether one was."""
@@ -113,3 +153,8 @@ class MoveGate:
 
     def open(self) -> None:
         self.closed = False
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)

@@ -272,3 +272,71 @@ _k.do_shutdown = _slow""")
         client.stop_channels()
     finally:
         srv.stop()
+
+
+def _large_precopy_under_way(srv: JupyterServer, run_cell, tmp_path, chunk_s: float):
+    """A 128 MiB state's pre-copy (32 MiB chunks, each written in `chunk_s` more: a slow disk),
+    asked in a thread and writing its first chunk: (kernel id, the thread, {"precopy": its answer})."""
+    import threading
+
+    kernel_id = srv.start_session("work/large.ipynb")
+    client = srv.client(kernel_id)
+    marker = tmp_path / "writing"
+    ok_cell(run_cell, client, f"""import numpy as np
+big = np.ones(16 << 20)
+def _install():
+    import pathlib, time
+    def hook(blob, offset):
+        pathlib.Path({str(marker)!r}).write_text("writing")
+        time.sleep({chunk_s})
+    get_ipython().kernel._live_precopy_hook = hook
+_install()
+del _install""")
+    client.stop_channels()
+    answers: dict = {}
+    thread = threading.Thread(target=lambda: answers.update(
+        precopy=srv.request("POST", "/api/elastichub/live", {"phase": "precopy"})[1]))
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline, srv.read_log()[-3000:]
+        time.sleep(0.05)
+    return kernel_id, thread, answers
+
+
+def test_a_stop_during_a_large_precopy_cancels_it_and_checkpoints_at_once(tmp_path, run_cell):
+    """The student (or the culler) stops the server while a move pre-copies
+    a large state: the stop's checkpoint waited until the whole pre-copy was
+    written (the kernel serves one control message at a time). It now
+    cancels the pre-copy, which leaves no file behind, and goes first."""
+    srv = JupyterServer(tmp_path).start()
+    try:
+        _, thread, answers = _large_precopy_under_way(srv, run_cell, tmp_path, chunk_s=2)  # about 10 s in all
+        asked = time.monotonic()
+        _, [saved] = srv.request("POST", "/api/elastichub/checkpoint", {})  # the stop's, by the spawner
+        print(f"the stop's checkpoint answered after {time.monotonic() - asked:.1f} s")
+        thread.join(60)
+        [pre] = answers["precopy"]
+        assert pre["ok"] is False and "the pre-copy was cancelled" in pre["error"], pre
+        assert saved["ok"] is True and "big" in saved["migrated"], saved
+        left = [p.name for p in srv.checkpoints.rglob("*") if "live-base" in p.name]
+        assert left == [], left
+        assert not list(srv.runtime.glob("elastichub-precopy-cancel-*"))
+    finally:
+        srv.stop()
+
+
+def test_a_restart_during_a_large_precopy_cancels_it_and_the_restarted_kernel_is_precopied(tmp_path, run_cell):
+    """The student restarts the kernel while its pre-copy is written: the
+    restart's checkpoint cancels the pre-copy (as a stop's does), and the
+    pre-copy is asked again of the restarted kernel: the move goes on."""
+    srv = JupyterServer(tmp_path).start()
+    try:
+        kernel_id, thread, answers = _large_precopy_under_way(srv, run_cell, tmp_path, chunk_s=1)
+        srv.request("POST", f"/api/kernels/{kernel_id}/restart", {})
+        thread.join(60)
+        [pre] = answers["precopy"]
+        assert pre["ok"] is True and pre["base_id"] is None, pre  # the restarted kernel's fresh state
+        assert [p.name for p in srv.checkpoints.rglob("*") if "live-base" in p.name] == []
+    finally:
+        srv.stop()
