@@ -33,7 +33,8 @@ from .storage import ensure_private_dir
 
 LIVE_REPLY = LIVE_REQUEST.replace("_request", "_reply")
 PHASES = ("precopy", "freeze", "retire", "thaw", "apply")
-MOVED_MESSAGE = ("ElasticHub moved this server to another node as this cell was sent: it did not run. "
+# Neutral on where the server ends up: a move can still be undone after retire (the source thaws).
+MOVED_MESSAGE = ("ElasticHub was moving this server to another node as this cell was sent: it did not run. "
                  "Run it again.")
 _POLL_S = 0.02
 

@@ -133,7 +133,7 @@ def test_precopy_change_freeze_apply_retire(tmp_path, start_elastic_kernel, run_
     # The retired source runs nothing more, and says so.
     late = run_cell(src, "print('ran'); late = 1")
     assert late["reply"]["status"] == "error" and late["stdout"] == ""
-    assert "ElasticHub moved this server to another node as this cell was sent: it did not run. " \
+    assert "ElasticHub was moving this server to another node as this cell was sent: it did not run. " \
            "Run it again." in late["stderr"]
     # Its shutdown writes no checkpoint: the destination owns the state.
     # (The pre-copy never wrote checkpoint.ehk: it is live-base.ehk.)
