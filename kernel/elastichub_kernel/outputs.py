@@ -1,18 +1,25 @@
 """The cells' outputs (``Out``, ``_<n>``, ``_``, ``__``, ``___``), saved
 with the cell history (shellstate.py) as what they are, never as copies:
 an output that is a variable's object is that variable again (``df``
-shown as a cell's last line: ``_`` is ``df``), a number or a short text
-its value. Others (a table computed to be shown) may be large and are not
-saved: the restore names them. Before, every output was left out
-silently, and ``_`` read '' again: ``_ * 2`` went on with ''.
+shown as a cell's last line: ``_`` is ``df``), a number (a float or a
+numpy scalar too: ``df.a.mean()`` is the output a data notebook shows
+most) or a short text its value. Others (a table computed to be shown)
+may be large and are not saved: the restore names them. Before, every
+output was left out silently, and ``_`` read '' again: ``_ * 2`` went on
+with ''.
 """
 
 from __future__ import annotations
+
+import re
+import sys
 
 _MISSING = object()
 _TEXT_MAX = 10_000  # characters of an output kept as its value
 _INT_MAX = 10 ** 100
 UNDERS = ("_", "__", "___")
+# A numpy scalar's dtype as dtype.str spells it: bool, (unsigned) integers and floats, whose .item() is exact.
+_NUMPY_DTYPE = re.compile(r"[<>|=]?[biuf][1-8]")
 
 
 def _ref(value, names: dict):
@@ -20,10 +27,23 @@ def _ref(value, names: dict):
     name = names.get(id(value))
     if name is not None:
         return {"var": name}
-    if type(value) is bool or (type(value) is int and abs(value) < _INT_MAX) or (
+    if type(value) in (bool, float) or (type(value) is int and abs(value) < _INT_MAX) or (
             type(value) is str and len(value) <= _TEXT_MAX):
-        return {"value": value}
-    return None
+        return {"value": value}  # JSON holds a float exactly, nan and inf too
+    return _numpy_scalar(value)
+
+
+def _numpy_scalar(value):
+    """{"value": its Python number, "numpy": its dtype} for a numpy scalar that number gives back bit for bit."""
+    np = sys.modules.get("numpy")  # a numpy scalar means numpy is loaded: never imported for this
+    if np is None or not isinstance(value, np.generic) or not _NUMPY_DTYPE.fullmatch(value.dtype.str):
+        return None
+    item = value.item()
+    if type(item) not in (bool, int, float) or (type(item) is int and abs(item) >= _INT_MAX):
+        return None
+    if np.asarray(value.dtype.type(item)).tobytes() != np.asarray(value).tobytes():
+        return None
+    return {"value": item, "numpy": value.dtype.str}
 
 
 def variables_by_id(shell) -> dict:
@@ -52,8 +72,11 @@ def capture(shell, count: int) -> dict:
 
 
 def _valid_ref(ref) -> bool:
+    if isinstance(ref, dict) and "numpy" in ref:
+        return (len(ref) == 2 and isinstance(ref["numpy"], str) and _NUMPY_DTYPE.fullmatch(ref["numpy"]) is not None
+                and type(ref.get("value")) in (int, bool, float))
     return ref is None or (isinstance(ref, dict) and len(ref) == 1 and (
-        isinstance(ref.get("var"), str) or type(ref.get("value", _MISSING)) in (int, bool, str)))
+        isinstance(ref.get("var"), str) or type(ref.get("value", _MISSING)) in (int, bool, float, str)))
 
 
 def valid(history: dict, count: int) -> bool:
@@ -66,6 +89,14 @@ def valid(history: dict, count: int) -> bool:
 def _resolve(ref, ns: dict):
     if ref is None:
         return _MISSING
+    if "numpy" in ref:
+        np = sys.modules.get("numpy")  # loaded by the variables that needed it; else not imported for an output
+        if np is None:
+            return _MISSING
+        try:
+            return np.dtype(ref["numpy"]).type(ref["value"])
+        except (TypeError, ValueError, OverflowError):  # a value its dtype cannot hold: a file made by hand
+            return _MISSING
     return ns.get(ref["var"], _MISSING) if "var" in ref else ref["value"]
 
 
