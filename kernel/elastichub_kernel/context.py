@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from . import libstate, logstate, procstate, shellmodes, shellstate, usermagics
+from . import libstate, logstate, procstate, shellmodes, shellstate, userhooks, usermagics
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -395,7 +395,7 @@ def checked(saved) -> None:
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
                             "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
-                            "last_error"}
+                            "last_error", "hooks", "hooks_lost"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -434,6 +434,7 @@ def checked(saved) -> None:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
     usermagics.checked(saved)
+    userhooks.checked(saved)
     shellmodes.checked(saved)
     if "process" in saved:
         procstate.checked(saved["process"])

@@ -8,7 +8,8 @@ settings of the shell's parts that differ from their values at start.
 Also the cell history: the execution counter (cell numbers go on where
 they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), and
 their outputs where they cost nothing (outputs.py); and the magics the
-notebook's own functions make (usermagics.py). When the last cell failed,
+notebook's own functions make (usermagics.py), and the event callbacks
+and input transformers they are (userhooks.py). When the last cell failed,
 its error is named at the restore: its traceback holds the old kernel's
 frames and is not carried, and `%debug` and `%tb` said there was none.
 Saved with the session's context (context.py) and set again once the
@@ -22,7 +23,7 @@ import json
 import sys
 import warnings
 
-from . import outputs, shellmodes, usermagics
+from . import outputs, shellmodes, userhooks, usermagics
 
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
@@ -57,6 +58,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     if history:
         saved["history"] = history
     saved.update(usermagics.capture(shell))
+    saved.update(userhooks.capture(shell))
     saved.update(_last_error(shell))
     if config_at_start is not None:
         saved.update(shellmodes.capture(shell, config_at_start.get("modes")))
@@ -141,7 +143,7 @@ def _config_changes(shell, at_start: dict) -> tuple[dict, list[str]]:
         name = type(part).__name__
         start = at_start.get(id(part), (None, None))
         for setting in _settings(part):
-            value = _plain(getattr(part, setting, _UNSET))
+            value = _plain(userhooks.others(setting, getattr(part, setting, _UNSET), shell.user_ns))
             if start[0] is part:
                 before = start[1].get(setting, _UNSET)
             else:  # a part made since (InlineBackend, once a plot is drawn): against its defaults
@@ -299,7 +301,7 @@ def restore(shell, saved: dict) -> list[str]:
         problems.append(f"the last cell failed ({saved['last_error']}), and its traceback is not carried (it holds "
                         "the old kernel's frames): %debug and %tb have none to show; run that cell again to inspect it")
     return (problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
-            + shellmodes.restore(shell, saved))
+            + shellmodes.restore(shell, saved) + userhooks.restore(shell, saved))
 
 
 def _restore_config(shell, saved: dict) -> list[str]:

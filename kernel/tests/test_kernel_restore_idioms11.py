@@ -1,11 +1,26 @@
 """The IPython session around a notebook's values (round 13), checkpointed
 in one real kernel and restored in the next."""
 
+import json
+
 import pytest
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 SESSION = "work/idioms11.ipynb"
+
+
+@pytest.mark.parametrize("saved, field", [
+    ({"hooks": [["events:post_run_cell", -1, "log_cell", ""]]}, "hooks"),
+    ({"hooks": [["sys.settrace", 0, "log_cell", ""]]}, "hooks"),
+    ({"hooks": [["ast_transformers", 0, "doubler"]]}, "hooks"),
+    ({"hooks_lost": [3]}, "hooks_lost"),
+])
+def test_a_malformed_hook_in_a_checkpoint_is_named(saved, field):
+    from elastichub_kernel.context import checked
+
+    with pytest.raises(ValueError, match=f"^{field}$"):
+        checked(saved)
 
 
 def _ran_and_moved(start_in_work, run_cell, control_request, cells):
@@ -36,8 +51,57 @@ def test_number_outputs_a_data_notebook_shows_come_back(start_in_work, run_cell,
     first = run_cell(kc, FLOAT_PROBE)
     assert "not carried (Out[" not in first["stderr"], first["stderr"]
     line = [ln for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
-    assert __import__("json").loads(line[len("FACTS"):]) == [
+    assert json.loads(line[len("FACTS"):]) == [
         "np.float64(2.5)", "0.30000000000000004", "inf", "np.float32(0.33333334)", "np.int64(42)", "True",
         "True", "np.int64(42)", "np.float32(0.33333334)"]
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps([repr(_2 * 2), type(_5).__name__]))") == [
         "np.float64(5.0)", "float32"]
+
+
+HOOKS = r'''
+import ast, time
+ip = get_ipython()
+ran = []
+def log_cell(result):
+    ran.append(result.info.raw_cell.strip()[:20])
+ip.events.register("post_run_cell", log_cell)
+class CellTimer:
+    def __init__(self):
+        self.started = 0
+    def start(self, info):
+        self.started += 1
+timer = CellTimer()
+ip.events.register("pre_run_cell", timer.start)
+def shout(lines):
+    return [line.replace("SHOUT ", "print(") + ")" * line.startswith("SHOUT ") for line in lines]
+ip.input_transformers_cleanup.append(shout)
+class Doubler(ast.NodeTransformer):
+    def visit_Constant(self, node):
+        return ast.Constant(node.value * 2) if type(node.value) is int else node
+doubler = Doubler()
+ip.ast_transformers.append(doubler)
+ip.events.register("post_execute", lambda: None)
+'''
+HOOKS_PROBE = r'''
+import json
+print("FACTS" + json.dumps([ran[::-1][0], timer.started, 21]))  # -1 would read -2: doubled
+'''
+
+
+def test_the_notebooks_event_callbacks_and_transformers_run_after_a_move(moved, run_cell):
+    """A cell timer, a cell log, a cell syntax of the notebook's own and an AST transformer: after a move none
+    ran any more (the cell in its syntax failed with a NameError) and nothing said so. They are registered
+    again; a lambda no variable holds is named."""
+    reply, before, kc = moved(SESSION, HOOKS, lambda kc: run_cell.facts(kc, HOOKS_PROBE))
+    assert reply["ok"], reply
+    assert before[1:] == [1, 42], before
+    first = run_cell(kc, HOOKS_PROBE)
+    assert first["error"] is None, first
+    assert "the notebook's IPython hook(s) <lambda> (post_execute callback) are not carried" in first["stderr"]
+    after = [json.loads(ln[5:]) for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
+    # log_cell saw the setup cell; the timer (saved at 0: the checkpoint came before the probe) counted this cell
+    assert after == ["import ast, time\nip ", 1, 42], after
+    assert "WARNING" not in first["stderr"].replace("WARNING: the notebook's IPython hook(s) <lambda>", ""), first
+    out = run_cell(kc, "SHOUT 'loud'")
+    assert (out["error"], out["stdout"]) == (None, "loud\n"), out
+    assert run_cell(kc, "print(ran[::-1][0])")["stdout"] == "SHOUT 'loud'\n"

@@ -1,0 +1,130 @@
+"""The notebook's own functions IPython calls on its own: event callbacks
+(``get_ipython().events.register("post_run_cell", log_cell)``), input
+transformers (``ip.input_transformers_cleanup.append(shout)``: a cell's
+own syntax) and AST transformers (``ip.ast_transformers.append(
+Timer())``). IPython keeps them in the shell, which a restore does not
+carry: after a move the cell timer printed nothing, and a cell in the
+notebook's own syntax failed with a NameError, without a word.
+
+Each one that a variable holds (the function, the transformer object, or
+the object a bound method belongs to: ``ip.events.register(...,
+timer.start)``) is saved by that variable's name, in the session's context
+(context.py, through shellstate.py), and registered again once the
+variables are loaded; nothing runs until the next cell, as before. The
+others (a lambda no variable holds) are named in the restore report.
+IPython's and the libraries' own hooks are theirs to register again.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+_EVENT = "events:"
+_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
+
+
+def _places(shell):
+    """(place, its list) of every hook list of the shell."""
+    callbacks = getattr(getattr(shell, "events", None), "callbacks", None)
+    for event, hooks in (callbacks.items() if isinstance(callbacks, dict) else ()):
+        yield _EVENT + event, hooks
+    for name in _LISTS:
+        hooks = getattr(shell, name, None)
+        if isinstance(hooks, list):
+            yield name, hooks
+
+
+def _unwrapped(hook):
+    """IPython wraps a callback taking fewer arguments than its event passes (events.py's `adapted`)."""
+    inner = getattr(hook, "__wrapped__", None)
+    return inner if inner is not None and getattr(hook, "__module__", "") == "IPython.core.events" else hook
+
+
+def _notebook_made(hook, user_ns) -> bool:
+    fn = getattr(hook, "__func__", hook)  # a bound method: its function
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    if isinstance(fn, types.FunctionType):
+        return fn.__globals__ is user_ns or fn.__module__ == "__main__"
+    return type(hook).__module__ == "__main__"  # an object of a notebook class (an ast.NodeTransformer)
+
+
+def others(setting: str, value, user_ns):
+    """A shell setting's value without the notebook's own hooks (`ast_transformers` is a %config setting too:
+    this module carries those, shellstate.py the rest)."""
+    if setting not in _LISTS or not isinstance(value, list):
+        return value
+    kept = [hook for hook in value if not _notebook_made(_unwrapped(hook), user_ns)]
+    return value if len(kept) == len(value) else kept
+
+
+def _shown(place: str, hook) -> str:
+    what = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    return f"{what} ({place[len(_EVENT):] + ' callback' if place.startswith(_EVENT) else place})"
+
+
+def capture(shell) -> dict:
+    """{"hooks": [[place, position, variable, method or ""]...], "hooks_lost": [shown...]}, or {}."""
+    from .outputs import variables_by_id
+
+    user_ns, names = shell.user_ns, None
+    kept, lost = [], []
+    for place, hooks in _places(shell):
+        for position, hook in enumerate(list(hooks)):
+            hook = _unwrapped(hook)
+            if not _notebook_made(hook, user_ns):
+                continue
+            names = variables_by_id(shell) if names is None else names
+            owner = getattr(hook, "__self__", None)
+            if id(hook) in names:
+                kept.append([place, position, names[id(hook)], ""])
+            elif (isinstance(hook, types.MethodType) and id(owner) in names
+                  and getattr(owner, hook.__name__, None) == hook):
+                kept.append([place, position, names[id(owner)], hook.__name__])
+            else:
+                lost.append(_shown(place, hook))
+    return {**({"hooks": kept} if kept else {}), **({"hooks_lost": lost} if lost else {})}
+
+
+def checked(saved: dict) -> None:
+    """ValueError naming the field when "hooks" or "hooks_lost" is malformed."""
+    kept, lost = saved.get("hooks", []), saved.get("hooks_lost", [])
+    if not (isinstance(kept, list) and all(
+            isinstance(h, list) and len(h) == 4 and isinstance(h[0], str)
+            and (h[0].startswith(_EVENT) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
+            and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
+        raise ValueError("hooks")
+    if not (isinstance(lost, list) and all(isinstance(v, str) for v in lost)):
+        raise ValueError("hooks_lost")
+
+
+def restore(shell, saved: dict) -> list[str]:
+    """Register the saved hooks again (once the variables are loaded); problems as lines."""
+    problems = []
+    places = dict(_places(shell))
+    for place, position, var, method in saved.get("hooks", []):
+        hook = shell.user_ns.get(var)
+        if method:
+            hook = getattr(hook, method, None)
+        shown = _shown(place, hook) if hook is not None else f"{var}{'.' + method if method else ''} ({place})"
+        hooks = places.get(place)
+        if hook is None or not (callable(hook) or place == "ast_transformers") or hooks is None:
+            why = "this IPython has no such hook" if hooks is None else f"{var}, which held it, was not restored"
+            problems.append(f"the notebook's IPython hook {shown} was not registered again: {why}; run the cell "
+                            "that registered it again")
+            continue
+        if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
+            continue
+        if place.startswith(_EVENT):
+            try:
+                shell.events.register(place[len(_EVENT):], hook)  # adapted to the event's arguments, as before
+            except (TypeError, KeyError) as exc:
+                problems.append(f"the notebook's IPython hook {shown} was not registered again ({exc})")
+            continue
+        hooks.insert(min(position, len(hooks)), hook)  # among IPython's own, where it was
+    lost = saved.get("hooks_lost", [])
+    if lost:
+        problems.append(f"the notebook's IPython hook(s) {', '.join(lost)} are not carried (no variable holds them): "
+                        "run the cells that registered them again")
+    return problems
