@@ -4,7 +4,10 @@ transformers (``ip.input_transformers_cleanup.append(shout)``: a cell's
 own syntax) and AST transformers (``ip.ast_transformers.append(
 Timer())``). IPython keeps them in the shell, which a restore does not
 carry: after a move the cell timer printed nothing, and a cell in the
-notebook's own syntax failed with a NameError, without a word.
+notebook's own syntax failed with a NameError, without a word. Also its
+signal handlers (``signal.signal(signal.SIGALRM, on_timeout)``, the
+time-limit idiom): the process keeps them, and after a move the next
+``signal.alarm(5)`` killed the kernel (SIGALRM's default action).
 
 Each one that a variable holds (the function, the transformer object, or
 the object a bound method belongs to: ``ip.events.register(...,
@@ -18,9 +21,11 @@ IPython's and the libraries' own hooks are theirs to register again.
 from __future__ import annotations
 
 import functools
+import signal
 import types
 
 _EVENT = "events:"
+_SIGNAL = "signal:"
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
@@ -33,6 +38,13 @@ def _places(shell):
         hooks = getattr(shell, name, None)
         if isinstance(hooks, list):
             yield name, hooks
+    for number in sorted(signal.valid_signals()):
+        try:
+            handler, name = signal.getsignal(number), signal.Signals(number).name
+        except (OSError, ValueError):  # a number the platform lists but will not answer for, or has no name
+            continue
+        if callable(handler):  # not SIG_DFL, SIG_IGN, or None (set outside Python)
+            yield _SIGNAL + name, [handler]
 
 
 def _unwrapped(hook):
@@ -61,6 +73,8 @@ def others(setting: str, value, user_ns):
 
 def _shown(place: str, hook) -> str:
     what = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    if place.startswith(_SIGNAL):
+        return f"{what} (the {place[len(_SIGNAL):]} handler)"
     return f"{what} ({place[len(_EVENT):] + ' callback' if place.startswith(_EVENT) else place})"
 
 
@@ -92,7 +106,7 @@ def checked(saved: dict) -> None:
     kept, lost = saved.get("hooks", []), saved.get("hooks_lost", [])
     if not (isinstance(kept, list) and all(
             isinstance(h, list) and len(h) == 4 and isinstance(h[0], str)
-            and (h[0].startswith(_EVENT) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
+            and (h[0].startswith((_EVENT, _SIGNAL)) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
             and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
         raise ValueError("hooks")
     if not (isinstance(lost, list) and all(isinstance(v, str) for v in lost)):
@@ -108,23 +122,46 @@ def restore(shell, saved: dict) -> list[str]:
         if method:
             hook = getattr(hook, method, None)
         shown = _shown(place, hook) if hook is not None else f"{var}{'.' + method if method else ''} ({place})"
-        hooks = places.get(place)
-        if hook is None or not (callable(hook) or place == "ast_transformers") or hooks is None:
-            why = "this IPython has no such hook" if hooks is None else f"{var}, which held it, was not restored"
-            problems.append(f"the notebook's IPython hook {shown} was not registered again: {why}; run the cell "
-                            "that registered it again")
+        if hook is None or not (callable(hook) or place == "ast_transformers"):
+            problems.append(f"the notebook's hook {shown} was not registered again: {var}, which held it, was not "
+                            "restored; run the cell that registered it again")
             continue
-        if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
-            continue
-        if place.startswith(_EVENT):
-            try:
-                shell.events.register(place[len(_EVENT):], hook)  # adapted to the event's arguments, as before
-            except (TypeError, KeyError) as exc:
-                problems.append(f"the notebook's IPython hook {shown} was not registered again ({exc})")
-            continue
-        hooks.insert(min(position, len(hooks)), hook)  # among IPython's own, where it was
+        problem = _register(shell, places, place, position, hook)
+        if problem:
+            problems.append(f"the notebook's hook {shown} was not registered again ({problem}); run the cell that "
+                            "registered it again")
     lost = saved.get("hooks_lost", [])
     if lost:
-        problems.append(f"the notebook's IPython hook(s) {', '.join(lost)} are not carried (no variable holds them): "
-                        "run the cells that registered them again")
+        signals = any(shown.endswith(" handler)") for shown in lost)
+        problems.append(f"the notebook's hook(s) {', '.join(lost)} are not carried (no variable holds them): run the "
+                        "cells that registered them again" + ("; until then a signal does what it does by default "
+                                                              "(SIGALRM, SIGUSR1 stop the kernel)" if signals else ""))
     return problems
+
+
+def _register(shell, places: dict, place: str, position: int, hook) -> str | None:
+    """Put `hook` back at `place`; why not, or None."""
+    if place.startswith(_SIGNAL):
+        return _set_handler(place[len(_SIGNAL):], hook)
+    hooks = places.get(place)
+    if hooks is None:
+        return "this IPython has no such hook"
+    if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
+        return None
+    if place.startswith(_EVENT):
+        try:
+            shell.events.register(place[len(_EVENT):], hook)  # adapted to the event's arguments, as before
+        except (TypeError, KeyError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+    hooks.insert(min(position, len(hooks)), hook)  # among IPython's own, where it was
+    return None
+
+
+def _set_handler(name: str, handler) -> str | None:
+    """Set a signal's handler as the notebook did; why not, or None."""
+    try:
+        signal.signal(getattr(signal, name), handler)
+    except (AttributeError, ValueError, OSError, TypeError) as exc:  # no such signal here, not the main thread, refused
+        return f"{type(exc).__name__}: {exc}"
+    return None

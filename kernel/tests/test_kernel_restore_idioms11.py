@@ -97,11 +97,48 @@ def test_the_notebooks_event_callbacks_and_transformers_run_after_a_move(moved, 
     assert before[1:] == [1, 42], before
     first = run_cell(kc, HOOKS_PROBE)
     assert first["error"] is None, first
-    assert "the notebook's IPython hook(s) <lambda> (post_execute callback) are not carried" in first["stderr"]
+    assert "the notebook's hook(s) <lambda> (post_execute callback) are not carried" in first["stderr"]
     after = [json.loads(ln[5:]) for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
     # log_cell saw the setup cell; the timer (saved at 0: the checkpoint came before the probe) counted this cell
     assert after == ["import ast, time\nip ", 1, 42], after
-    assert "WARNING" not in first["stderr"].replace("WARNING: the notebook's IPython hook(s) <lambda>", ""), first
+    assert "WARNING" not in first["stderr"].replace("WARNING: the notebook's hook(s) <lambda>", ""), first
     out = run_cell(kc, "SHOUT 'loud'")
     assert (out["error"], out["stdout"]) == (None, "loud\n"), out
     assert run_cell(kc, "print(ran[::-1][0])")["stdout"] == "SHOUT 'loud'\n"
+
+
+ALARM = r'''
+import signal, time
+class TookTooLong(Exception):
+    pass
+def on_alarm(signum, frame):
+    raise TookTooLong(f"signal {signum}")
+signal.signal(signal.SIGALRM, on_alarm)
+signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+def limited(seconds):
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        time.sleep(30)
+        return "finished"
+    except TookTooLong as exc:
+        return f"stopped: {exc}"
+'''
+ALARM_PROBE = r'''
+import json
+handled = signal.getsignal(signal.SIGALRM) is on_alarm
+print("FACTS" + json.dumps([handled, limited(0.05) if handled else "not tried: SIGALRM would stop the kernel"]))
+'''
+
+
+def test_a_time_limit_set_with_signal_alarm_still_stops_a_cell_after_a_move(moved, run_cell):
+    """The SIGALRM time-limit idiom: after a move the handler was the default, and the next alarm killed the
+    kernel (SIGALRM's default action) without a word at the restore. A handler a variable holds is set again;
+    one no variable holds is named."""
+    reply, before, kc = moved(SESSION, ALARM, lambda kc: run_cell.facts(kc, ALARM_PROBE))
+    assert reply["ok"], reply
+    assert before == [True, "stopped: signal 14"]
+    first = run_cell(kc, ALARM_PROBE)
+    assert first["error"] is None, first
+    assert "<lambda> (the SIGUSR1 handler) are not carried" in first["stderr"], first["stderr"]
+    assert "SIGALRM, SIGUSR1 stop the kernel" in first["stderr"]
+    assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
