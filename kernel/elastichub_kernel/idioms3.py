@@ -57,7 +57,7 @@ def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms2.reduce_for asks last)."""
     if kind is _MATCH:
         return _match
-    if any(c.__module__ == "ipykernel.iostream" and c.__name__ == "OutStream" for c in kind.__mro__):
+    if _kernel_stream(kind):
         return standard_stream_reduce
     if kind in _PROXIES:
         return _proxy
@@ -152,8 +152,18 @@ STREAMS = ("stdout", "stderr", "stdin", "__stdout__", "__stderr__", "__stdin__")
 
 
 def standard_stream(obj) -> str | None:
-    """The name in sys of the standard stream `obj` is, or None."""
-    return next((name for name in STREAMS if getattr(sys, name, None) is obj), None)
+    """The name in sys of the standard stream `obj` is, or None. The kernel's own output stream is its
+    name's while the notebook has sys.stdout pointing elsewhere (`old = sys.stdout; sys.stdout = buf`, a
+    redirect_stdout left open): `old` was "an open file handle", the redirect's object failed with
+    "cannot pickle '_hashlib.HMAC' object", and `sys.stdout = old` raised NameError after a move."""
+    name = next((name for name in STREAMS if getattr(sys, name, None) is obj), None)
+    if name is None and _kernel_stream(type(obj)) and getattr(obj, "name", None) in ("stdout", "stderr"):
+        return obj.name
+    return name
+
+
+def _kernel_stream(kind: type) -> bool:
+    return any(c.__module__ == "ipykernel.iostream" and c.__name__ == "OutStream" for c in kind.__mro__)
 
 
 def standard_stream_reduce(obj, user_ns):

@@ -142,3 +142,27 @@ def test_a_time_limit_set_with_signal_alarm_still_stops_a_cell_after_a_move(move
     assert "<lambda> (the SIGUSR1 handler) are not carried" in first["stderr"], first["stderr"]
     assert "SIGALRM, SIGUSR1 stop the kernel" in first["stderr"]
     assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
+
+
+REDIRECTED = r'''
+import contextlib, io, sys
+saved_stdout = sys.stdout
+buf = io.StringIO()
+sys.stdout = buf
+print("into buf")
+ctx = contextlib.redirect_stderr(io.StringIO())
+ctx.__enter__()
+'''
+
+
+def test_the_notebooks_own_stream_put_aside_during_a_redirect_comes_back(moved, run_cell):
+    """`saved_stdout = sys.stdout; sys.stdout = buf`: at a move, saved_stdout (the kernel's stream) was "an open
+    file handle (reopen the file after restore)", a redirect_stderr left open failed with "cannot pickle
+    '_hashlib.HMAC' object", and `sys.stdout = saved_stdout` raised NameError. Both come back as the next
+    kernel's streams."""
+    reply, _, kc = moved(SESSION, REDIRECTED)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    out = run_cell(kc, "sys.stdout = saved_stdout\nprint('back', buf.getvalue().strip())")
+    assert (out["error"], out["stdout"]) == (None, "back into buf\n"), out
+    out = run_cell(kc, "ctx.__exit__(None, None, None)\nprint('error stream', file=sys.stderr)")
+    assert out["error"] is None and out["stderr"] == "error stream\n", out
