@@ -5,7 +5,9 @@ raised ValueError), ``socket.setdefaulttimeout``, ``gc.disable()`` and
 ``gc.set_threshold``, ``sys.setswitchinterval``, and ``tracemalloc.start(n)``
 (a memory-profiling notebook's ``take_snapshot()`` raised after a move, its
 ``get_traced_memory()`` read (0, 0)): tracing starts again, said, since
-what it traced in the old kernel is not counted.
+what it traced in the old kernel is not counted; and ``faulthandler.enable()``
+(a notebook chasing a crash in a C extension: after a move the crash
+printed no traceback).
 
 Saved as the difference from the kernel's values at start; set again
 before the variables load. Imports only the standard library.
@@ -30,11 +32,14 @@ def baseline() -> dict:
     if tracemalloc is not None:
         # its traceback limit while tracing, 0 when not
         values["tracemalloc"] = tracemalloc.get_traceback_limit() if tracemalloc.is_tracing() else 0
+    faulthandler = sys.modules.get("faulthandler")  # nor this
+    if faulthandler is not None:
+        values["faulthandler"] = faulthandler.is_enabled()
     return values
 
 
 # A setting's value at start when its module was not loaded then (the kernel does not load it to ask).
-_UNLOADED = {"tracemalloc": 0}
+_UNLOADED = {"tracemalloc": 0, "faulthandler": False}
 
 
 def capture(start: dict) -> dict:
@@ -73,6 +78,13 @@ def _set_tracemalloc(limit):
         tracemalloc.start(limit)
 
 
+def _set_faulthandler(enabled):
+    import faulthandler
+
+    # to the new kernel's stderr, as faulthandler.enable() in a cell wrote to the old one's
+    faulthandler.enable() if enabled else faulthandler.disable()
+
+
 def _set_socket_timeout(value):
     import socket
 
@@ -86,10 +98,12 @@ _SETTERS = {
     "int_max_str_digits": lambda n: sys.set_int_max_str_digits(n),
     "socket_timeout": _set_socket_timeout,
     "tracemalloc": _set_tracemalloc,
+    "faulthandler": _set_faulthandler,
 }
 _SHOWN = {"gc_enabled": "gc.enable/disable", "gc_threshold": "gc.set_threshold",
           "switch_interval": "sys.setswitchinterval", "int_max_str_digits": "sys.set_int_max_str_digits",
-          "socket_timeout": "socket.setdefaulttimeout", "tracemalloc": "tracemalloc.start"}
+          "socket_timeout": "socket.setdefaulttimeout", "tracemalloc": "tracemalloc.start",
+          "faulthandler": "faulthandler.enable/disable"}
 
 
 def checked(saved) -> None:
@@ -105,6 +119,7 @@ def checked(saved) -> None:
               "int_max_str_digits": isinstance(value, int) and not isinstance(value, bool),
               "socket_timeout": value is None or isinstance(value, number) and not isinstance(value, bool),
               "tracemalloc": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+              "faulthandler": isinstance(value, bool),
               }[name]
         if not ok:
             raise ValueError(f"process: {name}")

@@ -166,3 +166,11 @@ def test_the_notebooks_own_stream_put_aside_during_a_redirect_comes_back(moved, 
     assert (out["error"], out["stdout"]) == (None, "back into buf\n"), out
     out = run_cell(kc, "ctx.__exit__(None, None, None)\nprint('error stream', file=sys.stderr)")
     assert out["error"] is None and out["stderr"] == "error stream\n", out
+
+
+def test_faulthandler_the_notebook_enabled_stays_enabled_after_a_move(moved, run_cell):
+    """`faulthandler.enable()` (a notebook chasing a crash in a C extension): after a move it was off again, and
+    the crash it waited for printed no traceback; nothing said so."""
+    reply, _, kc = moved(SESSION, "import faulthandler\nfaulthandler.enable()")
+    assert reply["ok"], reply
+    assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(faulthandler.is_enabled()))") is True
