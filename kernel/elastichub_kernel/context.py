@@ -395,7 +395,7 @@ def checked(saved) -> None:
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
                             "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
-                            "last_error", "hooks", "hooks_lost"}
+                            "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -433,6 +433,7 @@ def checked(saved) -> None:
     if saved.get("xmode", "Context") not in shellstate.XMODES:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
+    shellstate.checked_autoreload(saved)
     usermagics.checked(saved)
     userhooks.checked(saved)
     shellmodes.checked(saved)

@@ -48,6 +48,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     mode = _autoreload_mode(shell)
     if mode is not None:
         saved["autoreload"] = mode
+        saved.update(_aimported(shell))
     precision = getattr(_plain_formatter(shell), "float_precision", "")
     if precision:
         saved["precision"] = precision
@@ -264,9 +265,33 @@ def _plain_formatter(shell):
     return formatters.get("text/plain")
 
 
-def _autoreload_mode(shell) -> str | None:
+def _reloader(shell):
     registry = getattr(getattr(shell, "magics_manager", None), "registry", None) or {}
-    reloader = getattr(registry.get("AutoreloadMagics"), "_reloader", None)
+    return getattr(registry.get("AutoreloadMagics"), "_reloader", None)
+
+
+def _aimported(shell) -> dict:
+    """The modules `%aimport name` marked to reload (what `%autoreload 1` reloads) and `%aimport -name` marked
+    never to (a module whose top-level code must not run again under `%autoreload 2`): after a move the one was
+    reloaded no more, the other reloaded, running its code again, without a word."""
+    reloader, saved = _reloader(shell), {}
+    for key, marks in (("aimport", "modules"), ("aimport_skip", "skip_modules")):
+        names = sorted(name for name in getattr(reloader, marks, None) or () if isinstance(name, str))
+        if names:
+            saved[key] = names
+    return saved
+
+
+def checked_autoreload(saved: dict) -> None:
+    """ValueError naming the field when "aimport" or "aimport_skip" is malformed."""
+    for key in ("aimport", "aimport_skip"):
+        names = saved.get(key, [])
+        if not (isinstance(names, list) and all(isinstance(n, str) and n for n in names)):
+            raise ValueError(key)
+
+
+def _autoreload_mode(shell) -> str | None:
+    reloader = _reloader(shell)
     if reloader is None:
         return None
     if not getattr(reloader, "enabled", False):
@@ -290,6 +315,7 @@ def restore(shell, saved: dict) -> list[str]:
             shell.run_line_magic("autoreload", mode)
         except Exception as exc:
             problems.append(f"%autoreload {mode} was not set again ({type(exc).__name__}: {exc})")
+        problems += _restore_aimported(shell, saved)
     if "precision" in saved:
         try:
             _plain_formatter(shell).float_precision = saved["precision"]
@@ -302,6 +328,20 @@ def restore(shell, saved: dict) -> list[str]:
                         "the old kernel's frames): %debug and %tb have none to show; run that cell again to inspect it")
     return (problems + _restore_config(shell, saved) + _restore_history(shell, saved) + usermagics.restore(shell, saved)
             + shellmodes.restore(shell, saved) + userhooks.restore(shell, saved))
+
+
+def _restore_aimported(shell, saved: dict) -> list[str]:
+    """Mark the modules as %aimport did (marking imports nothing: the variables' modules are loaded already)."""
+    marked, skipped = saved.get("aimport", []), saved.get("aimport_skip", [])
+    reloader = _reloader(shell)
+    if reloader is None:
+        lines = [f"%aimport {' '.join(marked)}"] * bool(marked) + [f"%aimport -{n}" for n in skipped]
+        return [f"{'; '.join(lines)} was not set again (autoreload is not loaded here): run it again"] if lines else []
+    for name in marked:
+        reloader.mark_module_reloadable(name)
+    for name in skipped:
+        reloader.mark_module_skipped(name)
+    return []
 
 
 def _restore_config(shell, saved: dict) -> list[str]:

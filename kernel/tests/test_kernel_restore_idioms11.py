@@ -15,8 +15,10 @@ SESSION = "work/idioms11.ipynb"
     ({"hooks": [["sys.settrace", 0, "log_cell", ""]]}, "hooks"),
     ({"hooks": [["ast_transformers", 0, "doubler"]]}, "hooks"),
     ({"hooks_lost": [3]}, "hooks_lost"),
+    ({"aimport": "helper"}, "aimport"),
+    ({"aimport_skip": [3]}, "aimport_skip"),
 ])
-def test_a_malformed_hook_in_a_checkpoint_is_named(saved, field):
+def test_a_malformed_hook_or_aimport_in_a_checkpoint_is_named(saved, field):
     from elastichub_kernel.context import checked
 
     with pytest.raises(ValueError, match=f"^{field}$"):
@@ -174,3 +176,36 @@ def test_faulthandler_the_notebook_enabled_stays_enabled_after_a_move(moved, run
     reply, _, kc = moved(SESSION, "import faulthandler\nfaulthandler.enable()")
     assert reply["ok"], reply
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(faulthandler.is_enabled()))") is True
+
+
+AIMPORT = r'''
+open("helper.py", "w").write("def f():\n    return 1\n")
+open("loader.py", "w").write("print('LOADING the data')\ndef g():\n    return 1\n")
+%load_ext autoreload
+%autoreload 1
+%aimport helper
+%aimport -loader
+import loader
+'''
+EDIT = r'''
+import os
+for name in ("helper.py", "loader.py"):
+    code = open(name).read()
+    open(name, "w").write(code.replace("return 1", "return 2"))
+    stamp = os.stat(name).st_mtime + 5  # newer for autoreload, whatever the clock's resolution
+    os.utime(name, (stamp, stamp))
+'''
+
+
+def test_the_modules_aimport_marked_are_reloaded_or_left_after_a_move(moved, run_cell):
+    """`%autoreload 1` + `%aimport helper`: after a move, editing helper.py took no effect (the mark was lost);
+    `%aimport -loader` (a module whose top-level code must not run again): the mark was lost too, so under
+    `%autoreload 2` it was reloaded, running its code again. Neither was said. The marks are carried."""
+    reply, _, kc = moved(SESSION, AIMPORT)
+    assert reply["ok"], reply
+    assert run_cell(kc, EDIT)["error"] is None
+    out = run_cell(kc, "print(helper.f(), loader.g())")  # %autoreload 1: the %aimport-ed module only
+    assert (out["error"], out["stdout"]) == (None, "2 1\n"), out
+    assert run_cell(kc, "%autoreload 2")["error"] is None
+    out = run_cell(kc, "print(loader.g())")  # %autoreload 2: all but the %aimport -loader one
+    assert (out["error"], out["stdout"]) == (None, "1\n"), out
