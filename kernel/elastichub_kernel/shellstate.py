@@ -93,15 +93,27 @@ def _config_sections(shell) -> dict:
 
 
 def _parts(shell) -> list:
-    """The shell's configurable parts, as %config finds them; the kernel's
-    application is not one a session sets (its ports, its files)."""
+    """The shell's configurable parts, as %config finds them, and its display formatters (`%pprint` turns the
+    plain one's pretty printing off, a cell sets `formatters["text/html"].enabled = False`: not parts %config
+    lists, and lost by a move without a word); the kernel's application is not one a session sets (its ports,
+    its files)."""
     from traitlets.config import Application
 
-    return [part for part in getattr(shell, "configurables", ()) if not isinstance(part, Application)]
+    parts = [part for part in getattr(shell, "configurables", ()) if not isinstance(part, Application)]
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    for part in (formatters.values() if isinstance(formatters, dict) else ()):
+        if not any(part is known for known in parts):
+            parts.append(part)
+    return parts
+
+
+# A display formatter's tables of printers: the libraries set theirs up again as they are imported (the inline
+# backend's for figures), the notebook's own are userhooks.py's; not settings a session makes with %config.
+_PRINTER_TABLES = frozenset({"type_printers", "deferred_printers", "singleton_printers"})
 
 
 def _settings(part) -> list[str]:
-    return sorted(type(part).class_traits(config=True))
+    return sorted(name for name in type(part).class_traits(config=True) if name not in _PRINTER_TABLES)
 
 
 def _plain(value):

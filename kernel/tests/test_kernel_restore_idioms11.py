@@ -209,3 +209,33 @@ def test_the_modules_aimport_marked_are_reloaded_or_left_after_a_move(moved, run
     assert run_cell(kc, "%autoreload 2")["error"] is None
     out = run_cell(kc, "print(loader.g())")  # %autoreload 2: all but the %aimport -loader one
     assert (out["error"], out["stdout"]) == (None, "1\n"), out
+
+
+FORMATTERS = r'''
+import matplotlib.pyplot as plt
+plt.plot([1, 2])
+plt.show()
+%config InlineBackend.figure_format = "svg"
+%pprint
+formatters = get_ipython().display_formatter.formatters
+formatters["text/plain"].max_seq_length = 5
+formatters["text/html"].enabled = False
+'''
+FORMATTERS_PROBE = r'''
+import json
+formatters = get_ipython().display_formatter.formatters
+print("FACTS" + json.dumps([formatters["text/plain"].pprint, formatters["text/plain"].max_seq_length,
+                            formatters["text/html"].enabled]))
+'''
+
+
+def test_how_the_notebook_set_outputs_to_print_stays_after_a_move(moved, run_cell):
+    """`%pprint` (pretty printing off), the plain formatter's max_seq_length, the HTML one turned off (a
+    DataFrame shown as text): after a move each was back as at start, without a word (the display formatters
+    are not among the parts %config lists)."""
+    reply, before, kc = moved(SESSION, FORMATTERS, lambda kc: run_cell.facts(kc, FORMATTERS_PROBE))
+    assert reply["ok"] and before == [False, 5, False], (reply, before)
+    first = run_cell(kc, FORMATTERS_PROBE)
+    # the printers the inline backend set up for figures are its own, set up again: nothing to say about them
+    assert first["error"] is None and "WARNING" not in first["stderr"], first
+    assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
