@@ -395,7 +395,8 @@ def checked(saved) -> None:
                             "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
                             "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
-                            "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip"}
+                            "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip",
+                            "dir_history", "dir_stack"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
@@ -434,6 +435,7 @@ def checked(saved) -> None:
         raise ValueError("xmode")
     shellstate.checked_config(saved)
     shellstate.checked_autoreload(saved)
+    shellstate.checked_directories(saved)
     usermagics.checked(saved)
     userhooks.checked(saved)
     shellmodes.checked(saved)

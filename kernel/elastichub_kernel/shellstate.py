@@ -6,7 +6,8 @@ loaded (`%load_ext autoreload`, `sql`, ...), autoreload's mode
 `%config InlineBackend.figure_format = "retina"`): the configurable
 settings of the shell's parts that differ from their values at start.
 Also the cell history: the execution counter (cell numbers go on where
-they were) and the cells' sources (``In``, ``_i<n>``, ``%history``), and
+they were) and the cells' sources (``In``, ``_i<n>``, ``%history``),
+``%cd``'s history and ``%pushd``'s stack, and
 their outputs where they cost nothing (outputs.py); and the magics the
 notebook's own functions make (usermagics.py), and the event callbacks
 and input transformers they are (userhooks.py). When the last cell failed,
@@ -20,8 +21,10 @@ effect in the next cell, and a cell shows the outputs it showed before.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
+from pathlib import PurePath
 
 from . import outputs, shellmodes, userhooks, usermagics
 
@@ -58,6 +61,7 @@ def capture(shell, at_start: frozenset, config_at_start: dict | None = None) -> 
     history = _history(shell)
     if history:
         saved["history"] = history
+    saved.update(_directories(shell))
     saved.update(usermagics.capture(shell))
     saved.update(userhooks.capture(shell))
     saved.update(_last_error(shell))
@@ -237,6 +241,43 @@ def _restore_history(shell, saved: dict) -> list[str]:
     return problems
 
 
+# Directories of `%cd`'s history kept, at most (the newest).
+DIR_HISTORY_MAX = 1000
+
+
+def _directories(shell) -> dict:
+    """`%cd`'s history (`_dh`, what `%cd -` and `%dhist` read) and `%pushd`'s stack: after a move `%cd -` said
+    "No previous directory", `%popd` "empty stack"."""
+    saved = {}
+    history, stack = _directory_lists(shell)
+    # paths only: something else a cell appended to _dh is not a directory %cd can go back to
+    if isinstance(history, list) and len(history) > 1:
+        saved["dir_history"] = [str(d) for d in history[-DIR_HISTORY_MAX:] if isinstance(d, (str, PurePath))]
+    if isinstance(stack, list) and stack:
+        saved["dir_stack"] = [str(d) for d in stack[-DIR_HISTORY_MAX:] if isinstance(d, (str, PurePath))]
+    return saved
+
+
+def _directory_lists(shell) -> tuple:
+    """(_dh, %pushd's stack): lists of the shell's (its history manager keeps _dh)."""
+    return getattr(getattr(shell, "history_manager", None), "dir_hist", None), getattr(shell, "dir_stack", None)
+
+
+def _restore_directories(shell, saved: dict) -> None:
+    for key, now in zip(("dir_history", "dir_stack"), _directory_lists(shell)):
+        if key in saved and isinstance(now, list):
+            kind = type(now[0]) if now and isinstance(now[0], (str, os.PathLike)) else str
+            now[:] = [kind(d) for d in saved[key]]  # in place: _dh is this list
+
+
+def checked_directories(saved: dict) -> None:
+    """ValueError naming the field when "dir_history" or "dir_stack" is malformed."""
+    for key in ("dir_history", "dir_stack"):
+        dirs = saved.get(key, [])
+        if not (isinstance(dirs, list) and len(dirs) <= DIR_HISTORY_MAX and all(isinstance(d, str) for d in dirs)):
+            raise ValueError(key)
+
+
 def checked_history(saved: dict) -> None:
     """ValueError when the context's "history" is malformed."""
     history = saved.get("history")
@@ -335,6 +376,7 @@ def restore(shell, saved: dict) -> list[str]:
             problems.append(f"%precision {saved['precision']} was not set again ({type(exc).__name__}: {exc})")
     if "xmode" in saved:
         shell.InteractiveTB.set_mode(mode=saved["xmode"])  # as %xmode does, without its message
+    _restore_directories(shell, saved)
     if saved.get("last_error"):
         problems.append(f"the last cell failed ({saved['last_error']}), and its traceback is not carried (it holds "
                         "the old kernel's frames): %debug and %tb have none to show; run that cell again to inspect it")

@@ -17,8 +17,10 @@ SESSION = "work/idioms11.ipynb"
     ({"hooks_lost": [3]}, "hooks_lost"),
     ({"aimport": "helper"}, "aimport"),
     ({"aimport_skip": [3]}, "aimport_skip"),
+    ({"dir_history": "/home"}, "dir_history"),
+    ({"dir_stack": [None]}, "dir_stack"),
 ])
-def test_a_malformed_hook_or_aimport_in_a_checkpoint_is_named(saved, field):
+def test_a_malformed_hook_aimport_or_directory_list_in_a_checkpoint_is_named(saved, field):
     from elastichub_kernel.context import checked
 
     with pytest.raises(ValueError, match=f"^{field}$"):
@@ -239,3 +241,22 @@ def test_how_the_notebook_set_outputs_to_print_stays_after_a_move(moved, run_cel
     # the printers the inline backend set up for figures are its own, set up again: nothing to say about them
     assert first["error"] is None and "WARNING" not in first["stderr"], first
     assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
+
+
+DIRECTORIES = r'''
+import os
+os.makedirs("data/raw", exist_ok=True)
+%cd -q data
+%pushd -q raw
+'''
+
+
+def test_cd_minus_and_popd_go_back_where_they_did_before_the_move(moved, run_cell):
+    """`%cd data`, `%pushd raw`: after a move the working directory came back, but `%popd` said "popd on empty
+    stack" and `%cd -` "No previous directory", and `_dh` had lost the session's directories."""
+    reply, _, kc = moved(SESSION, DIRECTORIES)
+    assert reply["ok"], reply
+    out = run_cell(kc, "%popd\nimport os\nprint(os.path.basename(os.getcwd()))\n%cd -q -\nprint(os.path.basename("
+                   "os.getcwd()), [os.path.basename(d) for d in _dh])")
+    assert out["error"] is None, out
+    assert out["stdout"].splitlines()[-2:] == ["data", "raw ['work', 'data', 'raw', 'data', 'raw']"], out
