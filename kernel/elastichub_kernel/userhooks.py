@@ -1,8 +1,9 @@
 """The notebook's own functions IPython calls on its own: event callbacks
 (``get_ipython().events.register("post_run_cell", log_cell)``), input
 transformers (``ip.input_transformers_cleanup.append(shout)``: a cell's
-own syntax) and AST transformers (``ip.ast_transformers.append(
-Timer())``). IPython keeps them in the shell, which a restore does not
+own syntax), AST transformers (``ip.ast_transformers.append(Timer())``)
+and display printers (``formatters["text/plain"].for_type(Fraction,
+as_ratio)``). IPython keeps them in the shell, which a restore does not
 carry: after a move the cell timer printed nothing, and a cell in the
 notebook's own syntax failed with a NameError, without a word. Also its
 signal handlers (``signal.signal(signal.SIGALRM, on_timeout)``, the
@@ -26,6 +27,7 @@ import types
 
 _EVENT = "events:"
 _SIGNAL = "signal:"
+_PRINTER = "printer:"  # printer:<mime type> <module>:<class qualname>
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
@@ -45,6 +47,14 @@ def _places(shell):
             continue
         if callable(handler):  # not SIG_DFL, SIG_IGN, or None (set outside Python)
             yield _SIGNAL + name, [handler]
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    for mime, formatter in (formatters.items() if isinstance(formatters, dict) else ()):
+        by_type, by_name = getattr(formatter, "type_printers", None), getattr(formatter, "deferred_printers", None)
+        printers = [((getattr(kind, "__module__", None), getattr(kind, "__qualname__", None)), fn)
+                    for kind, fn in (list(by_type.items()) if isinstance(by_type, dict) else ())]
+        for key, fn in printers + (list(by_name.items()) if isinstance(by_name, dict) else []):
+            if isinstance(key, tuple) and len(key) == 2 and all(isinstance(part, str) for part in key):
+                yield f"{_PRINTER}{mime} {key[0]}:{key[1]}", [fn]  # (module, name), as for_type_by_name takes
 
 
 def _unwrapped(hook):
@@ -75,6 +85,9 @@ def _shown(place: str, hook) -> str:
     what = getattr(hook, "__qualname__", None) or type(hook).__qualname__
     if place.startswith(_SIGNAL):
         return f"{what} (the {place[len(_SIGNAL):]} handler)"
+    if place.startswith(_PRINTER):
+        mime, _, kind = place[len(_PRINTER):].partition(" ")
+        return f"{what} (the {mime} printer of {kind.replace(':', '.')})"
     return f"{what} ({place[len(_EVENT):] + ' callback' if place.startswith(_EVENT) else place})"
 
 
@@ -106,7 +119,7 @@ def checked(saved: dict) -> None:
     kept, lost = saved.get("hooks", []), saved.get("hooks_lost", [])
     if not (isinstance(kept, list) and all(
             isinstance(h, list) and len(h) == 4 and isinstance(h[0], str)
-            and (h[0].startswith((_EVENT, _SIGNAL)) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
+            and (h[0].startswith((_EVENT, _SIGNAL, _PRINTER)) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
             and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
         raise ValueError("hooks")
     if not (isinstance(lost, list) and all(isinstance(v, str) for v in lost)):
@@ -143,6 +156,8 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
     """Put `hook` back at `place`; why not, or None."""
     if place.startswith(_SIGNAL):
         return _set_handler(place[len(_SIGNAL):], hook)
+    if place.startswith(_PRINTER):
+        return _set_printer(shell, place[len(_PRINTER):], hook)
     hooks = places.get(place)
     if hooks is None:
         return "this IPython has no such hook"
@@ -164,4 +179,18 @@ def _set_handler(name: str, handler) -> str | None:
         signal.signal(getattr(signal, name), handler)
     except (AttributeError, ValueError, OSError, TypeError) as exc:  # no such signal here, not the main thread, refused
         return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _set_printer(shell, where: str, printer) -> str | None:
+    """Register a display printer as `formatter.for_type` did, by its type's module and name: that imports
+    nothing (a library's type is found when it is first shown) and finds the notebook's class made again."""
+    mime, _, kind = where.partition(" ")
+    module, _, name = kind.partition(":")
+    formatter = (getattr(getattr(shell, "display_formatter", None), "formatters", None) or {}).get(mime)
+    if formatter is None:
+        return f"no {mime} formatter here"
+    if not (module and name.isidentifier()):  # found by name: a class inside another one is not
+        return f"{module}.{name} is not found by its name"
+    formatter.for_type_by_name(module, name, printer)
     return None

@@ -260,3 +260,37 @@ def test_cd_minus_and_popd_go_back_where_they_did_before_the_move(moved, run_cel
                    "os.getcwd()), [os.path.basename(d) for d in _dh])")
     assert out["error"] is None, out
     assert out["stdout"].splitlines()[-2:] == ["data", "raw ['work', 'data', 'raw', 'data', 'raw']"], out
+
+
+PRINTERS = r'''
+from fractions import Fraction
+class Money:
+    def __init__(self, cents):
+        self.cents = cents
+def as_ratio(value, p, cycle):
+    p.text(f"{value.numerator}/{value.denominator}")
+def as_euros(value, p, cycle):
+    p.text(f"EUR {value.cents / 100:.2f}")
+formatters = get_ipython().display_formatter.formatters
+formatters["text/plain"].for_type(Fraction, as_ratio)
+formatters["text/plain"].for_type(Money, as_euros)
+formatters["text/plain"].for_type_by_name("decimal", "Decimal", lambda value, p, cycle: p.text("D"))
+price = Money(1250)
+'''
+PRINTERS_PROBE = r'''
+import json
+plain = get_ipython().display_formatter.formatters["text/plain"]
+print("FACTS" + json.dumps([plain(Fraction(1, 3)), plain(price), plain(Money(5))]))
+'''
+
+
+def test_the_notebooks_display_printers_show_its_values_after_a_move(moved, run_cell):
+    """`formatters["text/plain"].for_type(Fraction, as_ratio)`, and one for a class of the notebook's: after a
+    move, values were shown as IPython's default again (`Fraction(1, 3)`, `<__main__.Money at 0x...>`),
+    without a word. Printers a variable holds are set again; a lambda's is named."""
+    reply, before, kc = moved(SESSION, PRINTERS, lambda kc: run_cell.facts(kc, PRINTERS_PROBE))
+    assert reply["ok"] and before == ["1/3", "EUR 12.50", "EUR 0.05"], (reply, before)
+    first = run_cell(kc, PRINTERS_PROBE)
+    assert first["error"] is None, first
+    assert "<lambda> (the text/plain printer of decimal.Decimal) are not carried" in first["stderr"], first
+    assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
