@@ -396,7 +396,7 @@ def checked(saved) -> None:
                             "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
                             "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
                             "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip",
-                            "dir_history", "dir_stack"}
+                            "dir_history", "dir_stack", "log"}
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
     if "cwd" in saved and not isinstance(saved["cwd"], str):

@@ -1,14 +1,17 @@
 """IPython modes a session switches with magics that are neither settings
 %config sees nor variables: the shell aliases it defines (``%alias lsdata
-ls -l data/``, ``%unalias``) and automatic debugging (``%pdb on``). They
-live in the shell object (its magics table, ``call_pdb``), so a restore
-lost them without a word: ``%lsdata`` was "not found", and the next
-failing cell no longer opened the debugger. Saved with the session's
+ls -l data/``, ``%unalias``), automatic debugging (``%pdb on``) and the
+session log (``%logstart -o session_log.py append``). They live in the
+shell object (its magics table, ``call_pdb``, its logger), so a restore
+lost them without a word: ``%lsdata`` was "not found", the next failing
+cell no longer opened the debugger, and the log recorded no more cells. Saved with the session's
 context (context.py, through shellstate.py) as the difference from the
 shell at start, and set again at restore.
 """
 
 from __future__ import annotations
+
+import os
 
 
 def _aliases(shell) -> dict:
@@ -20,8 +23,25 @@ def _aliases(shell) -> dict:
 
 
 def baseline(shell) -> dict:
-    """The aliases and %pdb at start (the kernelspec's config may set either)."""
-    return {"aliases": _aliases(shell), "pdb": bool(getattr(shell, "call_pdb", False))}
+    """The aliases, %pdb and whether a log is kept at start (the kernelspec's config may set each)."""
+    return {"aliases": _aliases(shell), "pdb": bool(getattr(shell, "call_pdb", False)),
+            "log": getattr(getattr(shell, "logger", None), "logfile", None) is not None}
+
+
+def _log(shell) -> dict | None:
+    """{"path", "output", "raw", "timestamp", "active"} of the log %logstart keeps, {"path": None} when its file
+    cannot be named (moved since, or a relative name and the working directory changed), None without one."""
+    logger = getattr(shell, "logger", None)
+    logfile = getattr(logger, "logfile", None)
+    if logfile is None:
+        return None
+    path = os.path.abspath(str(logger.logfname))
+    try:
+        found = os.path.samestat(os.fstat(logfile.fileno()), os.stat(path))
+    except (OSError, ValueError, AttributeError, TypeError):  # closed, not a file
+        found = False
+    return {"path": path if found else None, "output": bool(logger.log_output), "raw": bool(logger.log_raw_input),
+            "timestamp": bool(logger.timestamp), "active": bool(logger.log_active)}
 
 
 def capture(shell, at_start: dict | None) -> dict:
@@ -40,6 +60,9 @@ def capture(shell, at_start: dict | None) -> dict:
     pdb = bool(getattr(shell, "call_pdb", False))
     if pdb != at_start.get("pdb", False):
         saved["pdb"] = pdb
+    log = None if at_start.get("log") else _log(shell)
+    if log:
+        saved["log"] = log
     return saved
 
 
@@ -57,7 +80,24 @@ def restore(shell, saved: dict) -> list[str]:
             manager.undefine_alias(name)
     if "pdb" in saved:
         shell.call_pdb = saved["pdb"]
-    return problems
+    return problems + _restore_log(shell, saved.get("log"))
+
+
+def _restore_log(shell, log: dict | None) -> list[str]:
+    """Go on with the session log, appended to (never %logstart's over/backup/rotate again: the log so far stays)."""
+    logger = getattr(shell, "logger", None)
+    if not log or logger is None or logger.logfile is not None:  # none, or one this kernel keeps already
+        return []
+    if log["path"] is None:
+        return ["the session log %logstart kept is not carried (its file moved since, or was named relative to "
+                "a working directory the notebook left): run %logstart again"]
+    try:
+        logger.logstart(log["path"], loghead="", logmode="append", log_output=log["output"],
+                        timestamp=log["timestamp"], log_raw_input=log["raw"])
+    except (OSError, RuntimeError) as exc:
+        return [f"the session log {log['path']} was not started again ({type(exc).__name__}: {exc}): run %logstart"]
+    logger.log_active = log["active"]  # %logoff'd: kept off, as before
+    return []
 
 
 def checked(saved: dict) -> None:
@@ -70,3 +110,8 @@ def checked(saved: dict) -> None:
         raise ValueError("unaliased")
     if not isinstance(saved.get("pdb", False), bool):
         raise ValueError("pdb")
+    log = saved.get("log")
+    if log is not None and not (isinstance(log, dict) and set(log) == {"path", "output", "raw", "timestamp", "active"}
+                                and (log["path"] is None or isinstance(log["path"], str) and os.path.isabs(log["path"]))
+                                and all(isinstance(log[k], bool) for k in ("output", "raw", "timestamp", "active"))):
+        raise ValueError("log")

@@ -19,8 +19,9 @@ SESSION = "work/idioms11.ipynb"
     ({"aimport_skip": [3]}, "aimport_skip"),
     ({"dir_history": "/home"}, "dir_history"),
     ({"dir_stack": [None]}, "dir_stack"),
+    ({"log": {"path": "session_log.py", "output": False, "raw": False, "timestamp": False, "active": True}}, "log"),
 ])
-def test_a_malformed_hook_aimport_or_directory_list_in_a_checkpoint_is_named(saved, field):
+def test_a_malformed_shell_state_field_in_a_checkpoint_is_named(saved, field):
     from elastichub_kernel.context import checked
 
     with pytest.raises(ValueError, match=f"^{field}$"):
@@ -294,3 +295,16 @@ def test_the_notebooks_display_printers_show_its_values_after_a_move(moved, run_
     assert first["error"] is None, first
     assert "<lambda> (the text/plain printer of decimal.Decimal) are not carried" in first["stderr"], first
     assert json.loads(first["stdout"].split("FACTS", 1)[1]) == before
+
+
+def test_the_session_log_logstart_keeps_goes_on_after_a_move(moved, run_cell):
+    """`%logstart -o session_log.py append` (a course's "log your session"): after a move the log recorded no
+    more cells and `%logstate` said "Logging has not been activated", without a word. It goes on, appended to."""
+    reply, _, kc = moved(SESSION, "%logstart -q -o session_log.py over",
+                         lambda kc: run_cell(kc, "before_the_move = 41 + 1"))  # logged by the old kernel
+    assert reply["ok"], reply
+    assert run_cell(kc, "after_the_move = 7")["error"] is None
+    out = run_cell(kc, "print(open('session_log.py').read())")
+    assert out["error"] is None, out
+    # the log so far is kept (never %logstart's "over" again), the cell after the move is in it
+    assert "before_the_move = 41 + 1" in out["stdout"] and "after_the_move = 7" in out["stdout"], out
