@@ -72,12 +72,19 @@ def _notebook_made(hook, user_ns) -> bool:
     return type(hook).__module__ == "__main__"  # an object of a notebook class (an ast.NodeTransformer)
 
 
+def _notebook_hook(hook, user_ns) -> bool:
+    try:
+        return _notebook_made(_unwrapped(hook), user_ns)
+    except Exception:  # a notebook object whose attributes fail (its own __getattr__): capture names it
+        return True
+
+
 def others(setting: str, value, user_ns):
     """A shell setting's value without the notebook's own hooks (`ast_transformers` is a %config setting too:
     this module carries those, shellstate.py the rest)."""
     if setting not in _LISTS or not isinstance(value, list):
         return value
-    kept = [hook for hook in value if not _notebook_made(_unwrapped(hook), user_ns)]
+    kept = [hook for hook in value if not _notebook_hook(hook, user_ns)]
     return value if len(kept) == len(value) else kept
 
 
@@ -99,18 +106,21 @@ def capture(shell) -> dict:
     kept, lost = [], []
     for place, hooks in _places(shell):
         for position, hook in enumerate(list(hooks)):
-            hook = _unwrapped(hook)
-            if not _notebook_made(hook, user_ns):
-                continue
-            names = variables_by_id(shell) if names is None else names
-            owner = getattr(hook, "__self__", None)
-            if id(hook) in names:
-                kept.append([place, position, names[id(hook)], ""])
-            elif (isinstance(hook, types.MethodType) and id(owner) in names
-                  and getattr(owner, hook.__name__, None) == hook):
-                kept.append([place, position, names[id(owner)], hook.__name__])
-            else:
-                lost.append(_shown(place, hook))
+            try:
+                hook = _unwrapped(hook)
+                if not _notebook_made(hook, user_ns):
+                    continue
+                names = variables_by_id(shell) if names is None else names
+                owner = getattr(hook, "__self__", None)
+                if id(hook) in names:
+                    kept.append([place, position, names[id(hook)], ""])
+                elif (isinstance(hook, types.MethodType) and id(owner) in names
+                      and getattr(owner, hook.__name__, None) == hook):
+                    kept.append([place, position, names[id(owner)], hook.__name__])
+                else:
+                    lost.append(_shown(place, hook))
+            except Exception:  # a notebook object whose attributes fail: named, never a failed checkpoint
+                lost.append(f"a {type(hook).__name__} ({place})")
     return {**({"hooks": kept} if kept else {}), **({"hooks_lost": lost} if lost else {})}
 
 
@@ -131,15 +141,11 @@ def restore(shell, saved: dict) -> list[str]:
     problems = []
     places = dict(_places(shell))
     for place, position, var, method in saved.get("hooks", []):
-        hook = shell.user_ns.get(var)
-        if method:
-            hook = getattr(hook, method, None)
-        shown = _shown(place, hook) if hook is not None else f"{var}{'.' + method if method else ''} ({place})"
-        if hook is None or not (callable(hook) or place == "ast_transformers"):
-            problems.append(f"the notebook's hook {shown} was not registered again: {var}, which held it, was not "
-                            "restored; run the cell that registered it again")
-            continue
-        problem = _register(shell, places, place, position, hook)
+        shown = f"{var}{'.' + method if method else ''} ({place})"
+        try:
+            problem = _restore_one(shell, places, place, position, var, method)
+        except Exception as exc:  # the notebook's own object, looked at: never a failed restore
+            problem = f"{type(exc).__name__}: {exc}"
         if problem:
             problems.append(f"the notebook's hook {shown} was not registered again ({problem}); run the cell that "
                             "registered it again")
@@ -150,6 +156,15 @@ def restore(shell, saved: dict) -> list[str]:
                         "cells that registered them again" + ("; until then a signal does what it does by default "
                                                               "(SIGALRM, SIGUSR1 stop the kernel)" if signals else ""))
     return problems
+
+
+def _restore_one(shell, places: dict, place: str, position: int, var: str, method: str) -> str | None:
+    hook = shell.user_ns.get(var)
+    if method:
+        hook = getattr(hook, method, None)
+    if hook is None or not (callable(hook) or place == "ast_transformers"):
+        return f"{var}, which held it, was not restored"
+    return _register(shell, places, place, position, hook)
 
 
 def _register(shell, places: dict, place: str, position: int, hook) -> str | None:

@@ -308,3 +308,23 @@ def test_the_session_log_logstart_keeps_goes_on_after_a_move(moved, run_cell):
     assert out["error"] is None, out
     # the log so far is kept (never %logstart's "over" again), the cell after the move is in it
     assert "before_the_move = 41 + 1" in out["stdout"] and "after_the_move = 7" in out["stdout"], out
+
+
+ODD_HOOK = r'''
+import ast
+class Lenient(ast.NodeTransformer):
+    def __getattr__(self, name):  # a notebook class that answers every attribute its own way
+        raise RuntimeError(f"no {name} here")
+get_ipython().ast_transformers.append(Lenient())
+kept = 1
+'''
+
+
+def test_a_hook_whose_attributes_fail_is_named_never_a_failed_checkpoint(moved, run_cell):
+    """A transformer of a notebook class whose __getattr__ raises: looking at it must never cost the
+    checkpoint; it is named as not carried."""
+    reply, _, kc = moved(SESSION, ODD_HOOK)
+    assert reply["ok"], reply
+    first = run_cell(kc, "print(kept)")
+    assert first["error"] is None and first["stdout"] == "1\n", first
+    assert "a Lenient (ast_transformers)" in first["stderr"], first
