@@ -7,7 +7,7 @@ notebook is, excepted) nor the interpreter's library directories.
 
 At checkpoint time each is saved as (name, file, size, modification time),
 in the order the session loaded them, with the module-level values the
-session may have changed (engine.py pickles them with the variables, so
+session may have changed (statedump.py pickles them with the variables, so
 ``from helpers import CACHE`` is ``helpers.CACHE`` again): those rebound
 since the module was first seen (``helpers.SCALE = 2.5``: its bindings are
 noted when it appears, and compared after each cell), and the mutable
