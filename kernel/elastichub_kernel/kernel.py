@@ -10,7 +10,8 @@
   namespace then, and ``%elastic_restore`` brings it back;
 - tells the user, in the output of the first cell they run after a start,
   what was restored and what was not (and why);
-- live migration (livekernel.py, live.py): ``elastichub_live_request``.
+- live migration (livekernel.py, live.py): ``elastichub_live_request``;
+- checkpoints follow a renamed notebook (sessionfollow.py): ``elastichub_session_request``.
 
 Import cost matters (start-to-ready): this module imports nothing beyond
 ipykernel and the standard library; serializer/engine load on first use.
@@ -32,13 +33,14 @@ from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import NO_SESSION_NOTE, sendable
+from .sessionfollow import SessionFollowMixin
 from .shutdownguard import ShutdownGuardMixin
 from .threadwatch import ThreadWatch
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, RESTART_MARKER, check_private_dir, default_root,
-                      ensure_private_dir, move_session_dir, remove_stale_files, session_key)
+                      ensure_private_dir, remove_stale_files)
 
 
-class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
+class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
     implementation = "elastic-python"
     implementation_version = __version__
     banner = "Elastic Python: IPython with automatic checkpoint/restore (ElasticHub)"
@@ -472,54 +474,6 @@ class ElasticKernel(ShutdownGuardMixin, LiveMigrationMixin, IPythonKernel):
             content = self.checkpoint_asked(request)
         content = {k: v for k, v in content.items() if k not in ("mtime_ns", "size", "written_at")}
         self.session.send(stream, "elastichub_checkpoint_reply", sendable(content), parent, ident=ident)
-
-    def _session_dir_for(self, session_name: str) -> str:
-        return os.path.join(self.checkpoint_root, session_key(
-            session_name or None, server_name=os.environ.get("JUPYTERHUB_SERVER_NAME")))
-
-    async def elastichub_session_request(self, stream, ident, parent):
-        name = (parent.get("content") or {}).get("session_name")
-        self.session.send(stream, "elastichub_session_reply", self.follow_session(name), parent, ident=ident)
-
-    def follow_session(self, name) -> dict:
-        """The notebook now has the path `name` (renamed, or saved under
-        another name: the server's session says so). Its checkpoints follow
-        it: after a move, the kernel the notebook starts is keyed by the new
-        path, and would otherwise find nothing to restore."""
-        if not isinstance(name, str) or not name.strip():
-            return {"status": "error", "ok": False, "error": "'session_name' must be the notebook's path"}
-        new_dir = self._session_dir_for(name)
-        if new_dir == self.session_dir:
-            return {"status": "ok", "ok": True, "moved": False, "checkpoint_dir": self.session_dir}
-        refused = self._live_refuses_checkpoint() or (
-            self._live_precopy and "a live migration of this kernel is under way")
-        if refused:
-            return {"status": "error", "ok": False, "error": f"{refused}: its checkpoints stay under "
-                    f"{self.session_name!r} for now"}
-        # Not while a cell runs: it may be writing a checkpoint (%elastic_checkpoint).
-        if not self._state_lock.acquire(timeout=self.shutdown_busy_timeout):
-            return {"status": "error", "ok": False, "error": "a cell is running: its checkpoints stay under "
-                    f"{self.session_name!r} for now"}
-        try:
-            old_dir = self.session_dir
-            # Started without a notebook path, it left its folder's checkpoint alone (another notebook's,
-            # maybe): that is not this notebook's to take along.
-            foreign = not self.session_name and self._skipped_restore
-            try:
-                replaced = None if foreign else move_session_dir(old_dir, new_dir)
-            except OSError as exc:
-                return {"status": "error", "ok": False,
-                        "error": f"cannot move {old_dir} to {new_dir}: {exc.strerror or exc}"}
-            if foreign:
-                self._skipped_restore = False
-            self.session_name, self.session_dir = name, new_dir
-            os.environ["JPY_SESSION_NAME"] = name
-            if self.last_checkpoint and self.last_checkpoint.get("path", "").startswith(old_dir + os.sep):
-                self.last_checkpoint["path"] = new_dir + self.last_checkpoint["path"][len(old_dir):]
-        finally:
-            self._state_lock.release()
-        self.log.info("ElasticHub: the notebook is now %s: checkpoints in %s", name, new_dir)
-        return {"status": "ok", "ok": True, "moved": not foreign, "checkpoint_dir": new_dir, "replaced": replaced}
 
     async def elastichub_status_request(self, stream, ident, parent):
         self.session.send(stream, "elastichub_status_reply", sendable(self.status()), parent, ident=ident)
