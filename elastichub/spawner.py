@@ -23,9 +23,10 @@ from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
 
 from . import __version__, podmeta, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
-from .spawnerchecks import (INTERNAL_SSL_UNSUPPORTED, AdminChecks, bad_choice, bad_configuration, configuration_problem,
-                            shared_pod_name_problem, typed_choices)
+from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configuration_problem, shared_pod_name_problem,
+                            typed_choices)
 from .spawnerevents import EventIndex
+from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
 from .spawnerway import PodInTheWay
 
@@ -349,8 +350,6 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
     def start(self):
         if self._config_problems:
             raise bad_configuration("; ".join(self._config_problems.values()))
-        if self.internal_ssl:  # before KubeSpawner makes the pod's certificate secret and Service
-            raise bad_configuration(INTERNAL_SSL_UNSUPPORTED)
         shared = shared_pod_name_problem(self.pod_name_template, self.name)
         if shared:
             raise bad_configuration(shared)
@@ -450,6 +449,17 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
     async def _checkpoint(self, url: str, purpose: str) -> CheckpointOutcome:
         """Checkpoint the kernels of this server's pod at `url`; `purpose`,
         for the log, is followed by the server's name."""
+        try:  # internal_ssl: the server asks for a certificate of the hub's, as the hub's own calls present
+            tls = hub_client_ssl(self.user.settings) if self.internal_ssl else None
+        except InternalSSLProblem as e:
+            outcome = CheckpointOutcome(FAILED, reason=str(e), at=time.time())
+        else:
+            outcome = await self._ask_checkpoint(url, purpose, tls)
+        log = self.log.warning if outcome.status == FAILED else self.log.info
+        log("ElasticHub checkpoint %s %s: %s", purpose, self._log_name, outcome.summary())
+        return outcome
+
+    async def _ask_checkpoint(self, url: str, purpose: str, tls) -> CheckpointOutcome:
         token, minted = self.api_token, None
         if not token:
             # After a hub restart the server's own token is gone from memory
@@ -464,13 +474,11 @@ class ElasticSpawner(AdminChecks, PodInTheWay, KubeSpawner):
         # queued behind ten slow checkpoints went on without its own.
         http = AsyncHTTPClient(force_instance=True)
         try:
-            outcome = await request_checkpoint(http, url, token, self.checkpoint_timeout)
+            outcome = await request_checkpoint(http, url, token, self.checkpoint_timeout, ssl_options=tls)
         finally:
             http.close()
             if minted:
                 self._revoke(minted)
-        log = self.log.warning if outcome.status == FAILED else self.log.info
-        log("ElasticHub checkpoint %s %s: %s", purpose, self._log_name, outcome.summary())
         return outcome
 
     def _revoke(self, token: str) -> None:

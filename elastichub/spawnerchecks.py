@@ -50,13 +50,6 @@ def configuration_problem(error: web.HTTPError) -> str | None:
     return error.args[0] if error.log_message == _BAD_CONFIGURATION and error.args else None
 
 
-# Refused at the start rather than found out at the first stop or move.
-INTERNAL_SSL_UNSUPPORTED = (
-    "JupyterHub.internal_ssl is on, which ElasticSpawner does not support yet: its checkpoint before a stop does "
-    "not present the hub's internal certificates, so every stop would go ahead with a failed checkpoint; "
-    "set c.JupyterHub.internal_ssl = False")
-
-
 def shared_pod_name_problem(template: str, server_name: str) -> str | None:
     """Why a named server may not start with this pod_name_template (None
     when it may): without a field of the server's name every server of a

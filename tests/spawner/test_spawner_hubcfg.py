@@ -12,14 +12,16 @@ from elastichub import podmeta
 from spawnertools import said, spawner
 
 
-async def test_internal_ssl_is_refused_at_the_start_naming_the_setting():
-    """The checkpoint before a stop and the orchestrator's calls do not present the hub's
-    internal certificates: every stop would go ahead with a failed checkpoint."""
+async def test_internal_ssl_is_started_as_kubespawner_starts_it(monkeypatch):
+    """It was refused ("Bad ElasticHub configuration: JupyterHub.internal_ssl ..."): the checkpoint before a stop
+    did not present the hub's certificate. It does now (test_spawner_internal_ssl.py): KubeSpawner's start makes
+    the pod's certificate secret and Service."""
+    from kubespawner import KubeSpawner
+
+    monkeypatch.setattr(KubeSpawner, "start", lambda self: "KubeSpawner's start")
     s = spawner()
     s.internal_ssl = True  # not a setting of the spawner's: the hub passes its own when it builds one
-    with pytest.raises(web.HTTPError) as err:
-        s.start()
-    said(err, "JupyterHub.internal_ssl")
+    assert s.start() == "KubeSpawner's start"
 
 
 @pytest.mark.parametrize("setting, value, words", [
