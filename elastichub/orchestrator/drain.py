@@ -32,6 +32,7 @@ from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
 from .drainterms import DrainTimeouts, MoveAborted, MoveReport, NodeGone, NotRestarted, Paused
 from .fanout import each
+from .hold import Hold
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveBusy, LiveMoveFailed, LiveUnsupported, destination_name
@@ -65,6 +66,7 @@ class Drain:
         self.record: dict = {}
         self.outcome = "in-flight"  # stopped | rolled-back | failed
         self.closing = False  # set at shutdown: finish the move in flight, begin no other
+        self.holds_unknown = False  # resumed: a server checkpointed by the last run may hold its cells
 
     # -- the record on the Node ---------------------------------------------------------
 
@@ -97,6 +99,7 @@ class Drain:
         """Go on with a drain from its record; `abandon`: why it is rolled back instead."""
         self.record = load_drain(text) or {}
         self.record.setdefault("servers", {})
+        self.holds_unknown = True
         log.info("resuming the drain of %s (state %s)", self.node, self.record.get("state"))
         if abandon or self.record.get("state") == ABORTING:
             await self._roll_back(abandon or "finishing a roll-back left unfinished (a restart, or the hub or "
@@ -191,25 +194,36 @@ class Drain:
             except LiveUnsupported as e:
                 log.info("%s cannot move live (%s): moving it by a restart", pod.server, e)
                 report.method = "restart"
+        hold = Hold(self.hub, server)
+        try:
+            await self._move_restart(pod, server, report, hold)
+        except BaseException:  # not stopped (a hub error, a roll-back, the orchestrator stopping): no cell waits
+            await hold.end()
+            raise
+
+    async def _move_restart(self, pod: PodRecord, server: HubServer, report: MoveReport, hold: Hold) -> None:
+        """Break-before-make; `hold` on from the checkpoint until the hub takes the stop."""
         try:
             while True:
                 kernels = await self._wait_idle(server)
+                hold.on = True
                 outcome = await self.hub.checkpoint(server, self.t.checkpoint, hold_s=self.t.freeze_lease)
                 report.checkpoint = outcome.to_dict()
                 # A server without the kernel package is safe to move only when it runs no kernel.
                 if not (outcome.ok or (outcome.status == UNSUPPORTED and not kernels)):
-                    await self.hub.end_hold(server)
+                    await hold.end()
                     raise MoveAborted(f"checkpoint of {pod.server}: {outcome.summary()}")
                 # Held since (no cell runs on to be cut by the stop): a cell sent, to run now, or a terminal.
                 busy = any(k.get("execution_state") == "busy" for k in await self.hub.kernels(server))
                 if not busy and not self._terminals_in_use(await self.hub.terminals(server)):
                     break
-                await self.hub.end_hold(server)
+                await hold.end()
                 await self._wait_terminals_quiet(server)
         except (MoveAborted, HubError) as e:
             # Stopped from the hub page (or culled) meanwhile: the hub's stop checkpointed it, and the
             # server's answers were the hub's (a 403 page, a 424) rather than the server's.
             if await self._stopped_meanwhile(pod):
+                hold.on = False  # stopping: its cells are kept from the stop
                 await self._skip_stopped(pod, report)
                 return
             report.outcome, report.error = "aborted", str(e)
@@ -243,9 +257,11 @@ class Drain:
             if await self._stopped_meanwhile(pod):
                 raise NotRestarted(await self._left_stopped(pod.server))
             await self.hub.stop(pod.user, pod.server_name)
+            hold.on = False  # the stop is under way: a cell sent now is answered "did not run"
             await self._wait_stopped(pod)
             report.destination = await self._start(pod.server)
         except NotRestarted as e:  # off this node all the same: the drain goes on
+            hold.on = False
             report.outcome, report.error = "skipped", str(e)
             self.on_move(report)
             return
@@ -505,7 +521,10 @@ class Drain:
                     and p.holds_resources]
             server = await self._server(entry["user"], entry["name"], time.monotonic() + self.t.start)
             if server is not None and server.ready and here and not any(p.terminating for p in here):
-                continue  # never stopped: the loop moves it again from the start (checkpoint included)
+                # Never stopped: the loop moves it again from the start (checkpoint included). Its
+                # checkpoint's hold may still keep a cell waiting (the last run ended, or crashed, after it).
+                await Hold(self.hub, server, on=self.holds_unknown).end()
+                continue
             if entry.get("stop_sent") is False and server is None and not here:
                 # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.
                 report = MoveReport(key, self.node)
@@ -522,6 +541,7 @@ class Drain:
             except NotRestarted as e:
                 report.outcome, report.error = "skipped", str(e)
             self.on_move(report)
+        self.holds_unknown = False  # this run's own moves end their holds
 
     # -- the VM and the end -------------------------------------------------------------
 
