@@ -436,10 +436,10 @@ class ElasticOrchestrator(Application):
             version = await hub.check()
         except HubError as e:
             await api.close()
+            await hub.close()
             raise StartupError(f"cannot use the hub API at {self.hub_api_url}: {e}") from None
         self.log.info("hub %s at %s; servers reached through %s", version, self.hub_api_url, self.proxy_url)
-        proxy_problem = await hub.proxy_problem()  # said, not fatal: a managed service's failed start ends the hub's
-        if proxy_problem:
+        if proxy_problem := await hub.proxy_problem():  # said only: a managed service's failed start ends the hub's
             self.log.warning(proxy_problem)
         nodes = Informer("nodes", core.list_node, lambda o: node_record(o, self.tier_label), object_name,
                          watch_timeout=self.watch_timeout, label_selector=self.tier_label)
@@ -447,7 +447,7 @@ class ElasticOrchestrator(Application):
                         watch_timeout=self.watch_timeout)
         controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings,
                                 kube_pods=KubePods(core), timetable=self.timetable_file, history=history)
-        return controller, closers
+        return controller, closers + [hub.close]
 
     async def run(self) -> None:
         controller, closers = await self.build_controller()

@@ -2,11 +2,11 @@
 
 A cloud node holds 30-60 servers, and a busy hub answers each REST call in
 0.2-2 s. One by one, asking each server something before a drain took
-minutes (30 servers x 4 calls x 2 s); all at once, the calls queued in
-tornado's shared HTTP client (ten requests at a time), where one that waits
-for its turn longer than its connect timeout fails: the servers late in the
-queue went unasked. `HUB_FANOUT` servers at a time keep the hub's queue short
-and well inside that client's ten.
+minutes (30 servers x 4 calls x 2 s); all at once, the calls queued in the
+hub client's HTTP client (hub.HTTP_MAX_CLIENTS requests at a time), where one
+that waits for its turn longer than its connect timeout fails: the servers
+late in the queue went unasked. `HUB_FANOUT` servers at a time keep the hub's
+queue short and leave that client room for the other fan-outs running.
 """
 
 from __future__ import annotations

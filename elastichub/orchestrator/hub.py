@@ -49,6 +49,13 @@ NEEDED_SCOPES = ("list:users", "read:users", "read:servers", "start:servers", "d
 # request (a checkpoint may take half an hour) never starts on one about to expire.
 SERVER_TOKEN_S = 3 * 3600
 
+# Requests in flight at once from the hub client's own HTTP client, not tornado's process-wide one (ten,
+# shared with the status page's HubOAuth): there a request queued past its connect timeout failed. Each
+# drain, pre-drain check and re-read of unmovable servers asks HUB_FANOUT (fanout.py) servers at once,
+# several of them run together (one drain per node), and a checkpoint holds its request while it is
+# written (up to its timeout). Past this many, requests wait for a turn, then fail as above.
+HTTP_MAX_CLIENTS = 64
+
 # What to do about an https hub (or proxy) whose certificate the orchestrator does not trust: the
 # standard variable OpenSSL reads, set where the orchestrator starts.
 UNTRUSTED = ("its certificate is not one this host trusts (self-signed, or a private CA's): name a PEM file "
@@ -129,11 +136,15 @@ class HubClient:
         self.token = token
         self.timeout = timeout
         self.ssl_context = ssl_context  # internal_ssl: the hub's certificate for this service (tls.py)
-        self.http = AsyncHTTPClient()
+        self.http = AsyncHTTPClient(force_instance=True, max_clients=HTTP_MAX_CLIENTS)  # close() ends it
         self.me: dict = {}  # the hub's model of the token's owner (check())
         self._server_tokens: dict[tuple[str, str], tuple[str, float]] = {}  # (user, name) -> (token, minted at)
         self._token_lifetime_s = SERVER_TOKEN_S  # lowered to the hub's token_expires_in_max_seconds
         self.clock = time.monotonic  # times the tokens' renewal
+
+    async def close(self) -> None:
+        """At shutdown: the client's connections and its resolver."""
+        self.http.close()
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
                      accept: str = "application/json", token: str | None = None) -> tuple[int, object, dict]:
