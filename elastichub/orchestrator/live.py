@@ -166,7 +166,13 @@ def failures(results, phase: str) -> list[str]:
     """The kernels a phase failed on, each with its error; a malformed answer is one failure."""
     if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
         return [f"{phase}: malformed answer {str(results)[:120]!r}"]
-    return [f"kernel {r.get('kernel_id')}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
+    return [f"{_about(r)}: {r.get('error') or 'failed'}" for r in results if r.get("ok") is not True]
+
+
+def _about(result: dict) -> str:
+    """Whom a phase's result is about: its kernel, or (no kernel id) the server as a whole, e.g. a retire
+    refused while a kernel start is still under way (a kernel not yet listed would escape the move)."""
+    return f"kernel {result['kernel_id']}" if result.get("kernel_id") else "the server"
 
 
 def understood(results) -> bool:
@@ -200,7 +206,7 @@ def kernel_drift(frozen: list, kernels: set) -> list[str]:
     since (its notebook closed, its last state saved) would live on at the
     destination with the older pre-copy state; one started since would have
     no kernel there: either way the move is undone and tried afresh."""
-    frozen_ids = {r.get("kernel_id") for r in frozen}
+    frozen_ids = {r["kernel_id"] for r in frozen if r.get("kernel_id")}  # none: about the server, no kernel
     return ([f"kernel {k}: shut down since the move began" for k in sorted(kernels - frozen_ids)]
             + [f"kernel {k}: started since the move began" for k in sorted(map(str, frozen_ids - kernels))])
 

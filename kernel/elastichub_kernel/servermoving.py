@@ -147,8 +147,10 @@ class MoveGate:
                 await self._idle.wait()
         except TimeoutError:
             self.log.warning("elastichub: %d kernel start(s) still under way at retire", self.starting)
-            return [{"kernel_id": None, "ok": False, "phase": "retire",
-                     "error": f"{self.starting} kernel(s) still starting after {START_WAIT_S:g} s; not retired"}]
+            # The user's doing (a notebook opened, a kernel restarted), as a running cell is: "busy".
+            return [{"kernel_id": None, "ok": False, "phase": "retire", "busy": True,
+                     "error": f"{self.starting} kernel start(s) still under way after {START_WAIT_S:g} s; "
+                              "not retired"}]
         return []
 
     def open(self) -> None:

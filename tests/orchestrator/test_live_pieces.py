@@ -393,3 +393,19 @@ async def test_no_kernel_is_frozen_while_another_of_the_server_still_runs_a_cell
     server = HubServer("alice", "", True, None, "/user/alice/", {}, None, None)
     await move._final_step("http://src/", "http://dst/", {"k1", "k2"}, lambda name: None, server)
     assert hub.busy_at_freeze is False and move.phases["attempts"] == 1
+
+
+def test_a_retire_refused_for_a_kernel_start_still_under_way_names_the_server_not_kernel_none():
+    """The source's answer holds, besides its kernels' results, one about the server without a kernel
+    id: the move's error read "kernel None: ...", and "kernel None: started since the move began"
+    with every kernel "shut down since the move began"."""
+    from elastichub.orchestrator.live import LiveMoveBusy, kernel_drift, refuse
+
+    retired = [{"kernel_id": "k", "ok": True, "retired": True},
+               {"kernel_id": None, "ok": False, "phase": "retire", "busy": True,
+                "error": "1 kernel start(s) still under way after 60 s; not retired"}]
+    assert failures(retired, "retire") == ["the server: 1 kernel start(s) still under way after 60 s; not retired"]
+    assert kernel_drift(retired, {"k"}) == []
+    with pytest.raises(LiveMoveBusy) as refused:  # the user's doing: the server can move live next time
+        refuse(retired, "retire", kernel_drift(retired, {"k"}))
+    assert str(refused.value) == "retire: the server: 1 kernel start(s) still under way after 60 s; not retired"
