@@ -37,6 +37,7 @@ PHASES = ("precopy", "freeze", "retire", "thaw", "apply")
 MOVED_MESSAGE = ("ElasticHub was moving this server to another node as this cell was sent: it did not run. "
                  "Run it again.")
 _POLL_S = 0.02
+_SAY_HELD_S = 3.0  # a cell held longer than this says why it waits (a pause is usually over sooner)
 
 
 class LiveMigrationMixin:
@@ -71,13 +72,16 @@ class LiveMigrationMixin:
     async def _live_gate(self) -> bool:
         """Wait until a cell may run; hold the state lock on True. False:
         retired. KeyboardInterrupt: the user interrupted the wait."""
-        interrupted, saved = [], None
+        interrupted, saved, since = [], None, time.monotonic()
         try:
             while True:
                 phase = self._live_enter()
                 if phase == "retired":
                     return False
                 if phase == "frozen":
+                    if since is not None and time.monotonic() - since > _SAY_HELD_S:
+                        since = None  # said once per cell
+                        self._say_held()
                     if saved is None and threading.current_thread() is threading.main_thread():
                         # Like ipykernel's async cells: SIGINT (Interrupt) ends
                         # the wait; raised inside the event loop it would be lost.
@@ -103,6 +107,14 @@ class LiveMigrationMixin:
             self._live_pending = False
             self._live_base = dict(self._live_base, buffers=None)
         return True
+
+    def _say_held(self) -> None:
+        """Why a cell waits: without a word, a cell held for a move looked hung for up to a minute."""
+        end = self._live_lease_end
+        left = f" (at most {max(end - time.monotonic(), 0):.0f} s more)" if end is not None else ""
+        print(f"ElasticHub is moving this server to another node: this cell waits{left}. It runs as soon "
+              "as the move lets it; if the server moves first, you will be told it did not run.",
+              file=sys.stderr, flush=True)
 
     def _not_run_reply(self, message: str) -> dict:
         """A cell that was not run: said on stderr, and an error reply (no traceback)."""

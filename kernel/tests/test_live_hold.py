@@ -57,3 +57,20 @@ def test_a_thaw_lets_the_held_cell_run_and_the_lease_ends_a_hold_by_itself(tmp_p
     assert control_request(kc, "elastichub_status_request")["content"]["live"]["held"] is False
     bad = checkpoint(control_request, kc, hold_s="long")
     assert bad["ok"] is False and "'hold_s' must be a number of seconds" in bad["error"]
+
+
+def test_a_cell_held_for_more_than_a_moment_says_why_it_waits(tmp_path, start_elastic_kernel, run_cell,
+                                                              control_request):
+    """A held cell waited without a word, up to the lease (a minute): it looked hung."""
+    km, kc, msg_id = held_with_a_waiting_cell(tmp_path, start_elastic_kernel, run_cell, control_request)
+    said = []
+    while not said:  # the held cell's own output, before it runs
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            said.append(msg["content"])
+    assert said[0]["name"] == "stderr", said
+    assert said[0]["text"].startswith("ElasticHub is moving this server to another node: this cell waits (at most ")
+    assert "if the server moves first, you will be told it did not run" in said[0]["text"]
+    assert live(control_request, kc, "thaw")["ok"] is True
+    reply = kc.get_shell_msg(timeout=30)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
