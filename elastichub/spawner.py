@@ -23,7 +23,7 @@ from . import __version__, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configuration_problem, shared_pod_name_problem,
                             typed_choices)
-from .spawnerevents import EventIndex
+from .spawnerevents import EventIndex, page_message
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
@@ -389,7 +389,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         known: this generator is cut off when the spawn completes."""
         if self.events_enabled:
             await self._start_watching_events()
-        started, seen, announced, progress = time.monotonic(), set(), set(), 0.0
+        started, seen, shown, announced, progress = time.monotonic(), set(), set(), set(), 0.0
         last_patience = 0.0
         while True:
             done = self._start_future is not None and self._start_future.done()
@@ -404,9 +404,12 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
                     if event["metadata"]["uid"] in seen:
                         continue
                     seen.add(event["metadata"]["uid"])
+                    message = page_message(event)
+                    if message in shown:  # the scheduler's next try, in other words: the same for the student
+                        continue
+                    shown.add(message)
                     progress += (90 - progress) / 3  # approach 90 %, as KubeSpawner does
-                    yield {"progress": int(progress), "raw_event": event, "message": "%s [%s] %s" % (
-                        event["lastTimestamp"] or event["eventTime"], event["type"], event["message"])}
+                    yield {"progress": int(progress), "raw_event": event, "message": message}
             for extra in self._elastic_events(announced, final=done):
                 yield extra
             if done:

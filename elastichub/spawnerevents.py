@@ -14,6 +14,25 @@ import time
 from collections.abc import Callable
 
 
+# What a student reads for the cluster's warnings: the scheduler's "0/9 nodes are available: 3 node(s) didn't
+# match Pod's node affinity/selector" or the kubelet's "Back-off restarting failed container notebook in pod
+# jupyter-ada_jhub(...)" name Kubernetes' parts and suggest a fault where most often there is only a wait.
+# The event itself stays in `raw_event` (the progress API), and with `kubectl describe pod`, for the staff.
+WAITING = "ElasticHub: your server is waiting for a node that can run it; it starts as soon as there is one."
+TROUBLE = ("ElasticHub: something held up the start of your server (the cluster reports {reason!r}); it may still "
+           "start. If it has not started within a few minutes, ask the course staff and mention {reason!r}.")
+
+
+def page_message(event: dict) -> str:
+    """The line a spawn page shows for `event`: the cluster's own words for its ordinary steps (the node
+    chosen, the image pulled, the container started), plain ones for its warnings."""
+    if event.get("type") != "Warning":
+        return "%s [%s] %s" % (_when(event), event.get("type"), event.get("message"))
+    if event.get("reason") == "FailedScheduling":
+        return WAITING
+    return TROUBLE.format(reason=str(event.get("reason") or "a warning"))
+
+
 def _when(event: dict) -> str:
     return event.get("lastTimestamp") or event.get("eventTime") or ""
 

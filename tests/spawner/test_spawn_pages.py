@@ -71,3 +71,45 @@ async def test_the_open_spawn_pages_look_through_the_namespaces_events_once_not_
         mine = sorted((e for e in events.resources.values() if e["involvedObject"]["uid"] == f"pod-{i}"),
                       key=lambda e: e["lastTimestamp"])
         assert said["raw_event"] is mine[0], "each page tells its own pod's oldest event first"
+
+
+async def _page_of(monkeypatch, pod_events: list[dict]) -> list[str]:
+    """What one spawn page shows of its pod's `pod_events` (its start already done: one last look)."""
+    events = Events({e["metadata"]["uid"]: {"involvedObject": {"uid": "pod-a"}, "eventTime": None, **e}
+                     for e in pod_events})
+    monkeypatch.setattr(ElasticSpawner, "event_reflector", property(lambda self: Reflector(events)))
+    monkeypatch.setattr(ElasticSpawner, "events_enabled", True)
+
+    async def watching():
+        pass
+
+    s = spawner()
+    s._start_watching_events = watching
+    s._current_pod = lambda: {"metadata": {"uid": "pod-a"}}
+    s._start_future = asyncio.get_running_loop().create_future()
+    s._start_future.set_result(None)
+    return [e["message"] async for e in s.progress()]
+
+
+async def test_a_spawn_page_shows_the_clusters_warnings_in_plain_words(monkeypatch):
+    """The scheduler's "0/9 nodes are available: ... node affinity/selector" and the kubelet's back-off were
+    shown as they are: Kubernetes' words, a [Warning], and the same wait told again at each of its tries."""
+    shown = await _page_of(monkeypatch, [
+        {"metadata": {"uid": "e1"}, "lastTimestamp": "2026-12-03T14:00:00Z", "type": "Warning",
+         "reason": "FailedScheduling", "message": "0/9 nodes are available: 9 Insufficient memory. preemption: "
+         "0/9 nodes are available: 9 No preemption victims found for incoming pod."},
+        {"metadata": {"uid": "e2"}, "lastTimestamp": "2026-12-03T14:01:00Z", "type": "Warning",
+         "reason": "FailedScheduling", "message": "0/10 nodes are available: 1 node(s) had untolerated taint "
+         "{node.kubernetes.io/not-ready: }, 9 node(s) didn't match Pod's node affinity/selector."},
+        {"metadata": {"uid": "e3"}, "lastTimestamp": "2026-12-03T14:04:00Z", "type": "Normal",
+         "reason": "Scheduled", "message": "Successfully assigned jhub/jupyter-ada to cloud-1"},
+        {"metadata": {"uid": "e4"}, "lastTimestamp": "2026-12-03T14:05:00Z", "type": "Warning",
+         "reason": "BackOff", "message": "Back-off restarting failed container notebook in pod jupyter-ada_jhub"},
+    ])
+    assert len(shown) == 3, shown  # the scheduler's second try says nothing new to the student
+    waiting, scheduled, trouble = shown
+    assert "waiting for a node" in waiting and "starts as soon as" in waiting
+    assert scheduled.endswith("[Normal] Successfully assigned jhub/jupyter-ada to cloud-1")
+    assert "ask the course staff" in trouble and "BackOff" in trouble
+    for line in (waiting, trouble):
+        assert not any(word in line for word in ("Warning", "pod", "affinity", "Insufficient", "preemption")), line
