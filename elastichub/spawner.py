@@ -17,13 +17,13 @@ from kubespawner import KubeSpawner
 from sqlalchemy.orm import object_session
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
-from traitlets import Bool, Float, Integer, TraitError, Unicode, validate
+from traitlets import Bool, Float, Integer, TraitError, Unicode, default, validate
 
 from . import __version__, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configuration_problem, shared_pod_name_problem,
                             typed_choices)
-from .spawnerevents import EventIndex, page_message
+from .spawnerevents import STILL_STARTING, EventIndex, page_message, spawn_age
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
@@ -101,6 +101,10 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         before its pod can start, then for its image: 600 by default. c.KubeSpawner.start_timeout
         (zero-to-jupyterhub's singleuser.startTimeout) applies too.""",
     )
+
+    @default("slow_spawn_message")
+    def _still_starting(self):
+        return STILL_STARTING
 
     mem_limit = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_limit"))
     mem_guarantee = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_guarantee"))
@@ -390,6 +394,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         if self.events_enabled:
             await self._start_watching_events()
         started, seen, shown, announced, progress = time.monotonic(), set(), set(), set(), 0.0
+        started -= spawn_age(self.orm_spawner)
         last_patience = 0.0
         while True:
             done = self._start_future is not None and self._start_future.done()

@@ -10,6 +10,7 @@ grouped and sorted here once per `max_age` for every page.
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 
@@ -31,6 +32,22 @@ def page_message(event: dict) -> str:
     if event.get("reason") == "FailedScheduling":
         return WAITING
     return TROUBLE.format(reason=str(event.get("reason") or "a warning"))
+
+
+# KubeSpawner's "Server launch is taking longer than expected. Please be patient!" told a student whose server
+# waits for a cloud node (minutes, and the page has just said about how many) that something was wrong.
+STILL_STARTING = "Your server is still starting ({seconds} s so far); the event log below says what it waits for."
+
+
+def spawn_age(orm_spawner) -> float:
+    """Seconds since the hub began this start (0 when it does not say): a page opened, or reloaded, in
+    the middle of a start counts from there, not from its own opening."""
+    began = getattr(orm_spawner, "started", None)
+    if not isinstance(began, datetime.datetime):
+        return 0.0
+    now = datetime.datetime.now(datetime.timezone.utc)
+    began = began if began.tzinfo else began.replace(tzinfo=datetime.timezone.utc)  # the hub's naive UTC
+    return max((now - began).total_seconds(), 0.0)
 
 
 def _when(event: dict) -> str:

@@ -4,6 +4,9 @@ its pod's Kubernetes Events, against thousands of events in the namespace."""
 from __future__ import annotations
 
 import asyncio
+import datetime
+import re
+from types import SimpleNamespace
 
 from spawnertools import spawner
 
@@ -113,3 +116,24 @@ async def test_a_spawn_page_shows_the_clusters_warnings_in_plain_words(monkeypat
     assert "ask the course staff" in trouble and "BackOff" in trouble
     for line in (waiting, trouble):
         assert not any(word in line for word in ("Warning", "pod", "affinity", "Insufficient", "preemption")), line
+
+
+async def test_a_page_opened_during_a_long_start_counts_from_the_start_and_does_not_call_the_wait_unexpected(
+        monkeypatch):
+    """KubeSpawner's patience line said "taking longer than expected" while a cloud node booted (minutes, and
+    the page had just said about how many), and counted from the page's opening: reloaded after 4 minutes,
+    it said "Current time spent waiting: 60 seconds"."""
+    monkeypatch.setattr(ElasticSpawner, "events_enabled", False)
+    s = spawner()
+    began = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(seconds=240)
+    s.orm_spawner = SimpleNamespace(server=None, started=began)  # the hub's record: naive UTC
+    s._current_pod = lambda: None
+    s._start_future = asyncio.get_running_loop().create_future()  # still starting
+    page = s.progress()
+    try:
+        first = (await page.__anext__())["message"]
+    finally:
+        await page.aclose()
+    assert "longer than expected" not in first and "still starting" in first, first
+    seconds = int(re.search(r"(\d+) s so far", first).group(1))
+    assert seconds >= 240, first
