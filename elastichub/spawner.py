@@ -23,7 +23,7 @@ from . import __version__, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configuration_problem, shared_pod_name_problem,
                             typed_choices)
-from .spawnerevents import STILL_STARTING, EventIndex, page_message, spawn_age
+from .spawnerevents import STILL_STARTING, EventIndex, NotStartedInTime, page_message, spawn_age
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
@@ -368,6 +368,16 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         saved = self.last_checkpoint is not None and self.last_checkpoint.kernels > 0
         self._restoring = self.last_checkpoint if saved else None
         self._moved_from = self.last_node if saved else None
+
+    async def _start(self):
+        # Ended a little before the hub's own limit (which cancels it and says nothing to the user),
+        # with an error that says why: the hub's clock started a moment before this one.
+        limit = self.start_timeout
+        try:
+            async with asyncio.timeout(limit - min(10.0, limit / 10)):
+                return await super()._start()
+        except TimeoutError:  # KubeSpawner's own, at a profile's shorter start_timeout, too
+            raise NotStartedInTime(min(limit, self.start_timeout), self._current_pod()) from None
 
     def _elastic_events(self, announced: set[str], final: bool):
         """ElasticHub's progress events not yet announced. The move is told

@@ -1,4 +1,5 @@
-"""The namespace's Kubernetes Events, grouped by the object they are about, for the spawn pages.
+"""What the spawn pages show: the namespace's Kubernetes Events, grouped by the object they are about, in
+words a student reads; the error a start that ran out of time ends with.
 
 Each open spawn page (the hub's progress stream) looks for its pod's events
 four times a second. Read through KubeSpawner's `EventReflector.events`,
@@ -37,6 +38,24 @@ def page_message(event: dict) -> str:
 # KubeSpawner's "Server launch is taking longer than expected. Please be patient!" told a student whose server
 # waits for a cloud node (minutes, and the page has just said about how many) that something was wrong.
 STILL_STARTING = "Your server is still starting ({seconds} s so far); the event log below says what it waits for."
+
+
+class NotStartedInTime(TimeoutError):
+    """A TimeoutError, as the hub's own limit raises (its log line, its metrics' "timeout"), that says on
+    the spawn page what happened: the hub's own is bare, and the page read "Spawn failed: " and nothing."""
+
+    def __init__(self, seconds: float, pod: dict | None):
+        waited = f"{round(seconds / 60)} minutes" if seconds >= 120 else f"{round(seconds)} s"
+        phase = ((pod or {}).get("status") or {}).get("phase")
+        if not ((pod or {}).get("spec") or {}).get("nodeName"):
+            why = "it was still waiting for a node that can run it"
+        elif phase == "Pending":
+            why = "its node was still preparing it"
+        else:
+            why = "it was not yet answering"
+        self.jupyterhub_message = (f"Your server did not start within {waited}: {why}. Try again in a few "
+                                   "minutes; if it fails again, ask the course staff.")
+        super().__init__(self.jupyterhub_message)
 
 
 def spawn_age(orm_spawner) -> float:

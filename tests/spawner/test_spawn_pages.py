@@ -8,6 +8,9 @@ import datetime
 import re
 from types import SimpleNamespace
 
+import pytest
+from jupyterhub.utils import format_exception
+from kubespawner import KubeSpawner
 from spawnertools import spawner
 
 from elastichub.spawner import ElasticSpawner
@@ -137,3 +140,26 @@ async def test_a_page_opened_during_a_long_start_counts_from_the_start_and_does_
     assert "longer than expected" not in first and "still starting" in first, first
     seconds = int(re.search(r"(\d+) s so far", first).group(1))
     assert seconds >= 240, first
+
+
+@pytest.mark.parametrize("pod, why", [
+    (None, "waiting for a node that can run it"),
+    ({"metadata": {"uid": "p"}, "spec": {}, "status": {"phase": "Pending"}}, "waiting for a node that can run it"),
+    ({"metadata": {"uid": "p"}, "spec": {"nodeName": "cloud-1"}, "status": {"phase": "Pending"}},
+     "its node was still preparing it"),
+])
+async def test_a_start_that_runs_out_of_time_says_so_and_what_to_do(monkeypatch, pod, why):
+    """The hub's own start_timeout cancels the start and raises a bare TimeoutError: after 10 minutes of
+    waiting for room, the spawn page read "Spawn failed: " and nothing more."""
+    async def never_ready(self):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(KubeSpawner, "_start", never_ready)
+    s = spawner(start_timeout=1)
+    s._current_pod = lambda: pod
+    with pytest.raises(TimeoutError) as err:  # still one to the hub: its log line, its metrics
+        async with asyncio.timeout(5):  # the hub's own limit, a little later than the spawner's clock
+            await s._start()
+    message, _ = format_exception(err.value)
+    assert message.startswith("Your server did not start within 1 s: "), message
+    assert why in message and "ask the course staff" in message, message
