@@ -42,8 +42,12 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
         starts = [boot_started[n] for n in booting if n in boot_started]
         eta = ""
         if boot_s is not None and starts:
-            left = max(min(starts) + boot_s - now, 0.0)
-            eta = f" (about {max(round(left / 60), 1)} min)"
+            left = min(starts) + boot_s - now
+            if left > 0:
+                eta = f" (about {max(round(left / 60), 1)} min)"
+            else:  # no time is known: "about 1 min" told a user 10 minutes into a slow boot it was nearly over
+                eta = f" ({'it is' if len(booting) == 1 else 'they are'} taking longer than usual to start)"
+                situation += ":late"  # told again: the time a user was given has passed
         which = (f"cloud node {booting[0]} is starting" if len(booting) == 1
                  else f"cloud nodes {', '.join(booting)} are starting")
         message = (f"ElasticHub: the on-premises nodes are full, so {which} for the servers waiting; "

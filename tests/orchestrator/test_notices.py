@@ -40,8 +40,20 @@ def test_a_booting_cloud_node_is_named_with_the_time_left_once_per_situation():
 def test_no_estimate_without_a_boot_time_and_never_below_a_minute():
     send, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, None, NOW, {})
     assert send[0][1].endswith("as soon as there is room.")
+    soon, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 280}, 290, NOW, {})
+    assert soon[0][1].endswith("(about 1 min).")
+
+
+def test_a_boot_past_its_estimate_tells_no_time_left():
+    """A boot 1000 s along with 290 s expected told a newcomer "(about 1 min)": untrue, and nobody knows."""
     late, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, 290, NOW, {})
-    assert late[0][1].endswith("(about 1 min).")
+    assert late[0][1].endswith("as soon as there is room (it is taking longer than usual to start).")
+    assert "min)" not in late[0][1]
+    # Told "about 4 min" at the boot's start, a user hears again once those minutes have passed, once.
+    told = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 60}, 290, NOW, {})[1]
+    again, told = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 60}, 290, NOW + 300, told)
+    assert [m for _, m in again] == [late[0][1]]
+    assert notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 60}, 290, NOW + 360, told)[0] == []
 
 
 def test_every_node_full_and_while_the_policy_may_still_start_one_nothing():
