@@ -31,8 +31,9 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
             onprem_only: list[tuple[PodRecord, str]] = ()) -> tuple[list[tuple[PodRecord, str]], dict]:
     """([(pod, message)] to send, the new `told`): `waiting` are the pods of
     the servers in the policy's queue, `onprem_only` those no cloud node
-    can run, with why (observe); `told` maps a pod's key to the situation
-    it was last told about."""
+    can run, with why (observe: Kubernetes' words, "required node
+    affinity", for the admin's status page, not the user); `told` maps a
+    pod's key to the situation it was last told about."""
     booting = sorted({n.name for n in snapshot.nodes if n.tier is Tier.CLOUD and n.status is NodeStatus.BOOTING}
                      | set(boot_started))
     clouds = [n for n in snapshot.nodes if n.tier is Tier.CLOUD]
@@ -67,9 +68,9 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
         now_told[pod.key] = situation or told.get(pod.key, "")
         if situation and told.get(pod.key) != situation:
             out.append((pod, cloud_message if cloud_message and pod.server in cloud_only else message))
-    for pod, why in onprem_only:
+    for pod, _ in onprem_only:
         now_told[pod.key] = "on-prem only"
         if told.get(pod.key) != "on-prem only":
-            out.append((pod, f"ElasticHub: the on-premises nodes that can run this server are full, and the "
-                             f"cloud nodes cannot run it ({why}); it starts as soon as one of them has room."))
+            out.append((pod, "ElasticHub: this server can run only on some of the on-premises nodes (its settings), "
+                             "not on cloud nodes, and those are full; it starts as soon as one of them has room."))
     return out, now_told

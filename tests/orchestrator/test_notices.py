@@ -68,10 +68,14 @@ def test_every_node_full_and_while_the_policy_may_still_start_one_nothing():
 
 
 def test_a_server_no_cloud_node_can_run_is_told_why():
+    """In plain words: it was told Kubernetes' ("... cannot run it (required node affinity)"), which the
+    admin reads on the status page."""
     gpu = waiting("gpu")[0]
-    send, told = notices(nodes(NodeStatus.STOPPED), [], {}, 290, NOW, {}, [(gpu, "node selector gpu=a100")])
-    assert send == [(gpu, "ElasticHub: the on-premises nodes that can run this server are full, and the cloud "
-                          "nodes cannot run it (node selector gpu=a100); it starts as soon as one of them has room.")]
+    for why in ("node selector gpu=a100", "required node affinity", "taint gpu=yes:NoSchedule"):
+        send, told = notices(nodes(NodeStatus.STOPPED), [], {}, 290, NOW, {}, [(gpu, why)])
+        assert send == [(gpu, "ElasticHub: this server can run only on some of the on-premises nodes (its "
+                              "settings), not on cloud nodes, and those are full; it starts as soon as one of them "
+                              "has room.")]
     assert notices(nodes(NodeStatus.STOPPED), [], {}, 290, NOW, told, [(gpu, "node selector gpu=a100")])[0] == []
 
 
