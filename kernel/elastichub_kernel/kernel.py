@@ -244,13 +244,12 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
         """Restore the session's checkpoint into the namespace; queue/return
         the message for the user. Never raises."""
         from .engine import restore_or_reject
-        from .messages import format_rejection, format_restore
+        from .messages import format_rejection, format_restore, not_restored
 
         try:
             problem = _dir_problem(self.session_dir)
             if problem:
-                note = (f"ElasticHub: the checkpoint was NOT restored: directory {problem}. "
-                        "The kernel started with a clean namespace.")
+                note = not_restored(f"the checkpoint's folder {problem}")
                 report, rejected = None, None
             else:
                 # A live-migration destination leaves the source's files be.
@@ -265,9 +264,10 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
                 note = None
                 self._live_base = {"base_id": base.get("base_id"),
                                    "buffers": base.get("buffers") if self._live_pending else None}
-        except Exception as exc:  # belt and braces: a start must never fail
+        except Exception:  # belt and braces: a start must never fail
             self.log.exception("ElasticHub restore failed")
-            report, rejected, note = None, None, f"ElasticHub: restore failed ({type(exc).__name__}: {exc}); started clean."
+            report, rejected, note = None, None, not_restored("an unexpected error in ElasticHub (the kernel's log "
+                                                              "has it)")
         if report is not None or rejected:
             # The checkpoint start skipped is restored (or set aside): no longer one to keep.
             self._skipped_restore = False

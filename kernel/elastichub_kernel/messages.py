@@ -55,13 +55,21 @@ NO_SESSION_NOTE = ("ElasticHub: this kernel was started without a notebook path 
                    "which may be another notebook's. Run %elastic_restore to bring it back.")
 
 
+# Every restore that brought nothing back says so in these words: "a clean namespace" told a student
+# nothing, and none of these messages said what to do.
+STARTED_EMPTY = "This kernel started without your saved variables: run your notebook's cells again to re-create them."
+
+
+def not_restored(why: str, staff: bool = True) -> str:
+    """The message of a restore that did not happen; `staff`: a fault the course staff should hear of."""
+    return (f"ElasticHub: your variables were NOT restored: {why}. {STARTED_EMPTY}"
+            + (" If this happens again, tell the course staff." if staff else ""))
+
+
 def format_rejection(rejected: dict) -> str:
     kept = rejected.get("kept_as")
-    where = f"It was set aside (kept) as {kept}." if kept else "It could not be moved and was left in place."
-    return (
-        f"ElasticHub: the checkpoint {rejected['path']} was NOT restored: {rejected['reason']}. "
-        f"The kernel started with a clean namespace. {where}"
-    )
+    where = f"; the file was kept as {kept}" if kept else "; the file could not be moved and was left in place"
+    return not_restored(f"the checkpoint {rejected['path']} could not be used ({rejected['reason']}){where}")
 
 
 def format_live_arrival(report: dict) -> str:

@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 
-from .messages import _when
+from .messages import STARTED_EMPTY, _when
 from .storage import CHECKPOINT_NAME, ensure_private_dir
 
 UNSAVED_MARKER = "shutdown-unsaved"
@@ -157,7 +157,7 @@ class ShutdownGuardMixin:
             tail = (f" %elastic_restore brings back the checkpoint{_saved_when(self._checkpoint_path())}, "
                     "without what was done after it.")
         else:
-            tail = " No earlier checkpoint was restored: the kernel started with a clean namespace."
+            tail = f" No earlier checkpoint was restored. {STARTED_EMPTY}"
         self._notes.append(head + tail)
 
     def _checkpoint_path(self) -> str:

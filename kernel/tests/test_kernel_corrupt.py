@@ -58,7 +58,10 @@ def test_untrusted_checkpoint_means_clean_start_message_and_file_kept(
     assert out["error"] is None, out
     assert json.loads(out["stdout"]) == [False, []]  # clean start, no library pulled in
     message = out["stderr"]
-    assert path in message and expected_reason in message and "clean namespace" in message, message
+    assert path in message and expected_reason in message, message
+    # What it means and what to do, in a student's words ("a clean namespace" said neither).
+    assert "your variables were NOT restored" in message and "run your notebook's cells again" in message, message
+    assert "tell the course staff" in message and "namespace" not in message, message
 
     directory = os.path.dirname(path)
     kept = [name for name in os.listdir(directory) if name.startswith(CHECKPOINT_NAME + ".rejected-")]
@@ -94,3 +97,19 @@ def test_the_restore_report_waits_for_a_cell_the_user_runs(tmp_path, start_elast
     assert not any("ElasticHub" in text for text in streams), streams
     out = run_cell(kc, "print(len(x))")
     assert out["stdout"].strip() == "1000" and "ElasticHub: restored 3 variable(s)" in out["stderr"], out
+
+
+def test_a_checkpoint_in_a_folder_others_may_write_is_not_restored_and_the_student_is_told_what_to_do(
+        tmp_path, start_elastic_kernel, stop_elastic_kernel, run_cell):
+    """It said "directory ... is group/world-writable. The kernel started with a clean namespace.": what that
+    means for the student's variables, and what to do, was not said."""
+    session = "work/loose.ipynb"
+    path = _write_good_checkpoint(tmp_path, session)
+    os.chmod(os.path.dirname(path), 0o777)
+    km, kc = start_elastic_kernel(tmp_path, session_name=session)
+    out = run_cell(kc, "print('x' in globals())")
+    stop_elastic_kernel(km, kc)
+    assert out["stdout"].strip() == "False", out
+    message = out["stderr"]
+    assert "your variables were NOT restored" in message and os.path.dirname(path) in message, message
+    assert "run your notebook's cells again" in message and "namespace" not in message, message

@@ -108,7 +108,7 @@ def test_a_failed_shutdown_checkpoint_is_said_with_its_reason(tmp_path, start_el
     out = _ok(run_cell, kc, "print('marker' in globals())")
     assert out["stdout"].strip() == "False"
     assert "NOT all saved" in out["stderr"] and "No space left on device" in out["stderr"], out
-    assert "clean namespace" in out["stderr"], out
+    assert "run your notebook's cells again" in out["stderr"] and "namespace" not in out["stderr"], out
 
 
 def test_sigterm_to_an_idle_kernel_with_unsaved_work_is_said(tmp_path, start_elastic_kernel, run_cell):
@@ -160,5 +160,5 @@ def test_the_note_goes_next_to_the_root_when_the_session_directory_refuses_it(tm
     kernel._mark_unsaved("OSError: read-only file system")
     assert (tmp_path / f".nb-0123.{UNSAVED_MARKER}").exists()
     kernel._note_unsaved_shutdown()
-    assert "read-only file system" in kernel._notes[0] and "clean namespace" in kernel._notes[0]
+    assert "read-only file system" in kernel._notes[0] and "run your notebook's cells again" in kernel._notes[0]
     assert not (tmp_path / f".nb-0123.{UNSAVED_MARKER}").exists()
