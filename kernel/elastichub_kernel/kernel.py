@@ -223,9 +223,9 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
                 if os.path.lexists(path):
                     self._skipped_restore = True
                     self._notes.append(
-                        f"ElasticHub: kernel restarted with a clean namespace. Run %elastic_restore to bring "
-                        f"back the last checkpoint{_saved_when(path)}. It is kept until this session has "
-                        "variables of its own: its next checkpoint then saves them instead."
+                        f"ElasticHub: the kernel restarted without your variables, as a restart does. To get back "
+                        f"those of the last checkpoint{_saved_when(path)}, run %elastic_restore before you create "
+                        "variables of your own: once you have, the next checkpoint saves them instead."
                     )
                 return
         if not any(os.path.lexists(os.path.join(self.session_dir, name))

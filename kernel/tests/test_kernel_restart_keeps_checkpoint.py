@@ -32,7 +32,9 @@ def test_read_only_cells_after_a_restart_keep_the_checkpoint(tmp_path, start_ela
     before = os.stat(path)
     out = run_cell(kc, "%elastic_status")
     assert out["error"] is None and "%elastic_restore" in out["stderr"]
-    assert "variables of its own" in out["stderr"], out["stderr"]  # says when the checkpoint is replaced
+    assert "variables of your own" in out["stderr"], out["stderr"]  # says when the checkpoint is replaced
+    # In a student's words, and what to do first ("restarted with a clean namespace" said neither).
+    assert "run %elastic_restore before you create" in out["stderr"] and "namespace" not in out["stderr"], out
     assert run_cell(kc, "print('just looking')\n1 + 1")["error"] is None
     reply = control_request(kc, "elastichub_checkpoint_request")["content"]
     assert reply["ok"] is True and reply["bytes"] == 0 and "kept" in reply["note"], reply
