@@ -21,12 +21,22 @@ from .quantity import QuantityError, parse_quantity
 _BAD_CONFIGURATION = "Bad ElasticHub configuration: %s"
 
 
+# Said to the user after what only the hub's staff can fix: the problem names settings and Kubernetes'
+# objects, which the staff need and a student can do nothing about ("kubectl delete pod").
+FOR_STAFF = "This is not something you did or can fix: tell the course staff, and show them this message."
+
+
+def for_staff(message: str) -> str:
+    """`message`, as the user reads it: followed by who can fix it."""
+    return f"{message.rstrip('.')}. {FOR_STAFF}"
+
+
 def bad_configuration(problem: str) -> web.HTTPError:
     """The error a bad setting ends a start with: one line naming it, logged
-    without a traceback and answered to the user as it is (raised inside a
+    without a traceback and answered to the user with whom to tell (raised inside a
     spawn, a plain HTTPError reaches the API as "Internal Server Error")."""
     error = web.HTTPError(500, _BAD_CONFIGURATION, problem)
-    error.jupyterhub_message = _BAD_CONFIGURATION % problem
+    error.jupyterhub_message = for_staff(_BAD_CONFIGURATION % problem)
     return error
 
 

@@ -12,6 +12,7 @@ from tornado import web
 
 from . import podmeta
 from .checkpoint_client import FAILED
+from .spawnerchecks import for_staff
 
 
 def pod_in_the_way(problem: str) -> web.HTTPError:
@@ -19,7 +20,7 @@ def pod_in_the_way(problem: str) -> web.HTTPError:
     one line for the log and the user, as a bad setting's."""
     message = f"ElasticHub did not start the server: {problem}"
     error = web.HTTPError(409, "%s", message)
-    error.jupyterhub_message = message
+    error.jupyterhub_message = for_staff(message)
     return error
 
 

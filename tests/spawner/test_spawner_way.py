@@ -70,6 +70,7 @@ async def test_a_running_pod_that_cannot_checkpoint_or_of_another_server_is_left
     with pytest.raises(web.HTTPError) as err:
         await s.stop(True)
     assert words in err.value.jupyterhub_message and "it is not deleted" in err.value.jupyterhub_message
+    assert "tell the course staff" in err.value.jupyterhub_message  # not the student's to do: "kubectl delete pod"
     assert ("delete", True) not in calls and ("delete", False) not in calls
 
 
