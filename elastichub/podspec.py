@@ -313,6 +313,9 @@ def restore_message(kernels: int, nbytes: int, unsaved: int = 0) -> str:
     noun = "kernel" if kernels == 1 else "kernels"
     # A kernel that could not checkpoint (a stock python3 one) lost its variables: said, not hidden by the rest.
     lost = (f"; {unsaved} other {'kernel' if unsaved == 1 else 'kernels'} could not save "
-            f"{'its' if unsaved == 1 else 'their'} variables") if unsaved else ""
+            f"{'its' if unsaved == 1 else 'their'} variables: run {'its' if unsaved == 1 else 'their'} "
+            "notebook's cells again") if unsaved else ""
+    # A few variables are a few kB: "0.0 MB saved" read as nothing saved.
+    size = f"{nbytes / 1e6:.1f} MB" if nbytes >= 50_000 else "less than 0.1 MB"
     return (f"Your variables will be restored when the notebook's kernel starts "
-            f"({kernels} {noun}, {nbytes / 1e6:.1f} MB saved{lost})")
+            f"({kernels} {noun}, {size} saved{lost})")

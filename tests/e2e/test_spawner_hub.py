@@ -12,7 +12,7 @@ import pytest
 from hubtools import open_notebook
 from localcluster.lc_clustertools import wait_for
 
-from elastichub import podmeta
+from elastichub import podmeta, podspec
 from elastichub.localcluster.config import default_config
 from elastichub.spawner import STATE_KEY
 
@@ -103,8 +103,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
 
     messages = [e.get("message", "") for e in events]
     moving = f"Moving your server from {old_node} to {new_node}"
-    restoring = (f"Your variables will be restored when the notebook's kernel starts "
-                 f"(1 kernel, {saved['bytes'] / 1e6:.1f} MB saved)")
+    restoring = podspec.restore_message(1, saved["bytes"])
     assert moving in messages and restoring in messages, messages
     assert messages.index(moving) < messages.index(restoring) < len(messages) - 1  # before "Server ready"
     # The cluster's events are the new pod's only, not the old one's of the same name.

@@ -103,9 +103,12 @@ def test_progress_messages():
     assert podspec.restore_message(2, 12_500_000) == (
         "Your variables will be restored when the notebook's kernel starts (2 kernels, 12.5 MB saved)")
     assert "(1 kernel, " in podspec.restore_message(1, 10)
+    # A few small variables: "0.0 MB saved" read as nothing saved.
+    assert podspec.restore_message(1, 4_000).endswith("(1 kernel, less than 0.1 MB saved)")
+    assert podspec.restore_message(1, 50_000).endswith("(1 kernel, 0.1 MB saved)")
     assert podspec.restore_message(1, 2_000_000, unsaved=1) == (
         "Your variables will be restored when the notebook's kernel starts (1 kernel, 2.0 MB saved; "
-        "1 other kernel could not save its variables)")
+        "1 other kernel could not save its variables: run its notebook's cells again)")
 
 
 def test_an_annotation_swap_tests_the_value_it_replaces():

@@ -480,7 +480,7 @@ async def test_same_node_no_move_message_and_the_restore_is_told_at_the_end(monk
     s._plan_announcements()
     monkeypatch.setattr(s, "_current_pod", lambda: None)
     assert [e["message"] for e in s._elastic_events(set(), final=True)] == [
-        "Your variables will be restored when the notebook's kernel starts (1 kernel, 0.0 MB saved)"]
+        "Your variables will be restored when the notebook's kernel starts (1 kernel, less than 0.1 MB saved)"]
 
 
 async def test_the_example_config_gives_a_valid_spawner():
