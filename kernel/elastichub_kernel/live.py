@@ -29,6 +29,7 @@ import time
 from .engine import (_PURE_PREFIX, build_namespace, checked_imports, checked_records, dump_state, file_index,
                      finish_references, import_modules, migrated_names, restore_after_load, restore_context)
 from .loader import Bindings
+from .messages import STARTED_EMPTY
 from .ownimports import dependency
 from .storage import (CHECKPOINT_NAME, DELTA_NAME, LIVE_BASE_NAME, CheckpointRejected, read_checkpoint, read_index,
                       set_aside, write_checkpoint)
@@ -297,10 +298,13 @@ def _newer(a, b) -> bool:
 
 
 def _delta_note(report, path, reason, kept) -> dict:
-    where = f"it was set aside as {kept}" if kept else "it was left in place"
-    note = (f"WARNING: the live-migration delta {path} was NOT applied ({reason}); "
-            f"{where}. The variables above are those of the pre-copy "
-            "checkpoint, which may be older than the state you last saw.")
+    # In the student's words ("the live-migration delta ... the pre-copy checkpoint" named ElasticHub's
+    # parts), with what to do.
+    where = f"was kept as {kept}" if kept else "was left in place"
+    then = ("Your variables are as they were a little before the move: run again the cells you ran last before "
+            "it." if report is not None else STARTED_EMPTY)
+    note = (f"ElasticHub: WARNING: the last changes to your variables before your server moved were NOT restored "
+            f"({reason}; the file {path} {where}). {then}")
     if report is None:
         return dict(path=path, created=None, migrated=[], recomputed=[], not_restorable=[], failed_now=[],
                     differs=[], bytes=None, seconds=0.0, notes=[note])

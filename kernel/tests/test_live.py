@@ -542,3 +542,17 @@ def test_notebook_code_run_by_the_delta_sees_the_sources_values_and_a_refused_ap
     assert applied["ok"] is True and applied["differs"] == [], applied
     assert live(control_request, src, "retire")["ok"] is True
     assert run_cell(dst, CODE_AT_LOAD_PROBE)["stdout"] == before
+
+
+@pytest.mark.parametrize("report", [None, {"migrated": ["a"], "recomputed": [], "notes": []}])
+def test_a_move_whose_last_changes_could_not_be_applied_says_so_in_the_students_words(report):
+    """It said "WARNING: the live-migration delta ... was NOT applied ...; the variables above are those of the
+    pre-copy checkpoint": ElasticHub's parts, and nothing of what to do."""
+    from elastichub_kernel import live as live_module
+
+    note = live_module._delta_note(report, "/home/s/.elastichub/nb/delta.ehk", "checksum mismatch in the index",
+                                   "/home/s/.elastichub/nb/delta.ehk.rejected-1")["notes"][-1]
+    assert note.startswith("ElasticHub: WARNING: the last changes to your variables before your server moved "
+                           "were NOT restored (checksum mismatch in the index"), note
+    assert "delta.ehk.rejected-1" in note and "live-migration" not in note and "pre-copy" not in note, note
+    assert ("run again the cells you ran last" if report else "run your notebook's cells again") in note, note
