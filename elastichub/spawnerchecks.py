@@ -44,7 +44,12 @@ def bad_choice(option: str, typed: str, problem: str) -> web.HTTPError:
     """The error for a value the user typed into a profile option's free-form
     field ("Other...", KubeSpawner's unlisted_choice): the user's mistake (400)."""
     error = web.HTTPError(400, "Your choice %r for %s cannot be used: %s", typed, option, problem)
-    error.jupyterhub_message = f"Your choice {typed!r} for {option} cannot be used: {problem}"
+    # The user reads what is wrong with the value, from where the problem names it: not the setting it
+    # went into ("The 'mem_limit' trait of an ElasticSpawner instance: ..."), which the log keeps.
+    at = problem.find(repr(typed))
+    said = (problem[at:] if at >= 0 else problem).rstrip(".")
+    error.jupyterhub_message = (f"Your choice {typed!r} for {option} cannot be used: {said}. Pick one of the "
+                                "listed choices, or type another value.")
     return error
 
 

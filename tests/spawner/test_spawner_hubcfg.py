@@ -181,4 +181,4 @@ async def test_a_tier_the_user_typed_into_a_profile_option_is_the_users_mistake(
         await s.get_pod_manifest()
     assert err.value.status_code == 400
     assert err.value.jupyterhub_message.startswith(
-        f"Your choice 'onprem' for pool cannot be used: the pod's node selector {TIER}: 'onprem' (from node_selector")
+        "Your choice 'onprem' for pool cannot be used: 'onprem' (from node_selector")
