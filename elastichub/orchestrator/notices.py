@@ -59,7 +59,7 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
     elif not any(n.status is NodeStatus.STOPPED for n in clouds):
         situation = "full"
         message = ("ElasticHub: every node is full" + (", cloud nodes included" if clouds else "")
-                   + "; this server starts as soon as another one ends.")
+                   + "; this server starts as soon as another server stops.")  # "another one" read as a node
     else:
         situation, message = "", ""  # the policy may still start a node for it: nothing to say yet
     cloud_only = {s.name for s in snapshot.pending if s.cloud_only}

@@ -58,8 +58,9 @@ def test_a_boot_past_its_estimate_tells_no_time_left():
 
 def test_every_node_full_and_while_the_policy_may_still_start_one_nothing():
     send, told = notices(nodes(NodeStatus.READY), waiting("ann"), {}, 290, NOW, {})
+    # "as soon as another one ends", after "every node": a node ending, for a student; it is a server stopping.
     assert send[0][1] == ("ElasticHub: every node is full, cloud nodes included; this server starts as soon as "
-                          "another one ends.")
+                          "another server stops.")
     onprem_only_hub, _ = notices(nodes(), waiting("ann"), {}, 290, NOW, {})
     assert onprem_only_hub[0][1].startswith("ElasticHub: every node is full; ")
     # A stopped cloud node and nothing booting: the policy may start one (or wait for departures on purpose).
