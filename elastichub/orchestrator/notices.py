@@ -3,9 +3,9 @@
 The hub's spawn page shows the Kubernetes Events of the server's pod, so
 the orchestrator writes one there: the scheduler's "0/9 nodes are
 available: 9 Insufficient memory" becomes "a cloud node is starting for
-this server; about 4 min". Pure: the controller sends what `notices`
-returns, once per pod and situation (not every cycle as the estimate
-ticks down).
+this server; the node should be ready in about 4 min". Pure: the
+controller sends what `notices` returns, once per pod and situation (not
+every cycle as the estimate ticks down).
 """
 
 from __future__ import annotations
@@ -45,9 +45,11 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
         if boot_s is not None and starts:
             left = min(starts) + boot_s - now
             if left > 0:
-                eta = f" (about {max(round(left / 60), 1)} min)"
+                # The node's boot, not the server's start (its image, its own start follow): said so.
+                first = "the node" if len(booting) == 1 else "the first node"
+                eta = f" ({first} should be ready in about {max(round(left / 60), 1)} min)"
             else:  # no time is known: "about 1 min" told a user 10 minutes into a slow boot it was nearly over
-                eta = f" ({'it is' if len(booting) == 1 else 'they are'} taking longer than usual to start)"
+                eta = f" ({'the node is' if len(booting) == 1 else 'the nodes are'} taking longer than usual to start)"
                 situation += ":late"  # told again: the time a user was given has passed
         which = (f"cloud node {booting[0]} is starting" if len(booting) == 1
                  else f"cloud nodes {', '.join(booting)} are starting")

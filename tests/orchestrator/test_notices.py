@@ -26,28 +26,30 @@ def test_a_booting_cloud_node_is_named_with_the_time_left_once_per_situation():
     snap = nodes(NodeStatus.BOOTING, NodeStatus.STOPPED)
     send, told = notices(snap, waiting("ann", "bob"), {"cloud-1": NOW - 60}, 290, NOW, {})
     assert [p.user for p, _ in send] == ["ann", "bob"]
+    # The estimate is the node's boot (the server's image and start follow): said of the node, not the server.
     assert send[0][1] == ("ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the "
-                          "servers waiting; this server starts as soon as there is room (about 4 min).")
+                          "servers waiting; this server starts as soon as there is room (the node should be ready "
+                          "in about 4 min).")
     # The next cycle, the same situation: nothing again, however the estimate ticks down; a newcomer is told.
     again, told = notices(snap, waiting("ann", "bob", "cy"), {"cloud-1": NOW - 60}, 290, NOW + 60, told)
-    assert [p.user for p, _ in again] == ["cy"] and "(about 3 min)" in again[0][1]
+    assert [p.user for p, _ in again] == ["cy"] and "(the node should be ready in about 3 min)" in again[0][1]
     # A second node starts: everyone hears of it.
     more, _ = notices(nodes(NodeStatus.BOOTING, NodeStatus.BOOTING), waiting("ann"),
                       {"cloud-1": NOW - 60, "cloud-2": NOW}, 290, NOW + 75, told)
-    assert "cloud nodes cloud-1, cloud-2 are starting" in more[0][1]
+    assert "cloud nodes cloud-1, cloud-2 are starting" in more[0][1] and "(the first node should be" in more[0][1]
 
 
 def test_no_estimate_without_a_boot_time_and_never_below_a_minute():
     send, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, None, NOW, {})
     assert send[0][1].endswith("as soon as there is room.")
     soon, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 280}, 290, NOW, {})
-    assert soon[0][1].endswith("(about 1 min).")
+    assert soon[0][1].endswith("(the node should be ready in about 1 min).")
 
 
 def test_a_boot_past_its_estimate_tells_no_time_left():
     """A boot 1000 s along with 290 s expected told a newcomer "(about 1 min)": untrue, and nobody knows."""
     late, _ = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 1000}, 290, NOW, {})
-    assert late[0][1].endswith("as soon as there is room (it is taking longer than usual to start).")
+    assert late[0][1].endswith("as soon as there is room (the node is taking longer than usual to start).")
     assert "min)" not in late[0][1]
     # Told "about 4 min" at the boot's start, a user hears again once those minutes have passed, once.
     told = notices(nodes(NodeStatus.BOOTING), waiting("ann"), {"cloud-1": NOW - 60}, 290, NOW, {})[1]
@@ -96,9 +98,9 @@ def test_a_server_only_cloud_nodes_take_is_told_why_a_node_starts_for_it():
     send, _ = notices(snap, waiting("ann", "bob"), {"cloud-1": NOW - 60}, 290, NOW, {})
     assert dict((p.user, m) for p, m in send) == {
         "ann": "ElasticHub: this server runs on cloud nodes only (its settings), and cloud node cloud-1 is starting; "
-               "it starts as soon as there is room (about 4 min).",
+               "it starts as soon as there is room (the node should be ready in about 4 min).",
         "bob": "ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the servers "
-               "waiting; this server starts as soon as there is room (about 4 min)."}
+               "waiting; this server starts as soon as there is room (the node should be ready in about 4 min)."}
 
 
 async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp_path):
@@ -145,4 +147,5 @@ async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp
     finally:
         await ctl.close()
     assert Events.told == ["ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the "
-                           "servers waiting; this server starts as soon as there is room (about 4 min)."]
+                           "servers waiting; this server starts as soon as there is room (the node should be "
+                           "ready in about 4 min)."]
