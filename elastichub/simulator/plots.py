@@ -128,7 +128,8 @@ def plot_tradeoff(summaries: Sequence[dict], out: Path, caption: str | None = No
     ax_wait.set_yscale("symlog", linthresh=10)
     ax_wait.set_ylim(bottom=0)
     ax_wait.set_title("Waiting")
-    ax_cost.legend(fontsize=7)
+    if curves:  # on-prem-only runs draw no cost curve
+        ax_cost.legend(fontsize=7)
     ax_wait.legend(fontsize=7)
     fig.suptitle("theta_out trade-off: lower thresholds start cloud nodes earlier")
     return _save(fig, out / "tradeoff.png", caption)
