@@ -21,7 +21,7 @@ from ..policy import PolicyConfig
 from .engine import RunResult
 from .params import ClusterParams
 from .runner import RunSpec, execute, strategy_options, summary
-from .workload import Workload
+from .workload import Workload, lifetime_estimate
 
 # policy -> {option: values}; theta_out is PolicyConfig's, the rest the strategy's.
 THETA_OUT_GRID = (50.0, 55.0, 60.0, 65.0, 70.0, 75.0, 80.0, 85.0, 90.0, 95.0)
@@ -89,6 +89,7 @@ def run_grid(specs: list[RunSpec], workload: Workload, params: ClusterParams, se
     workload is handed to each worker once, not per run). `progress(done,
     total, spec)` after each run, as `runner.run_all` calls it."""
     processes = processes or os.cpu_count() or 1
+    lifetime_estimate(workload)  # once, here: the workers inherit it rather than each run sorting the trace
     if processes <= 1 or len(specs) <= 1:
         _init(workload, params, seed)
         runs = map(_run, specs)

@@ -17,6 +17,7 @@ import importlib
 import math
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 from ..policy import Resources
@@ -69,6 +70,12 @@ class Workload:
         arrivals = [r.arrival_s for r in self.requests]
         if arrivals != sorted(arrivals):
             raise ValueError(f"workload {self.name!r}: requests must be sorted by arrival")
+
+    @cached_property
+    def _lifetime_estimate(self) -> LifetimeEstimate:
+        # once per workload: every run of a --tune grid asks for it, and on a
+        # term of sessions it costs a tenth of a run (a sort of every duration)
+        return _estimate_lifetime(self)
 
 
 @dataclass(frozen=True)
@@ -254,6 +261,10 @@ def lifetime_estimate(workload: Workload) -> LifetimeEstimate:
     the quartiles are the Kaplan-Meier estimate's, since leaving them out
     keeps the sessions short enough to end before a cut, not a sample (a
     restart every 3 h made 3 h sessions look like 1.9 h)."""
+    return workload._lifetime_estimate
+
+
+def _estimate_lifetime(workload: Workload) -> LifetimeEstimate:
     if workload.lifetime is not None:
         return LifetimeEstimate(*workload.lifetime)
     ended = sorted(r.duration_s for r in workload.requests if not r.censored)
@@ -261,7 +272,8 @@ def lifetime_estimate(workload: Workload) -> LifetimeEstimate:
     if not ended:
         return LifetimeEstimate(LifetimeModel().mean_s, LifetimeModel().sd_s, 0, censored)
     # to the microsecond: the masses' float sums must not tip a median of n.5 s the other way
-    q1, median, q3 = (round(_quantile(_product_limit(workload.requests), p), 6) for p in (0.25, 0.5, 0.75))
+    points = _product_limit(workload.requests)
+    q1, median, q3 = (round(_quantile(points, p), 6) for p in (0.25, 0.5, 0.75))
     far = sum(1 for d in ended if d > q3 + 3 * (q3 - q1))
     return LifetimeEstimate(float(round(median)), float(round((q3 - q1) / IQR_PER_SD)), len(ended), censored, far)
 

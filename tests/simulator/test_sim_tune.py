@@ -361,3 +361,21 @@ def test_cli_tune_says_how_many_settings_it_could_not_judge(tmp_path, capsys):
     assert main(argv[:-7] + ["--mode", "migration"]) == 0
     assert ("5 server(s) still waiting when the simulation ends (no room for them in this mode, or not yet), counted "
             "as waiting until then: the run's waits are at least those shown") in capsys.readouterr().out
+
+
+def test_a_trace_s_lifetimes_are_estimated_once_for_the_whole_grid(tmp_path, monkeypatch):
+    """Every run of the grid estimated the lifetimes again, sorting every
+    duration three times (a tenth of a run on a term-long trace, 30 times
+    over); now once per workload, handed to the workers, to the same values."""
+    from elastichub.simulator import workload as workload_module
+
+    path = write_trace(make_workload("paper", days=0.5, seed=2), tmp_path / "hub.csv")
+    expected = lifetime_estimate(load_trace(path, SMALL.node_shapes))  # another copy of the same trace
+    trace = load_trace(path, SMALL.node_shapes)
+    sorts = []
+    real = workload_module._product_limit
+    monkeypatch.setattr(workload_module, "_product_limit", lambda requests: sorts.append(1) or real(requests))
+    specs = grid("elastic", "migration", (70.0, 90.0))
+    summaries = run_grid(specs, trace, SMALL, 1, processes=1)
+    assert len(summaries) == len(specs) and len(sorts) == 1
+    assert lifetime_estimate(trace) == expected and len(sorts) == 1
