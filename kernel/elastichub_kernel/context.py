@@ -145,12 +145,13 @@ class SessionContext:
         if saved is None:
             return [], []
         try:
+            saved, unknown = known_part(saved)
             checked(saved)
         except ValueError as exc:
             return [], [f"the session's working directory, sys.path, environment, locale, recursion limit, process "
                         f"settings, random generators, warning filters, IPython extensions, cell history, logging and "
                         f"library options were not restored: the checkpoint's context is malformed ({exc})"]
-        done, problems = [], []
+        done, problems = [], [unknown_note(unknown)] if unknown else []
         env, unset = saved.get("env", {}), saved.get("env_unset", [])
         tz = os.environ.get("TZ")
         # What an earlier restore (or a cell) changed and this context does not: back to the start value.
@@ -242,6 +243,7 @@ class SessionContext:
         set-up (logstate.py) and the libraries' options (libstate.py).
         Returns problems."""
         try:
+            saved = known_part(saved)[0]  # the others: restore() named them
             checked(saved)
         except ValueError:  # restore() said so already
             return []
@@ -387,18 +389,36 @@ def merged_path(start, added, removed) -> list[str]:
     return unique
 
 
-def checked(saved) -> None:
-    """ValueError naming the field when ``saved`` is not a context."""
+# Every field this kernel saves. A checkpoint may hold others: a newer kernel's (the image was rolled back
+# after it wrote them). Those are named and skipped, the known ones still restored: rejecting the whole
+# context for them dropped the session's directory, environment and settings along with them.
+FIELDS = frozenset({"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
+                    "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
+                    "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
+                    "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
+                    "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip",
+                    "dir_history", "dir_stack", "log"})
+
+
+def known_part(saved) -> tuple[dict, list[str]]:
+    """(the fields of ``saved`` this kernel knows, the names of the others);
+    ValueError when ``saved`` is not a context at all."""
     if not isinstance(saved, dict):
         raise ValueError("not an object")
-    unknown = set(saved) - {"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                            "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
-                            "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                            "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
-                            "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip",
-                            "dir_history", "dir_stack", "log"}
-    if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    return {k: v for k, v in saved.items() if k in FIELDS}, sorted(str(k) for k in saved if k not in FIELDS)
+
+
+def unknown_note(unknown: list[str]) -> str:
+    shown = ", ".join(repr(name[:40]) for name in unknown[:8]) + (", ..." if len(unknown) > 8 else "")
+    return (f"this checkpoint was saved by a newer version of ElasticHub's kernel: its session setting(s) {shown} "
+            "are unknown to this version and were not restored (everything else was)")
+
+
+def checked(saved) -> None:
+    """ValueError naming the field when a field ``saved`` holds that this
+    kernel knows is malformed (the others: see known_part)."""
+    if not isinstance(saved, dict):
+        raise ValueError("not an object")
     if "cwd" in saved and not isinstance(saved["cwd"], str):
         raise ValueError("cwd")
     added = saved.get("path_added", [])

@@ -426,6 +426,9 @@ def _read_index_fd(path: str, fd: int, size: int) -> dict:
     magic, version, _ = _HEADER.unpack(os.pread(fd, _HEADER.size, 0))
     if magic != MAGIC:
         raise CheckpointRejected(path, "not an ElasticHub checkpoint (bad header)")
+    if version > FORMAT_VERSION:  # an image rolled back after a newer kernel saved: say so, not just a number
+        raise CheckpointRejected(path, f"it was saved by a newer version of ElasticHub's kernel, in checkpoint format "
+                                       f"version {version}; this kernel reads format version {FORMAT_VERSION} only")
     if version != FORMAT_VERSION:
         raise CheckpointRejected(path, f"format version {version}; this kernel reads version {FORMAT_VERSION}")
     off, length, crc, _, end = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))

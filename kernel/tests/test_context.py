@@ -12,6 +12,7 @@ import re
 import socket
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -113,7 +114,6 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"env": {"A": 1}}, "env"),
     ({"env_unset": [None]}, "env_unset"),
     ({"env": {"JPY_SESSION_NAME": "x"}}, "JPY_SESSION_NAME is the platform's"),
-    ({"shell": "rm -rf"}, "unknown field(s) shell"),
     ({"random_state": {"random": [3, [1, "2"], None]}}, "random_state: random"),
     ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
     ({"random_state": {"torch": []}}, "random_state"),
@@ -143,6 +143,22 @@ def test_a_malformed_context_changes_nothing_and_says_what(process, saved, field
     assert done == [] and len(problems) == 1
     assert "were not restored: the checkpoint's context is malformed" in problems[0] and field in problems[0]
     assert sys.path == ["/start/a", "/start/b", "/start/c"] and os.getcwd() == str(process)
+
+
+def test_a_newer_kernels_context_restores_what_this_one_knows_and_names_the_rest(process):
+    """An image rolled back after a newer kernel saved: its new fields are named, the others still come back."""
+    (process / "data").mkdir()
+    saved = {"cwd": str(process / "data"), "env": {"OMP_NUM_THREADS": "3"}, "path_added": [[None, "/mine"]],
+             "warning_filters": [["ignore", None, "builtins:UserWarning", None, 0]],
+             "gpu_memory_fraction": 0.5, "hooks_v2": {"post_run_cell": []}}
+    here = SessionContext.now()
+    done, problems = here.restore(saved)
+    assert os.getcwd() == str(process / "data") and os.environ["OMP_NUM_THREADS"] == "3" and "/mine" in sys.path
+    assert len(problems) == 1 and "newer version" in problems[0], problems
+    assert "'gpu_memory_fraction', 'hooks_v2'" in problems[0] and "were not restored" in problems[0]
+    with warnings.catch_warnings():
+        assert here.restore_after_load(saved) == []
+        assert warnings.filters[0][0] == "ignore" and warnings.filters[0][2] is UserWarning
 
 
 def test_a_value_the_os_refuses_is_a_problem_not_a_crash(process):

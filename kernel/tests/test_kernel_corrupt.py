@@ -2,13 +2,14 @@
 
 import json
 import os
+import struct
 
 import pytest
 
 from elastichub_kernel import engine
 from elastichub_kernel.diskspeed import DiskSpeed
 from elastichub_kernel.recorder import HistoryRecorder
-from elastichub_kernel.storage import CHECKPOINT_NAME, session_key
+from elastichub_kernel.storage import CHECKPOINT_NAME, FORMAT_VERSION, session_key
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -38,6 +39,14 @@ def _garble(path):
     return "checksum mismatch"
 
 
+def _from_a_newer_kernel(path):
+    with open(path, "r+b") as f:
+        f.seek(8)  # the header's format version
+        f.write(struct.pack(">I", FORMAT_VERSION + 1))
+    return (f"saved by a newer version of ElasticHub's kernel, in checkpoint format version {FORMAT_VERSION + 1}; "
+            f"this kernel reads format version {FORMAT_VERSION} only")
+
+
 def _give_away(path):
     if os.geteuid() != 0:
         pytest.skip("making a file owned by another user needs root (the in-process check is in test_storage)")
@@ -45,7 +54,8 @@ def _give_away(path):
     return "owned by uid 65534"
 
 
-@pytest.mark.parametrize("damage", [_truncate, _garble, _give_away], ids=["truncated", "garbled", "foreign-owned"])
+@pytest.mark.parametrize("damage", [_truncate, _garble, _from_a_newer_kernel, _give_away],
+                         ids=["truncated", "garbled", "newer-format", "foreign-owned"])
 def test_untrusted_checkpoint_means_clean_start_message_and_file_kept(
         tmp_path, damage, start_elastic_kernel, stop_elastic_kernel, run_cell):
     session = f"work/{damage.__name__}.ipynb"

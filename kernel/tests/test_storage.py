@@ -113,7 +113,9 @@ def test_newer_format_is_refused(tmp_path):
         f.write(struct.pack(">I", storage.FORMAT_VERSION + 1))
     with pytest.raises(CheckpointRejected) as info:
         storage.read_checkpoint(path)
-    assert "format version" in info.value.reason
+    assert f"format version {storage.FORMAT_VERSION + 1}" in info.value.reason
+    assert f"reads format version {storage.FORMAT_VERSION} only" in info.value.reason
+    assert "newer version of ElasticHub's kernel" in info.value.reason
 
 
 def test_failed_write_leaves_last_good_checkpoint(tmp_path, monkeypatch):
