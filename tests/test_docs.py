@@ -231,7 +231,7 @@ def test_the_kernel_page_names_every_query_argument_of_the_endpoints():
 
 
 def test_the_sections_that_messages_point_at_are_headings_of_their_pages():
-    # Every restore's first cell says: see "Not carried" in ElasticHub's docs/kernel.md; that was a phrase
+    # A restore's first cell said: see "Not carried" in ElasticHub's docs/kernel.md; that was a phrase
     # inside a 570-line section, in no heading or table of contents a student could find it by.
     folders = (ROOT / "elastichub", ROOT / "kernel" / "elastichub_kernel")
     sources = [re.sub(r"\"\s*\n\s*f?\"", "", path.read_text())  # a message's literals joined across lines
@@ -241,7 +241,7 @@ def test_the_sections_that_messages_point_at_are_headings_of_their_pages():
         pointers |= {(page, section) for section, page in
                      re.findall(r"\\\"([A-Z][^\"\\]+)\\\" in ElasticHub's (docs/\w+\.md)", source)}
         pointers |= set(re.findall(r"(docs/\w+\.md), '([A-Z][^']+)'", source))
-    assert len(pointers) >= 2, pointers
+    assert pointers, pointers
     for page, section in pointers:
         headings = re.findall(r"^#+ (.+)$", (ROOT / page).read_text(), re.M)
         assert any(h.startswith(section) for h in headings), (page, section)

@@ -12,25 +12,23 @@ def _when(ts) -> str:
         return "an unknown time"
 
 
+# Where the rest is, in one clause: what came back of the session's context, how long it took, how many values were
+# loaded or recomputed. A generic list of what a restore never carries, shown after every restore whatever the
+# session did, pointed at a file students cannot find: what THIS session lost is named by the notes instead.
+DETAILS = "%elastic_status shows the details"
+
+
 def format_restore(report: dict) -> str:
+    """What a student reads after a restore: one line, then each thing of the session that did not come back."""
     restored = len(report["migrated"]) + len(report["recomputed"])
     if restored == 0 and not report["not_restorable"]:
         # Not "restored 0 variable(s)": the user must see the file was empty, not that a restore failed.
-        lines = [f"ElasticHub: the checkpoint of {_when(report.get('created'))} holds no variables "
-                 "(it was saved from an empty namespace): none to restore."]
+        first = (f"ElasticHub: the checkpoint of {_when(report.get('created'))} holds no variables (none were "
+                 "defined when it was saved): none to restore.")
     else:
-        lines = [
-            f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
-            f"({len(report['migrated'])} loaded, {len(report['recomputed'])} recomputed) in {report['seconds']:.2f} s."
-        ]
-    if report.get("context"):
-        lines.append("Also as before: " + "; ".join(report["context"]) + ".")
-    if report["not_restorable"]:
-        lines.append("Not restored (re-create them by re-running their cells):")
-        lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
-    lines += [str(note) for note in report.get("notes", [])]
-    for item in report.get("differs", []):
-        lines.append(f"Note: {item['name']}: {item['reason']}")
+        first = (f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
+                 f"({DETAILS}).")
+    lines = [first, *_losses(report)]
     if report.get("failed_now"):
         kept = report.get("kept_as")
         if kept:
@@ -39,15 +37,18 @@ def format_restore(report: dict) -> str:
             lines.append(f"The checkpoint file {report['path']} is left as it is.")
         else:
             lines.append(f"The checkpoint file {report['path']} could not be set aside.")
-    if restored:
-        lines.append(NOT_CARRIED)
     return "\n".join(lines)
 
 
-# Said after every restore: what lives inside libraries cannot be seen, so it cannot be named one by one.
-NOT_CARRIED = ("(Not carried by a restore: what cells changed inside libraries, e.g. methods added to their "
-               "classes, registrations, event callbacks, magics; see \"Not carried\" in ElasticHub's "
-               "docs/kernel.md.)")
+def _losses(report: dict) -> list[str]:
+    """Every value not restored with its reason, then what else of this session differs (never left out)."""
+    lines = []
+    if report["not_restorable"]:
+        lines.append("Not restored (re-run the cells that create them):")
+        lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
+    lines += [str(note) for note in report.get("notes", [])]
+    lines += [f"Note: {item['name']}: {item['reason']}" for item in report.get("differs", [])]
+    return lines
 
 
 NO_SESSION_NOTE = ("ElasticHub: this kernel was started without a notebook path (JPY_SESSION_NAME is not set: "
@@ -75,17 +76,8 @@ def format_rejection(rejected: dict) -> str:
 def format_live_arrival(report: dict) -> str:
     """After a live move: the kernel runs on another node now."""
     restored = len(report["migrated"]) + len(report["recomputed"])
-    lines = [f"ElasticHub: this notebook moved to another node while it was idle; its {restored} "
-             "variable(s) came along unchanged."]
-    if report["not_restorable"]:
-        lines.append("Not carried over (re-create them by re-running their cells):")
-        lines += [f"  - {item['name']}: {item['reason']}" for item in report["not_restorable"]]
-    lines += [str(note) for note in report.get("notes", [])]
-    for item in report.get("differs", []):
-        lines.append(f"Note: {item['name']}: {item['reason']}")
-    if restored:
-        lines.append(NOT_CARRIED)
-    return "\n".join(lines)
+    return "\n".join([f"ElasticHub: this notebook moved to another node while it was idle; its {restored} "
+                      f"variable(s) came along unchanged ({DETAILS}).", *_losses(report)])
 
 
 def sendable(content):
