@@ -363,7 +363,7 @@ def _build_namespace(index, stream, records, buffers, imports, modules, target_n
                 not_restorable=not_restorable + failed_now, failed_now=failed_now, differs=differs,
                 references={name: list(key) for key, names in referenced.items() for name in names},
                 referenced=referenced, contents=contents, library_changes=changes,
-                notes=_module_notes(index) + provenance.restore_notes(index) + library_change_notes(changes),
+                notes=_module_notes(index) + provenance.restore_notes(index) + library_change_notes(changes, index.get("library_values")),
                 decimal_context=[n for n in index.get("decimal_context", []) if isinstance(n, str) and n in migrated])
 
 

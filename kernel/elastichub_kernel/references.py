@@ -148,9 +148,37 @@ def library_changes(recorder: HistoryRecorder, own) -> list:
             if not (kind == "module" and module in own)]
 
 
-def library_change_notes(changes: list) -> list[str]:
+def library_values(changes: list) -> dict:
+    """{path: value} of the plain values (a flag, a number, a text) cells set
+    on libraries' modules, as they are now: at restore, one the new process
+    has as well (``sys.dont_write_bytecode = True`` where the image sets
+    PYTHONDONTWRITEBYTECODE) is not named as lost."""
+    values = {}
+    for path, _, module, kind in changes:
+        value = _module_value(module, path) if kind == "module" else _MISSING
+        if type(value) in (bool, int, float, str, type(None)):  # JSON keeps these exactly
+            values[path] = value
+    return values
+
+
+def _module_value(module: str, path: str):
+    # vars(), not getattr: a module's __getattr__ is code of the library
+    return getattr(sys.modules.get(module), "__dict__", {}).get(path.rsplit(".", 1)[-1], _MISSING)
+
+
+def _still_set(change: list, values: dict) -> bool:
+    path, _, module, kind = change
+    if kind != "module" or not isinstance(values, dict) or path not in values:
+        return False
+    now, saved = _module_value(module, path), values[path]
+    return type(now) is type(saved) and now == saved
+
+
+def library_change_notes(changes: list, values=None) -> list[str]:
     """The attributes cells set on libraries' modules and classes: not
-    carried (the library is imported afresh), named with their cells."""
+    carried (the library is imported afresh), named with their cells; one
+    that has its saved value here all the same is not."""
+    changes = [c for c in changes if not _still_set(c, values or {})]
     if not changes:
         return []
     shown = ", ".join(f"{path} (cell [{cell}])" for path, cell, _, _ in changes[:20])

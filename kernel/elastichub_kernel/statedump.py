@@ -143,6 +143,7 @@ def dump_state(ns, names, recorder: HistoryRecorder, speed, context=None):
     changes = library_changes(recorder, own)
     if changes:
         fields["library_changes"] = changes
+        fields["library_values"] = references.library_values(changes)
     held = libstate.holding_cells_decimal_context(ns, migrate)
     if held:  # `ctx = decimal.getcontext()`: made the cells' current context again at restore
         fields["decimal_context"] = held

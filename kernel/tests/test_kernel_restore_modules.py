@@ -123,6 +123,20 @@ def test_attributes_set_on_a_library_class_are_named(work, start_elastic_kernel,
     assert "docs/kernel.md" not in first["stderr"] and "%elastic_status shows the details" in first["stderr"], first
 
 
+def test_a_library_setting_the_new_kernel_has_all_the_same_is_not_named_as_lost(
+        work, start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, monkeypatch):
+    """`sys.dont_write_bytecode = True` was named as not carried though it was True after the move (the image sets
+    PYTHONDONTWRITEBYTECODE): only a value that really differs is named."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # both kernels' environment
+    _save(start_elastic_kernel, stop_elastic_kernel, run_cell, control_request, work, [
+        "import sys, fractions\nsys.dont_write_bytecode = True\nfractions.SHOUT = 'loud'\nx = 1",
+    ])
+    kc, first = _restart(start_elastic_kernel, run_cell, work)
+    assert "fractions.SHOUT (cell [1])" in first["stderr"], first
+    assert "dont_write_bytecode" not in first["stderr"], first
+    assert run_cell(kc, "print(sys.dont_write_bytecode)")["stdout"] == "True\n"
+
+
 def test_library_containers_changed_in_place_keep_their_contents(work, start_elastic_kernel, stop_elastic_kernel,
                                                                   run_cell, control_request):
     # The library's object again (identity kept, also in the containers holding it), with what the
