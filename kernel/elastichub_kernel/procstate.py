@@ -7,7 +7,8 @@ raised ValueError), ``socket.setdefaulttimeout``, ``gc.disable()`` and
 ``get_traced_memory()`` read (0, 0)): tracing starts again, said, since
 what it traced in the old kernel is not counted; and ``faulthandler.enable()``
 (a notebook chasing a crash in a C extension: after a move the crash
-printed no traceback).
+printed no traceback), to the file it wrote to (opened again to append;
+one that cannot be is named: it came back writing to stderr unsaid).
 
 Saved as the difference from the kernel's values at start; set again
 before the variables load. Imports only the standard library.
@@ -16,7 +17,37 @@ before the variables load. Imports only the standard library.
 from __future__ import annotations
 
 import gc
+import os
 import sys
+
+# Where the notebook's faulthandler.enable() writes: None for the kernel's stderr, a file's absolute path, or
+# UNNAMED (a descriptor, a file without a path). faulthandler cannot be asked: watch_faulthandler notes it.
+UNNAMED = ""
+_fault_file: list = [None]
+
+
+def watch_faulthandler() -> None:
+    """Wrap faulthandler.enable (ipykernel's own wrapper, at kernel start) to note where it writes."""
+    import faulthandler
+
+    enable = faulthandler.enable
+    if getattr(enable, "elastichub_watch", False):
+        return
+
+    def watched(*args, **kwargs):
+        result = enable(*args, **kwargs)
+        _fault_file[0] = _where(args[0] if args else kwargs.get("file"))
+        return result
+
+    watched.elastichub_watch = True
+    faulthandler.enable = watched
+
+
+def _where(file):
+    if file is None or file is sys.__stderr__ or file is sys.stderr:
+        return None
+    name = getattr(file, "name", None)
+    return os.path.abspath(name) if isinstance(name, str) and not name.startswith("<") else UNNAMED
 
 
 def baseline() -> dict:
@@ -35,11 +66,12 @@ def baseline() -> dict:
     faulthandler = sys.modules.get("faulthandler")  # nor this
     if faulthandler is not None:
         values["faulthandler"] = faulthandler.is_enabled()
+        values["faulthandler_file"] = _fault_file[0] if values["faulthandler"] else None
     return values
 
 
 # A setting's value at start when its module was not loaded then (the kernel does not load it to ask).
-_UNLOADED = {"tracemalloc": 0, "faulthandler": False}
+_UNLOADED = {"tracemalloc": 0, "faulthandler": False, "faulthandler_file": None}
 
 
 def capture(start: dict) -> dict:
@@ -57,6 +89,11 @@ def restore(saved: dict, start: dict) -> list[str]:
             continue
         try:
             _SETTERS[name](wanted)
+        except OSError as exc:  # the file faulthandler wrote to: enabled to stderr meanwhile
+            problems.append(f"faulthandler writes crash tracebacks to the kernel's error output now, not to "
+                            f"{wanted or 'the file the notebook gave it'} ({exc.strerror or exc}): run "
+                            "faulthandler.enable(file=...) again")
+            continue
         except (ValueError, TypeError, OverflowError, ImportError) as exc:
             problems.append(f"the setting {_SHOWN[name]}({wanted!r}) cannot be made here ({exc})")
             continue
@@ -85,6 +122,20 @@ def _set_faulthandler(enabled):
     faulthandler.enable() if enabled else faulthandler.disable()
 
 
+def _set_faulthandler_file(where):
+    import faulthandler
+
+    if where is None:  # back to stderr (a restore over a session that wrote to a file)
+        if faulthandler.is_enabled():
+            faulthandler.enable()
+        return
+    if where == UNNAMED:
+        raise OSError("it was not a file with a path to open again")
+    # Append: the tracebacks it holds stay; faulthandler keeps the file object open.
+    faulthandler.enable(file=open(where, "a"))
+    _fault_file[0] = where
+
+
 def _set_socket_timeout(value):
     import socket
 
@@ -99,11 +150,12 @@ _SETTERS = {
     "socket_timeout": _set_socket_timeout,
     "tracemalloc": _set_tracemalloc,
     "faulthandler": _set_faulthandler,
+    "faulthandler_file": _set_faulthandler_file,
 }
 _SHOWN = {"gc_enabled": "gc.enable/disable", "gc_threshold": "gc.set_threshold",
           "switch_interval": "sys.setswitchinterval", "int_max_str_digits": "sys.set_int_max_str_digits",
           "socket_timeout": "socket.setdefaulttimeout", "tracemalloc": "tracemalloc.start",
-          "faulthandler": "faulthandler.enable/disable"}
+          "faulthandler": "faulthandler.enable/disable", "faulthandler_file": "faulthandler.enable(file=...)"}
 
 
 def checked(saved) -> None:
@@ -120,6 +172,7 @@ def checked(saved) -> None:
               "socket_timeout": value is None or isinstance(value, number) and not isinstance(value, bool),
               "tracemalloc": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
               "faulthandler": isinstance(value, bool),
+              "faulthandler_file": value is None or isinstance(value, str),
               }[name]
         if not ok:
             raise ValueError(f"process: {name}")

@@ -2,6 +2,7 @@
 in one real kernel and restored in the next."""
 
 import json
+import time
 
 import pytest
 
@@ -179,6 +180,32 @@ def test_faulthandler_the_notebook_enabled_stays_enabled_after_a_move(moved, run
     reply, _, kc = moved(SESSION, "import faulthandler\nfaulthandler.enable()")
     assert reply["ok"], reply
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(faulthandler.is_enabled()))") is True
+
+
+def test_faulthandler_enabled_to_a_file_writes_there_again_after_a_move(moved, run_cell, start_in_work):
+    """`faulthandler.enable(file=open("crash.log", "w"))`: after a move a crash wrote to stderr, unsaid."""
+    reply, _, kc = moved(SESSION, "import faulthandler\nfaulthandler.enable(file=open('crash.log', 'w'))")
+    assert reply["ok"], reply
+    out = run_cell(kc, "print(faulthandler.is_enabled())")
+    assert out["stdout"] == "True\n" and "faulthandler" not in out["stderr"], out
+    kc.execute("faulthandler._sigsegv()")  # the crash it waits for: the kernel dies, its traceback in the file
+    log = start_in_work.work / "crash.log"
+    for _ in range(200):
+        if "Fatal Python error" in log.read_text():
+            break
+        time.sleep(0.05)
+    assert "Fatal Python error: Segmentation fault" in log.read_text()
+
+
+def test_faulthandler_to_a_file_that_cannot_be_opened_again_is_named(moved, run_cell):
+    reply, _, kc = moved(SESSION, "import faulthandler, os\nos.mkdir('logs')\n"
+                                  "faulthandler.enable(file=open('logs/crash.log', 'w'))",
+                         after=lambda kc: run_cell(kc, "import shutil\nshutil.rmtree('logs')"))
+    assert reply["ok"], reply
+    out = run_cell(kc, "print(faulthandler.is_enabled())")
+    assert out["stdout"] == "True\n", out
+    assert "faulthandler writes crash tracebacks to the kernel's error output now, not to " in out["stderr"], out
+    assert "logs/crash.log" in out["stderr"] and "faulthandler.enable(file=...) again" in out["stderr"], out
 
 
 AIMPORT = r'''
