@@ -401,11 +401,22 @@ FIELDS = frozenset({"cwd", "path_added", "path_removed", "env", "env_unset", "im
 
 
 def known_part(saved) -> tuple[dict, list[str]]:
-    """(the fields of ``saved`` this kernel knows, the names of the others);
-    ValueError when ``saved`` is not a context at all."""
+    """(the fields of ``saved`` this kernel knows, the names of the others,
+    also those inside the fields a newer kernel may extend: a process
+    setting, a library's options); ValueError when ``saved`` is not a
+    context at all."""
     if not isinstance(saved, dict):
         raise ValueError("not an object")
-    return {k: v for k, v in saved.items() if k in FIELDS}, sorted(str(k) for k in saved if k not in FIELDS)
+    known = {k: v for k, v in saved.items() if k in FIELDS}
+    unknown = sorted(str(k) for k in saved if k not in FIELDS)
+    nested = {"process": procstate.SETTINGS, "random_state": {"random", "numpy"}, "logging": {"disable", "loggers"},
+              "library_options": {*libstate.LIBRARIES, *libstate.IN_CELLS_CONTEXT, "pyplot"}}
+    for field, names in nested.items():
+        value = known.get(field)
+        if isinstance(value, dict) and set(value) - names:
+            unknown += sorted(f"{field}: {k}" for k in value if k not in names)
+            known[field] = {k: v for k, v in value.items() if k in names}
+    return known, unknown
 
 
 def unknown_note(unknown: list[str]) -> str:

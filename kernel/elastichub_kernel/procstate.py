@@ -152,6 +152,7 @@ _SETTERS = {
     "faulthandler": _set_faulthandler,
     "faulthandler_file": _set_faulthandler_file,
 }
+SETTINGS = frozenset(_SETTERS)
 _SHOWN = {"gc_enabled": "gc.enable/disable", "gc_threshold": "gc.set_threshold",
           "switch_interval": "sys.setswitchinterval", "int_max_str_digits": "sys.set_int_max_str_digits",
           "socket_timeout": "socket.setdefaulttimeout", "tracemalloc": "tracemalloc.start",

@@ -116,10 +116,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"env": {"JPY_SESSION_NAME": "x"}}, "JPY_SESSION_NAME is the platform's"),
     ({"random_state": {"random": [3, [1, "2"], None]}}, "random_state: random"),
     ({"random_state": {"numpy": ["MT19937", [1], 0, 0]}}, "random_state: numpy"),
-    ({"random_state": {"torch": []}}, "random_state"),
     ({"recursion_limit": "deep"}, "recursion_limit"),
     ({"process": {"gc_enabled": "no"}}, "process: gc_enabled"),
-    ({"process": {"os.system": "ls"}}, "process"),
     ({"warning_filters": [["shout", None, "builtins:Warning", None, 0]]}, "warning_filters"),
     ({"warning_filters": [["ignore", None, "Warning", None, 0]]}, "warning_filters"),
     ({"logging": []}, "logging"),
@@ -128,7 +126,6 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"logging": {"loggers": {"x": {"handlers": [{"kind": "socket", "level": 0}]}}}}, "logging: logger 'x'"),
     ({"logging": {"loggers": {"": {"handlers": [{"kind": "file", "level": 0, "path": 3, "encoding": None}]}}}},
      "logging: logger ''"),
-    ({"library_options": {"torch": {}}}, "library_options"),
     ({"precision": 3}, "precision"),
     ({"xmode": "Loud"}, "xmode"),
     ({"config": {"InteractiveShell": ["ast_node_interactivity"]}}, "config"),
@@ -150,12 +147,16 @@ def test_a_newer_kernels_context_restores_what_this_one_knows_and_names_the_rest
     (process / "data").mkdir()
     saved = {"cwd": str(process / "data"), "env": {"OMP_NUM_THREADS": "3"}, "path_added": [[None, "/mine"]],
              "warning_filters": [["ignore", None, "builtins:UserWarning", None, 0]],
-             "gpu_memory_fraction": 0.5, "hooks_v2": {"post_run_cell": []}}
+             "gpu_memory_fraction": 0.5, "hooks_v2": {"post_run_cell": []}, "process": {"gc_enabled": False,
+             "os.system": "ls"}, "random_state": {"torch": []}, "library_options": {"torch": {}}}
     here = SessionContext.now()
     done, problems = here.restore(saved)
     assert os.getcwd() == str(process / "data") and os.environ["OMP_NUM_THREADS"] == "3" and "/mine" in sys.path
+    assert not gc.isenabled()
+    gc.enable()
     assert len(problems) == 1 and "newer version" in problems[0], problems
-    assert "'gpu_memory_fraction', 'hooks_v2'" in problems[0] and "were not restored" in problems[0]
+    assert "'gpu_memory_fraction', 'hooks_v2', 'process: os.system', 'random_state: torch', " \
+        "'library_options: torch'" in problems[0] and "were not restored" in problems[0], problems
     with warnings.catch_warnings():
         assert here.restore_after_load(saved) == []
         assert warnings.filters[0][0] == "ignore" and warnings.filters[0][2] is UserWarning
