@@ -16,6 +16,11 @@ def _when(ts) -> str:
 # loaded or recomputed. A generic list of what a restore never carries, shown after every restore whatever the
 # session did, pointed at a file students cannot find: what THIS session lost is named by the notes instead.
 DETAILS = "%elastic_status shows the details"
+# Said after every restore that brought variables back, in one plain line: what cells set up inside libraries
+# cannot be seen, so it cannot be named one by one, and a restore must never change things without saying so.
+LIBRARY_SETUPS = ("Changes cells made inside libraries (e.g. sympy.init_printing(), a method added to a "
+                  "library's class) cannot be seen, so no restore brings them back: if an output looks "
+                  "different, re-run the cell that made it.")
 
 
 def format_restore(report: dict) -> str:
@@ -28,7 +33,7 @@ def format_restore(report: dict) -> str:
     else:
         first = (f"ElasticHub: restored {restored} variable(s) from the checkpoint of {_when(report.get('created'))} "
                  f"({DETAILS}).")
-    lines = [first, *_losses(report)]
+    lines = [first, *([LIBRARY_SETUPS] if restored else []), *_losses(report)]
     if report.get("failed_now"):
         kept = report.get("kept_as")
         if kept:
@@ -77,7 +82,8 @@ def format_live_arrival(report: dict) -> str:
     """After a live move: the kernel runs on another node now."""
     restored = len(report["migrated"]) + len(report["recomputed"])
     return "\n".join([f"ElasticHub: this notebook moved to another node while it was idle; its {restored} "
-                      f"variable(s) came along unchanged ({DETAILS}).", *_losses(report)])
+                      f"variable(s) came along unchanged ({DETAILS}).", *([LIBRARY_SETUPS] if restored else []),
+                      *_losses(report)])
 
 
 def sendable(content):
