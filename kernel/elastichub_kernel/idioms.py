@@ -53,6 +53,7 @@ import types
 import typing
 
 from . import idioms2, idioms3, idioms4, idioms6, idioms7, sqlitestate
+from .usermagics import notebook_function
 
 # Notes on values restored different from what was saved (a cache emptied),
 # gathered per record by the loader; None outside a load.
@@ -139,8 +140,7 @@ def _set_attrs(obj, attrs):
 
 def _cached(wrapper, user_ns):
     func = getattr(wrapper, "__wrapped__", None)
-    if not isinstance(func, types.FunctionType) or (func.__globals__ is not user_ns
-                                                    and func.__module__ != "__main__"):
+    if not notebook_function(func, user_ns):
         return idioms7.module_cached(wrapper)  # a library's or a helper file's: pickled by name
     params = wrapper.cache_parameters()
     attrs = {k: v for k, v in wrapper.__dict__.items() if k != "__wrapped__"}

@@ -25,6 +25,8 @@ import functools
 import signal
 import types
 
+from .usermagics import notebook_function
+
 _EVENT = "events:"
 _SIGNAL = "signal:"
 _PRINTER = "printer:"  # printer:<mime type> <module>:<class qualname>
@@ -68,7 +70,7 @@ def _notebook_made(hook, user_ns) -> bool:
     if isinstance(fn, functools.partial):
         fn = fn.func
     if isinstance(fn, types.FunctionType):
-        return fn.__globals__ is user_ns or fn.__module__ == "__main__"
+        return notebook_function(fn, user_ns)
     return type(hook).__module__ == "__main__"  # an object of a notebook class (an ast.NodeTransformer)
 
 

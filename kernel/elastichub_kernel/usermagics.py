@@ -16,7 +16,8 @@ import types
 KINDS = ("line", "cell")
 
 
-def _notebook_function(fn, user_ns) -> bool:
+def notebook_function(fn, user_ns) -> bool:
+    """Whether `fn` is a function the notebook defined (its cells' globals, or __main__'s), not a library's."""
     return isinstance(fn, types.FunctionType) and (fn.__globals__ is user_ns or fn.__module__ == "__main__")
 
 
@@ -36,7 +37,7 @@ def capture(shell) -> dict:
     for kind in KINDS:
         for name, fn in list(table.get(kind, {}).items()):
             owner = getattr(fn, "__self__", None)
-            if _notebook_function(fn, user_ns):
+            if notebook_function(fn, user_ns):
                 names = variables_by_id(shell) if names is None else names
                 var = names.get(id(fn))
                 if var is not None:
