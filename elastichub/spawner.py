@@ -26,7 +26,7 @@ from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configur
 from .spawnerevents import STILL_STARTING, EventIndex, NotStartedInTime, page_message, spawn_age
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
-from .spawnertypes import MemorySize, memory_help, setting_copy, with_model_preferences
+from .spawnertypes import CpuAmount, MemorySize, cpu_help, memory_help, setting_copy, with_model_preferences
 from .spawnerway import PodInTheWay
 
 # Bump when the shape of the "elastichub" entry of the state changes;
@@ -108,6 +108,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
 
     mem_limit = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_limit"))
     mem_guarantee = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_guarantee"))
+    cpu_limit = CpuAmount(None, allow_none=True, config=True, help=cpu_help("cpu_limit"))
+    cpu_guarantee = CpuAmount(None, allow_none=True, config=True, help=cpu_help("cpu_guarantee"))
 
     _events: ClassVar[EventIndex] = EventIndex()  # every spawn page's events, grouped once per look
 

@@ -1,6 +1,6 @@
 """ElasticSpawner's pieces that are KubeSpawner's types rather than plain
-data (those are podspec's): its memory setting, affinity as the client
-models KubeSpawner builds a pod of, and a setting's copy.
+data (those are podspec's): its memory and CPU settings, affinity as the
+client models KubeSpawner builds a pod of, and a setting's copy.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from jupyterhub.traitlets import ByteSpecification
 from kubernetes_asyncio.client import ApiClient, V1Affinity, V1NodeAffinity
 from kubespawner import KubeSpawner
-from traitlets import TraitError
+from traitlets import Float, TraitError
 
 
 class MemorySize(ByteSpecification):
@@ -33,9 +33,32 @@ class MemorySize(ByteSpecification):
         return int(float(match[1]) * self.UNIT_SUFFIXES.get(match[2], 1))
 
 
+class CpuAmount(Float):
+    """JupyterHub's CPU setting (a number of cores), which also takes it as text: a profile option's
+    free-form field ("Other...", KubeSpawner's unlisted_choice) gives `{value}` as a string, and
+    JupyterHub's Float refused every one typed, "2" too. Kubernetes' millicores ("500m") are read too."""
+
+    _TEXT = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)\s*(m)?$")
+
+    def validate(self, obj, value):
+        if isinstance(value, str):
+            match = self._TEXT.match(value.strip())
+            value = float(match[1]) / (1000 if match[2] else 1) if match else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            return float(value)
+        raise TraitError(f"The '{self.name}' trait of an {type(obj).__name__} instance: {value!r} is not a number of "
+                         "CPUs (e.g. 2, 0.5, or Kubernetes' millicores: '500m')")
+
+
 def memory_help(name: str) -> str:
     return KubeSpawner.class_traits()[name].help + """
         ElasticSpawner also takes Kubernetes' suffixes Ki, Mi, Gi, Ti (as K, M, G, T: powers of 1024)."""
+
+
+def cpu_help(name: str) -> str:
+    return KubeSpawner.class_traits()[name].help + """
+        ElasticSpawner also takes it as text ("2", as a profile option's free-form field gives it) and in
+        Kubernetes' millicores ("500m")."""
 
 
 def with_model_preferences(affinity: V1Affinity | None, terms: list[dict]) -> V1Affinity:

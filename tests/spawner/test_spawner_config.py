@@ -196,16 +196,22 @@ async def test_the_next_start_of_a_server_has_only_its_own_profiles_overrides():
         assert s.extra_resource_limits == limits, options
 
 
+def _typed_into(option: str, settings: tuple[str, ...], typed: str) -> ElasticSpawner:
+    """A spawner whose user typed `typed` into the free-form field ("Other...") of a profile option
+    whose value goes into `settings`."""
+    other = {"enabled": True, "kubespawner_override": {name: "{value}" for name in settings}}
+    profile = {"display_name": "Custom", "slug": "custom", "profile_options": {
+        option: {"display_name": option.title(), "unlisted_choice": other,
+                 "choices": {"1": {"display_name": "1", "default": True, "kubespawner_override": {}}}}}}
+    s = spawner(profile_list=[profile])
+    s.user_options = {"profile": "custom", f"{option}--unlisted-choice": typed}
+    return s
+
+
 async def test_a_value_the_user_typed_into_an_option_is_the_users_mistake_not_the_admins():
     """KubeSpawner's free-form "Other..." field: a memory the student typed
     ("lots") was answered "Bad ElasticHub configuration", blaming the admin."""
-    other = {"enabled": True, "kubespawner_override": {"mem_limit": "{value}"}}
-    profile = {"display_name": "Custom", "slug": "custom", "profile_options": {
-        "memory": {"display_name": "Memory", "unlisted_choice": other,
-                   "choices": {"2G": {"display_name": "2 GiB", "default": True,
-                                      "kubespawner_override": {"mem_limit": "2G"}}}}}}
-    s = spawner(profile_list=[profile])
-    s.user_options = {"profile": "custom", "memory--unlisted-choice": "lots"}
+    s = _typed_into("memory", ("mem_limit",), "lots")
     with pytest.raises(web.HTTPError) as err:
         await s.load_user_options()
     assert err.value.status_code == 400
@@ -215,8 +221,7 @@ async def test_a_value_the_user_typed_into_an_option_is_the_users_mistake_not_th
                                                    "memory size")
     assert "trait" not in err.value.jupyterhub_message and "ElasticSpawner" not in err.value.jupyterhub_message
     assert err.value.jupyterhub_message.endswith("Pick one of the listed choices, or type another value.")
-    s = spawner(profile_list=[profile])
-    s.user_options = {"profile": "custom", "memory--unlisted-choice": "4G"}
+    s = _typed_into("memory", ("mem_limit",), "4G")
     await s.load_user_options()
     assert s.mem_limit == 4 * 2**30
 
@@ -366,6 +371,35 @@ def test_a_memory_size_it_cannot_read_is_one_error_naming_the_trait(value):
     message = err.value.log_message % err.value.args
     assert message.startswith(f"Bad ElasticHub configuration: The 'mem_limit' trait of an ElasticSpawner instance: "
                               f"{value!r} is not a memory size") and "\n" not in message, message
+
+
+async def test_a_cpu_count_the_user_typed_into_an_option_is_taken():
+    """A profile option's "Other..." field gives `{value}` as text: every CPU
+    count typed, "2" too, was refused as the user's mistake, with nothing said
+    of what was wrong ("Your choice '2' for cpus cannot be used: '2'")."""
+    for typed, cores in (("2", 2.0), ("0.5", 0.5), ("1500m", 1.5)):
+        s = _typed_into("cpus", ("cpu_limit", "cpu_guarantee"), typed)
+        await s.load_user_options()
+        resources = (await s.get_pod_manifest()).spec.containers[0].resources
+        assert resources.limits["cpu"] == resources.requests["cpu"] == cores, typed
+    with pytest.raises(web.HTTPError) as err:
+        await _typed_into("cpus", ("cpu_limit", "cpu_guarantee"), "many").load_user_options()
+    assert err.value.status_code == 400
+    assert err.value.jupyterhub_message.startswith("Your choice 'many' for cpus cannot be used: 'many' is not a "
+                                                   "number of CPUs (e.g. 2, 0.5")
+
+
+@pytest.mark.parametrize("value, words", [("2", None), ("250m", None), (-1, "-1 is not a number of CPUs"),
+                                          (float("nan"), "nan is not a number of CPUs"),
+                                          ("two", "'two' is not a number of CPUs")])
+async def test_a_cpu_count_is_read_as_text_or_millicores_or_named_in_one_error(value, words):
+    if words is None:
+        assert spawner(cpu_limit=value).cpu_limit == {"2": 2.0, "250m": 0.25}[value]
+        return
+    with pytest.raises(web.HTTPError) as err:
+        spawner(cpu_guarantee=value)
+    assert (err.value.log_message % err.value.args).startswith(
+        f"Bad ElasticHub configuration: The 'cpu_guarantee' trait of an ElasticSpawner instance: {words}")
 
 
 @pytest.mark.parametrize("override, words", [
