@@ -239,6 +239,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
                 raise bad_choice(*typed, problem) from None
             raise
         self._warn_outweighing(podspec.plain(pod.spec.affinity))
+        self._warn_replaced_placement()
         self._warn_single_node_volume()
         self._put_elastic_parts(pod)
         return pod

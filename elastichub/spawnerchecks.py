@@ -86,6 +86,14 @@ def _fields(model: str) -> dict[str, str]:
 
 
 _TRAIT = {"cpu": "cpu", "memory": "mem"}  # KubeSpawner's traits of the two resources
+# extra_pod_config's placement fields (camelCase or snake_case, as KubeSpawner takes them), each with the
+# settings KubeSpawner builds it from, which the field replaces on the pod.
+_REPLACED_BY_EXTRA = (
+    (("affinity",), ("node_affinity_required", "node_affinity_preferred", "pod_affinity_required",
+                     "pod_affinity_preferred", "pod_anti_affinity_required", "pod_anti_affinity_preferred")),
+    (("nodeSelector", "node_selector"), ("node_selector",)),
+    (("tolerations",), ("tolerations",)),
+)
 
 
 class AdminChecks:
@@ -227,6 +235,29 @@ class AdminChecks:
                     "(%d) over cloud_weight (%d): servers go to any cloud node it matches before on-prem; %s, "
                     "unless that is meant or every node matches it alike: %s", term["weight"],
                     self.onprem_weight, self.cloud_weight, fix, text)
+
+    _warned_replaced: ClassVar[set[str]] = set()
+
+    def _warn_replaced_placement(self) -> None:
+        """KubeSpawner sets a field of extra_pod_config on the pod in place of
+        what it built from the settings of that field (its help says "merged"):
+        a profile's required node affinity, zero-to-jupyterhub's node-purpose
+        term, a cloud-burst node selector were gone from the pod, and from the
+        tier checks, with only a model dump in KubeSpawner's info log."""
+        extra = self.extra_pod_config or {}
+        for fields, settings in _REPLACED_BY_EXTRA:
+            field = next((f for f in fields if extra.get(f)), None)
+            lost = [name for name in settings if getattr(self, name, None)]
+            if field is None or not lost:
+                continue
+            text = (f"extra_pod_config's {field} replaces, on the pod, the one KubeSpawner builds from "
+                    f"{', '.join(lost)} (the hub's or a profile's): {'it is' if len(lost) == 1 else 'they are'} not on "
+                    f"the pods, so the scheduler and ElasticHub's placement checks never see "
+                    f"{'it' if len(lost) == 1 else 'them'}; write {'it' if len(lost) == 1 else 'them'} into "
+                    f"extra_pod_config's {field} instead")
+            if text not in type(self)._warned_replaced:
+                type(self)._warned_replaced.add(text)
+                self.log.warning("ElasticHub: %s (first seen on the pod of %s)", text, self._log_name)
 
     _warned_volumes: ClassVar[set[tuple]] = set()
 

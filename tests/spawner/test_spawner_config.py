@@ -70,6 +70,38 @@ async def test_an_affinity_in_extra_pod_config_is_kept_and_extended():
     assert pod.spec.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == required
 
 
+async def test_placement_settings_extra_pod_config_replaces_on_the_pod_are_warned_once(monkeypatch, caplog):
+    """KubeSpawner puts extra_pod_config's affinity (its help says "merged")
+    in place of the one it builds: a profile's required GPU affinity, or
+    zero-to-jupyterhub's node-purpose term, were silently not on the pod."""
+    monkeypatch.setattr(ElasticSpawner, "_warned_replaced", set())
+    anti = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": {
+        "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"course": "db"}}}}]}}
+    gpu = [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]
+    s = spawner(extra_pod_config={"affinity": anti, "node_selector": {"zone": "a"}}, profile_list=[
+        {"display_name": "GPU", "slug": "gpu", "kubespawner_override": {"node_affinity_required": gpu,
+                                                                        "node_selector": {"disk": "ssd"}}}])
+    s.user_options = {"profile": "gpu"}
+    await s.load_user_options()
+    for _ in range(2):
+        pod = await s.get_pod_manifest()
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in pod.spec.affinity["nodeAffinity"]  # KubeSpawner's
+    warned = [r.getMessage() for r in caplog.records if "replaces, on the pod" in r.getMessage()]
+    assert warned == [
+        "ElasticHub: extra_pod_config's affinity replaces, on the pod, the one KubeSpawner builds from "
+        "node_affinity_required (the hub's or a profile's): it is not on the pods, so the scheduler and "
+        "ElasticHub's placement checks never see it; write it into extra_pod_config's affinity instead (first seen "
+        "on the pod of mock@name)",
+        "ElasticHub: extra_pod_config's node_selector replaces, on the pod, the one KubeSpawner builds from "
+        "node_selector (the hub's or a profile's): it is not on the pods, so the scheduler and ElasticHub's "
+        "placement checks never see it; write it into extra_pod_config's node_selector instead (first seen on the "
+        "pod of mock@name)"], warned
+    caplog.clear()  # Either alone is no loss: nothing said.
+    await spawner(extra_pod_config={"affinity": anti}, tolerations=[]).get_pod_manifest()
+    await spawner(node_affinity_required=gpu, extra_pod_config={"restartPolicy": "Never"}).get_pod_manifest()
+    assert not [r for r in caplog.records if "replaces, on the pod" in r.getMessage()]
+
+
 def _zone_hook(spawner, pod):
     """A modify_pod_hook written for KubeSpawner, whose pod is client models."""
     from kubernetes_asyncio.client import (V1Affinity, V1NodeAffinity, V1NodeSelectorRequirement, V1NodeSelectorTerm,
