@@ -33,6 +33,9 @@ from .spawnerway import PodInTheWay
 # load_state ignores what it does not understand rather than failing a hub.
 STATE_VERSION = 1
 STATE_KEY = "elastichub"
+# Seconds a stop waits for a profile_list callable (it may ask another service) before it stops
+# with the hub's own settings: a hung callable must not hold the stop up.
+PROFILE_AGAIN_TIMEOUT = 10.0
 
 
 class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
@@ -177,6 +180,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         self._restoring: CheckpointOutcome | None = None
         self._creating_pod: str | None = None  # the pod a start is creating: one of its name is in the way
         self._before_profile: dict = {}  # each setting a profile overrode, as it was before (clear_state)
+        self._profile_applied = False  # this object's start applied the server's profile (load_user_options)
         if getattr(self, "user", None) is not None:
             RouteSwitch._servers[(self.user.name, self.name or "")] = self
 
@@ -215,6 +219,29 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
             raise self._bad_override(spawner_override, "; ".join(added.values()))
         if "start_timeout" in spawner_override and self.start_timeout > previous["start_timeout"]:
             self._warn_late_start_timeout(previous["start_timeout"])
+
+    async def load_user_options(self):
+        self._profile_applied = True
+        await super().load_user_options()
+
+    async def _profile_for_the_stop(self) -> None:
+        """After a hub restart JupyterHub builds a running server's spawner
+        from the hub's settings alone: the profile its start applied (a big
+        kernel's longer checkpoint_timeout or delete_grace_period) was gone,
+        and the stop cut its checkpoint short. Applied again, from the
+        options the hub kept with the server, before the checkpoint."""
+        if self._profile_applied or not self.profile_list:
+            return
+        try:
+            async with asyncio.timeout(PROFILE_AGAIN_TIMEOUT):
+                await self.load_user_options()
+        except Exception as e:  # a profile since removed or changed: the stop goes on, said
+            problem = (configuration_problem(e) if isinstance(e, web.HTTPError) else
+                       f"profile_list took more than {PROFILE_AGAIN_TIMEOUT:g} s" if isinstance(e, TimeoutError)
+                       else f"{type(e).__name__}: {e}")
+            self.log.warning("ElasticHub: the profile of %s (%s) cannot be applied to its stop: %s; it stops with "
+                             "the hub's own settings", self._log_name, self.user_options.get("profile"),
+                             problem or e)
 
     def _bad_override(self, spawner_override: dict, problem: str) -> web.HTTPError:
         """A value the user typed into a profile option's free-form field
@@ -320,6 +347,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         for name, value in getattr(self, "_before_profile", {}).items():
             setattr(self, name, value)
         self._before_profile = {}
+        self._profile_applied = False
 
     def get_state(self):
         state = super().get_state()
@@ -452,6 +480,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
             why = f"its pod {(pod.get('metadata') or {}).get('name')} is not running" if pod else "no pod was found"
             self.log.warning("ElasticHub: stopping %s without a checkpoint: %s", self._log_name, why)
         elif not now and self.server is not None:
+            await self._profile_for_the_stop()
             try:
                 self.last_checkpoint = await self._checkpoint(self.server.url, "before stopping")
                 self._persist_state()

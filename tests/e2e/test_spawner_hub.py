@@ -268,3 +268,38 @@ async def test_a_running_pod_the_hub_lost_track_of_is_checkpointed_before_it_mak
     nb.close()
     assert out["status"] == "ok" and "42" in json.dumps(out["results"]), out
     assert "checkpoint before deleting the running pod in the way of the start of alice: saved" in hub.log_text(10**6)
+
+
+async def test_a_server_that_ran_across_a_hub_restart_stops_under_its_profile(cluster_factory, hub_factory, tmp_path):
+    """The restarted hub rebuilt the server's spawner from its own settings:
+    the big-kernel profile's delete_grace_period and checkpoint_timeout were
+    gone, and the pod was deleted with KubeSpawner's 1 s, cutting short the
+    checkpoint its kernels write as they shut down."""
+    cluster = await cluster_factory(default_config())
+    profiles = [{"display_name": "Notebook", "slug": "notebook", "default": True},
+                {"display_name": "Big data", "slug": "big", "kubespawner_override": {
+                    "delete_grace_period": 45, "checkpoint_timeout": 300}}]
+    hub = await hub_factory(cluster, elastic_config(tmp_path, "c.JupyterHub.cleanup_servers = False\n"
+                                                    f"c.KubeSpawner.profile_list = {profiles!r}\n"),
+                            spawner_class="elastic")
+    await hub.start_server("alice", {"profile": "big"})
+    nb = await open_notebook(hub, "alice", "big.ipynb")
+    assert (await nb.run("x = 6 * 7"))["status"] == "ok"
+    nb.close()
+    await hub.restart()
+    graces = set()
+
+    async def watch():
+        while True:
+            for pod in cluster.store.list("pods", "default")[0]:  # get() raises once the pod is gone
+                graces.add(pod["metadata"].get("deletionGracePeriodSeconds"))
+            await asyncio.sleep(0.01)
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        await hub.stop_server("alice")
+    finally:
+        watcher.cancel()
+    assert graces - {None} == {45}, graces
+    assert last_checkpoint(await hub.spawner_state("alice"))["status"] == "saved"
+    assert "cannot be applied to its stop" not in hub.log_text(10**6)

@@ -4,6 +4,7 @@ API client, which needs a running event loop, when it is built.)"""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -620,6 +621,69 @@ async def test_a_stop_checkpoints_first_then_deletes_the_pod(stoppable, monkeypa
     await s.stop()
     assert calls == [("checkpoint",), ("delete", False)]
     assert s.last_checkpoint.status == "saved" and s.last_node == "onprem-1"
+
+
+async def test_a_server_running_across_a_hub_restart_stops_under_its_profile(monkeypatch, caplog):
+    """The hub rebuilds a running server's spawner from its own settings: a
+    big-kernel profile's checkpoint_timeout and delete_grace_period were
+    gone, and the stop cut the checkpoint (and the kernels' own, at the
+    pod's deletion) short."""
+    from types import SimpleNamespace
+
+    from kubespawner import KubeSpawner
+
+    big = {"display_name": "Big", "slug": "big", "kubespawner_override": {"checkpoint_timeout": 600,
+                                                                          "delete_grace_period": 90}}
+    used = []
+
+    async def checkpoint(self, url, purpose):
+        used.append(("checkpoint", self.checkpoint_timeout))
+        return CheckpointOutcome("saved", kernels=1, bytes=5)
+
+    async def deleted(self, now=False):
+        used.append(("delete", self.delete_grace_period))
+
+    async def nothing(*args, **kwargs):
+        return None
+
+    monkeypatch.setattr(KubeSpawner, "stop", deleted)
+    monkeypatch.setattr(ElasticSpawner, "_checkpoint", checkpoint)
+    monkeypatch.setattr(ElasticSpawner, "_start_watching_pods", nothing)
+    monkeypatch.setattr(ElasticSpawner, "_current_pod", lambda self: {"spec": {"nodeName": "onprem-1"}})
+    monkeypatch.setattr(ElasticSpawner, "is_pod_running", lambda self, pod: True)
+    monkeypatch.setattr(ElasticSpawner, "server", property(lambda self: SimpleNamespace(url="http://x/user/a/")))
+
+    async def profiles(spawner):
+        return [{"display_name": "Plain", "slug": "plain"}, big]
+
+    for profile_list in ([{"display_name": "Plain", "slug": "plain"}, big], profiles):
+        used.clear()
+        c = Config()
+        c.ElasticSpawner.profile_list = profile_list
+        s = ElasticSpawner(config=c, _mock=True, user_options={"profile": "big"})  # as the hub builds it
+        await s.stop()
+        assert used == [("checkpoint", 600), ("delete", 90)]
+        s.clear_state()  # after the stop: the hub's own settings again
+        assert (s.checkpoint_timeout, s.delete_grace_period) == (120, 1)
+    # A profile that is gone since: the stop goes on with the hub's settings, and says so.
+    used.clear()
+    s = spawner(profile_list=[{"display_name": "Plain", "slug": "plain"}])
+    s.user_options = {"profile": "big"}
+    await s.stop()
+    assert used == [("checkpoint", 120), ("delete", 1)]
+    assert "the profile of mock@name (big) cannot be applied to its stop" in caplog.text
+    # A profile_list callable that hangs (it asks another service) does not hold the stop up.
+    monkeypatch.setattr("elastichub.spawner.PROFILE_AGAIN_TIMEOUT", 0.1)
+
+    async def hung(spawner):
+        await asyncio.sleep(3600)
+
+    used.clear()
+    s = spawner(profile_list=hung)
+    s.user_options = {"profile": "big"}
+    await s.stop()
+    assert used == [("checkpoint", 120), ("delete", 1)]
+    assert "cannot be applied to its stop: profile_list took more than 0.1 s" in caplog.text
 
 
 async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, monkeypatch):
