@@ -23,7 +23,8 @@ from . import __version__, podspec
 from .checkpoint_client import FAILED, CheckpointOutcome, request_checkpoint
 from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configuration_problem, shared_pod_name_problem,
                             typed_choices)
-from .spawnerevents import STILL_STARTING, EventIndex, NotStartedInTime, page_message, spawn_age
+from .spawnerevents import (STILL_STARTING, STILL_STARTING_NO_EVENTS, EventIndex, NotStartedInTime, page_message,
+                            pod_waiting, spawn_age)
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import CpuAmount, MemorySize, cpu_help, memory_help, setting_copy, with_model_preferences
@@ -107,7 +108,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
 
     @default("slow_spawn_message")
     def _still_starting(self):
-        return STILL_STARTING
+        return STILL_STARTING if self.events_enabled else STILL_STARTING_NO_EVENTS
 
     mem_limit = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_limit"))
     mem_guarantee = MemorySize(None, allow_none=True, config=True, help=memory_help("mem_guarantee"))
@@ -444,7 +445,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
                     elapsed >= last_patience + self.slow_spawn_message_frequency):
                 last_patience = elapsed
                 yield {"message": textwrap.dedent(self.slow_spawn_message).format(seconds=int(elapsed))}
-            uid = ((self._current_pod() or {}).get("metadata") or {}).get("uid")
+            pod = self._current_pod()
+            uid = ((pod or {}).get("metadata") or {}).get("uid")
             if uid and self.event_reflector is not None:
                 for event in ElasticSpawner._events.of(self.event_reflector, uid, fresh=done):
                     if event["metadata"]["uid"] in seen:
@@ -456,6 +458,10 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
                     shown.add(message)
                     progress += (90 - progress) / 3  # approach 90 %, as KubeSpawner does
                     yield {"progress": int(progress), "raw_event": event, "message": message}
+            waiting = None if self.events_enabled else pod_waiting(pod)
+            if waiting and waiting not in shown:  # no FailedScheduling event to say it: the pod's status does
+                shown.add(waiting)
+                yield {"message": waiting}
             for extra in self._elastic_events(announced, final=done):
                 yield extra
             if done:

@@ -38,6 +38,18 @@ def page_message(event: dict) -> str:
 # KubeSpawner's "Server launch is taking longer than expected. Please be patient!" told a student whose server
 # waits for a cloud node (minutes, and the page has just said about how many) that something was wrong.
 STILL_STARTING = "Your server is still starting ({seconds} s so far); the event log below says what it waits for."
+# With the hub's events_enabled off, the page has no event log to point to.
+STILL_STARTING_NO_EVENTS = "Your server is still starting ({seconds} s so far)."
+
+
+def pod_waiting(pod: dict | None) -> str | None:
+    """WAITING when the scheduler found no node for `pod` (its PodScheduled
+    condition, what the FailedScheduling event says): what a page without
+    events (events_enabled off) can still tell, from the pod itself."""
+    conditions = ((pod or {}).get("status") or {}).get("conditions") or []
+    unplaced = any(c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+                   for c in conditions if isinstance(c, dict))
+    return WAITING if unplaced else None
 
 
 class NotStartedInTime(TimeoutError):

@@ -142,6 +142,31 @@ async def test_a_page_opened_during_a_long_start_counts_from_the_start_and_does_
     assert seconds >= 240, first
 
 
+async def test_a_page_without_events_says_its_server_waits_for_room_and_points_to_no_event_log(monkeypatch):
+    """With the hub's events_enabled off (zero-to-jupyterhub's singleuser.events), the page pointed to "the
+    event log below", which it does not have, and a server waiting for room was never said to wait."""
+    monkeypatch.setattr(ElasticSpawner, "events_enabled", False)
+    s = spawner()
+    began = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None) - datetime.timedelta(seconds=120)
+    s.orm_spawner = SimpleNamespace(server=None, started=began)
+    s._current_pod = lambda: {"metadata": {"uid": "p"}, "spec": {}, "status": {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/4 nodes are available: 4 Insufficient memory."}]}}
+    s._start_future = asyncio.get_running_loop().create_future()  # still starting
+    page, said = s.progress(), []
+    try:
+        async with asyncio.timeout(5):  # each line comes at the page's first look
+            for _ in range(2):
+                said.append((await page.__anext__())["message"])
+    except TimeoutError:
+        pass
+    finally:
+        await page.aclose()
+    assert len(said) == 2 and re.fullmatch(r"Your server is still starting \(\d+ s so far\)\.", said[0]), said
+    assert said[1] == ("ElasticHub: your server is waiting for a node that can run it; it starts as soon as there "
+                       "is one.")
+
+
 @pytest.mark.parametrize("pod, why", [
     (None, "waiting for a node that can run it"),
     ({"metadata": {"uid": "p"}, "spec": {}, "status": {"phase": "Pending"}}, "waiting for a node that can run it"),
