@@ -182,6 +182,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         self._creating_pod: str | None = None  # the pod a start is creating: one of its name is in the way
         self._before_profile: dict = {}  # each setting a profile overrode, as it was before (clear_state)
         self._profile_applied = False  # this object's start applied the server's profile (load_user_options)
+        self._typed_overrides: dict[int, tuple[str, str]] = {}  # while a profile loads (_load_profile)
         if getattr(self, "user", None) is not None:
             RouteSwitch._servers[(self.user.name, self.name or "")] = self
 
@@ -244,13 +245,28 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
                              "the hub's own settings", self._log_name, self.user_options.get("profile"),
                              problem or e)
 
+    def _load_profile(self, slug, profile_list):
+        # KubeSpawner renders a typed value into its option's unlisted_choice override in place and applies
+        # that very dict: known by identity, a refused override is the user's only when it is one of those.
+        typed = dict(typed_choices(self.user_options))
+        self._typed_overrides = {
+            id(option["unlisted_choice"].get("kubespawner_override")): (name, typed[name])
+            for profile in profile_list for name, option in (profile.get("profile_options") or {}).items()
+            if name in typed and isinstance(option.get("unlisted_choice"), dict)}
+        try:
+            return super()._load_profile(slug, profile_list)
+        finally:
+            self._typed_overrides = {}
+
     def _bad_override(self, spawner_override: dict, problem: str) -> web.HTTPError:
         """A value the user typed into a profile option's free-form field
         ("Other...", KubeSpawner's unlisted_choice) is the user's mistake, not
-        the admin's: say so to them (400), not "Bad ElasticHub configuration"."""
-        for option, typed in typed_choices(self.user_options):
-            if any(typed in str(value) for value in spawner_override.values()):
-                return bad_choice(option, typed, problem)
+        the admin's: say so to them (400), not "Bad ElasticHub configuration".
+        Only that field's override: the same characters in the profile's own
+        (a typed "20", an admin's weight of 200) are the admin's."""
+        typed = self._typed_overrides.get(id(spawner_override))
+        if typed:
+            return bad_choice(*typed, problem)
         return bad_configuration(f"profile_list: kubespawner_override: {problem}")
 
     async def get_pod_manifest(self):

@@ -406,6 +406,16 @@ def test_a_memory_size_it_cannot_read_is_one_error_naming_the_trait(value):
                               f"{value!r} is not a memory size") and "\n" not in message, message
 
 
+async def test_a_profiles_own_bad_override_is_the_admins_whatever_the_user_typed():
+    """A typed value was found the culprit by its characters in any refused override: "20" typed for
+    memory, next to the profile's own onprem_weight of 200, told the student their choice was wrong."""
+    s = _typed_into("memory", ("mem_limit",), "20")
+    s.profile_list[0]["kubespawner_override"] = {"onprem_weight": 200}
+    with pytest.raises(web.HTTPError) as err:
+        await s.load_user_options()
+    _said(err, "profile_list: kubespawner_override: ElasticSpawner.onprem_weight: 200 is outside 1..100")
+
+
 async def test_a_cpu_count_the_user_typed_into_an_option_is_taken():
     """A profile option's "Other..." field gives `{value}` as text: every CPU
     count typed, "2" too, was refused as the user's mistake, with nothing said
