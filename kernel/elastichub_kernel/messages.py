@@ -56,9 +56,13 @@ def _losses(report: dict) -> list[str]:
     return lines
 
 
-NO_SESSION_NOTE = ("ElasticHub: this kernel was started without a notebook path (JPY_SESSION_NAME is not set: "
-                   "nbconvert, papermill, a console), so it did NOT restore the checkpoint of its folder{saved}, "
-                   "which may be another notebook's. Run %elastic_restore to bring it back.")
+# Said to a student: the cause in their words (how the kernel was started), not the variable Jupyter Server sets.
+NO_SESSION_NOTE = ("ElasticHub: this kernel was started without a notebook path: it was not started by opening a "
+                   "notebook in JupyterLab or the classic Notebook (a console, nbconvert or papermill starts kernels "
+                   "this way), so it cannot tell which notebook it belongs to. It did NOT restore the variables saved "
+                   "in this folder{saved}: they may be another notebook's. If they are this notebook's, run "
+                   "%elastic_restore to bring them back; a notebook opened from JupyterLab or the classic Notebook "
+                   "gets its own variables back by itself.")
 
 
 # Every restore that brought nothing back says so in these words: "a clean namespace" told a student
