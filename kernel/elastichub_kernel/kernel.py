@@ -138,6 +138,8 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
         self._skipped_restore = False
         self._notes: list[str] = []
         self.last_checkpoint: dict | None = None
+        # The last write that failed since then ({"error", "at"}): %elastic_status says so, the older file stays.
+        self.last_checkpoint_failure: dict | None = None
         self.restored: dict | None = None
         # The working directory, sys.path and environment at start: the
         # session's changes to them are saved with its variables.
@@ -414,6 +416,7 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
             self.last_checkpoint = dict(reply, mtime_ns=st.st_mtime_ns, size=st.st_size,
                                         written_at=time.time())
             self._dirty = False
+            self.last_checkpoint_failure = None
             self._threads.saved = threads
             self._skipped_restore = False  # this session's own checkpoint replaced the skipped one
             # ...and is the one the next start restores (an earlier nothing-to-save reply may have
@@ -424,6 +427,7 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
             return reply
         except Exception as exc:
             self.log.exception("ElasticHub checkpoint failed")
+            self.last_checkpoint_failure = {"error": f"{type(exc).__name__}: {exc}", "at": time.time()}
             return _error_reply(f"{type(exc).__name__}: {exc}")
         finally:
             self._state_lock.release()
@@ -489,6 +493,8 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
             "session_name": self.session_name,
             "dirty": self._dirty,
             "last_checkpoint": self.last_checkpoint,
+            "last_checkpoint_failure": self.last_checkpoint_failure,
+            "skipped_restore": self._skipped_restore,
             "restored": self.restored,
             "disk_speed": {"write_bps": write_bps, "read_bps": read_bps, "source": self.disk_speed.source},
             "live": self.live_status(),

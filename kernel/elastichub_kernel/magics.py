@@ -77,8 +77,17 @@ class ElasticMagics(Magics):
 
     @line_magic
     def elastic_status(self, line=""):
-        """Show where checkpoints go and what the last one contained."""
-        print(json.dumps(self.kernel.status(), indent=1, default=str))
+        """Show the last checkpoint (when, how large, what it saved and what not) and the last restore;
+        ``--json``: the kernel's raw status, for the course staff."""
+        args = line.split()
+        if args == ["--json"]:
+            print(json.dumps(self.kernel.status(), indent=1, default=str))
+        elif args:
+            print(f"ElasticHub: %elastic_status takes no {' '.join(args)!r}; usage: %elastic_status [--json]")
+        else:
+            from .statusview import summary
+
+            print(summary(self.kernel.status()))
 
 
 _SMALL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(json))  # type(json): a module

@@ -91,7 +91,7 @@ def test_magics_checkpoint_and_status(kernel, run_cell):
     assert out["error"] is None, out
     assert "ElasticHub: checkpoint written to" in out["stdout"]
     assert "not restorable: magic_lock:" in out["stdout"]
-    out = run_cell(kc, "%elastic_status")
+    out = run_cell(kc, "%elastic_status --json")
     status = json.loads(out["stdout"])
     assert status["last_checkpoint"]["ok"] is True and "magic_lock" in str(status["last_checkpoint"]["not_restorable"])
 
