@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 
-from . import libstate, logstate, procstate, shellmodes, shellstate, userhooks, usermagics
+from . import forward, libstate, logstate, procstate, shellmodes, shellstate, userhooks, usermagics
 
 PLATFORM_PREFIXES = ("JUPYTERHUB_", "JPY_", "ELASTICHUB_")
 _ACTIONS = ("default", "error", "ignore", "always", "module", "once")
@@ -389,38 +389,30 @@ def merged_path(start, added, removed) -> list[str]:
     return unique
 
 
-# Every field this kernel saves. A checkpoint may hold others: a newer kernel's (the image was rolled back
-# after it wrote them). Those are named and skipped, the known ones still restored: rejecting the whole
-# context for them dropped the session's directory, environment and settings along with them.
-FIELDS = frozenset({"cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "random_state",
-                    "warning_filters", "extensions", "autoreload", "recursion_limit", "logging",
-                    "library_options", "precision", "xmode", "config", "config_unsaved", "locale",
-                    "history", "process", "magics", "magics_lost", "aliases", "unaliased", "pdb",
-                    "last_error", "hooks", "hooks_lost", "aimport", "aimport_skip",
-                    "dir_history", "dir_stack", "log"})
+# Every field this kernel saves, and what it knows inside them (forward.py). A checkpoint may hold others: a
+# newer kernel's (the image was rolled back after it wrote them). Those are named and skipped, the known ones still
+# restored: rejecting the whole context for them dropped the session's directory, environment and settings too.
+SHAPE = {**dict.fromkeys(("cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "warning_filters",
+                          "extensions", "autoreload", "recursion_limit", "precision", "xmode", "config",
+                          "config_unsaved", "locale", "magics_lost", "aliases", "unaliased", "pdb", "last_error",
+                          "hooks_lost", "aimport", "aimport_skip", "dir_history", "dir_stack")),
+         "process": dict.fromkeys(procstate.SETTINGS), "random_state": {"random": None, "numpy": None},
+         "logging": logstate.SHAPE, "library_options": libstate.SHAPE,
+         "history": dict.fromkeys(shellstate.HISTORY_FIELDS), "log": dict.fromkeys(shellmodes.LOG_FIELDS),
+         "hooks": userhooks.SHAPE, "magics": usermagics.SHAPE}
+FIELDS = frozenset(SHAPE)
 
 
 def known_part(saved) -> tuple[dict, list[str]]:
-    """(the fields of ``saved`` this kernel knows, the names of the others,
-    also those inside the fields a newer kernel may extend: a process
-    setting, a library's options); ValueError when ``saved`` is not a
-    context at all."""
+    """(what of ``saved`` this kernel knows, the names of the rest: a field, a key inside one, an entry of a kind
+    a newer kernel added); ValueError when ``saved`` is not a context at all."""
     if not isinstance(saved, dict):
         raise ValueError("not an object")
-    known = {k: v for k, v in saved.items() if k in FIELDS}
-    unknown = sorted(str(k) for k in saved if k not in FIELDS)
-    nested = {"process": procstate.SETTINGS, "random_state": {"random", "numpy"}, "logging": {"disable", "loggers"},
-              "library_options": {*libstate.LIBRARIES, *libstate.IN_CELLS_CONTEXT, "pyplot"}}
-    for field, names in nested.items():
-        value = known.get(field)
-        if isinstance(value, dict) and set(value) - names:
-            unknown += sorted(f"{field}: {k}" for k in value if k not in names)
-            known[field] = {k: v for k, v in value.items() if k in names}
-    return known, unknown
+    return forward.known_part(saved, SHAPE)
 
 
 def unknown_note(unknown: list[str]) -> str:
-    shown = ", ".join(repr(name[:40]) for name in unknown[:8]) + (", ..." if len(unknown) > 8 else "")
+    shown = ", ".join(repr(name[:80]) for name in unknown[:8]) + (", ..." if len(unknown) > 8 else "")
     return (f"this checkpoint was saved by a newer version of ElasticHub's kernel: its session setting(s) {shown} "
             "are unknown to this version and were not restored (everything else was)")
 

@@ -380,16 +380,21 @@ def _restore_in_cells(name: str, module, options: dict, saved: dict) -> list[str
     return []
 
 
+_SAVED = ("set", "unsaved", "pickled")  # of each library
+# What this kernel saves (forward.py): a newer kernel's library, or field of one, is left out, named.
+SHAPE = {name: dict.fromkeys(_SAVED) for name in (*LIBRARIES, *IN_CELLS_CONTEXT, "pyplot")}
+
+
 def checked(options) -> None:
     """ValueError when ``options`` (the context's "library_options") is malformed."""
-    if not isinstance(options, dict) or set(options) - set(LIBRARIES) - set(IN_CELLS_CONTEXT) - {"pyplot"}:
+    if not isinstance(options, dict) or set(options) - set(SHAPE):
         raise ValueError("library_options")
     for name, changed in options.items():
         pickled = changed.get("pickled", {}) if isinstance(changed, dict) else None
         if not (isinstance(pickled, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                   for k, v in pickled.items())):
             raise ValueError(f"library_options: {name}")
-        if not (isinstance(changed, dict) and not set(changed) - {"set", "unsaved", "pickled"}
+        if not (isinstance(changed, dict) and not set(changed) - set(_SAVED)
                 and isinstance(changed.get("set", {}), dict) and all(isinstance(k, str) for k in changed.get("set", {}))
                 and isinstance(changed.get("unsaved", []), list)
                 and all(isinstance(k, str) for k in changed.get("unsaved", []))):

@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 import sys
 
+from .forward import ANY, Kinds
+
 _STYLES = {"PercentStyle": "%", "StrFormatStyle": "{", "StringTemplateStyle": "$"}
 _DEFAULT = (logging.NOTSET, True, False, ())  # a logger the session created
 
@@ -134,9 +136,18 @@ def restore(saved: dict) -> list[str]:
     return problems
 
 
+# A handler's fields by its kind, besides "kind", "level" and "format" (and those of one not carried).
+_KIND_FIELDS = {"file": {"path", "encoding"}, "stream": {"to"}, "null": set()}
+_LOGGER_FIELDS = ("level", "propagate", "disabled", "handlers")
+# What this kernel saves (forward.py): a newer kernel's logger field, handler field or kind is left out, named.
+SHAPE = {"disable": None, "loggers": {ANY: {**dict.fromkeys(_LOGGER_FIELDS), "handlers": [Kinds(
+    "kind", _KIND_FIELDS.__contains__, dict.fromkeys({"kind", "level", "format", "unsupported", "type",
+                                                      *set().union(*_KIND_FIELDS.values())}))]}}}
+
+
 def checked(config) -> None:
     """ValueError when ``config`` (the context's "logging") is malformed."""
-    if not isinstance(config, dict) or set(config) - {"disable", "loggers"}:
+    if not isinstance(config, dict) or set(config) - set(SHAPE):
         raise ValueError("logging")
     if not _int(config.get("disable", 0)):
         raise ValueError("logging: disable")
@@ -145,7 +156,7 @@ def checked(config) -> None:
         raise ValueError("logging: loggers")
     for name, entry in loggers.items():
         if not (isinstance(name, str) and isinstance(entry, dict)
-                and not set(entry) - {"level", "propagate", "disabled", "handlers"}
+                and not set(entry) - set(_LOGGER_FIELDS)
                 and _int(entry.get("level", 0)) and isinstance(entry.get("propagate", True), bool)
                 and isinstance(entry.get("disabled", False), bool)
                 and isinstance(entry.get("handlers", []), list)
@@ -163,7 +174,7 @@ def _handler_spec(spec) -> bool:
     if "unsupported" in spec:
         return set(spec) == {"unsupported", "type"} and all(isinstance(v, str) for v in spec.values())
     fmt = spec.get("format", ["", None, "%"])
-    fields = {"file": {"path", "encoding"}, "stream": {"to"}, "null": set()}.get(spec.get("kind"))
+    fields = _KIND_FIELDS.get(spec.get("kind"))
     return (fields is not None and set(spec) - {"kind", "level", "format"} == fields and _int(spec.get("level"))
             and isinstance(fmt, list) and len(fmt) == 3 and isinstance(fmt[0], str)
             and (fmt[1] is None or isinstance(fmt[1], str)) and fmt[2] in _STYLES.values()

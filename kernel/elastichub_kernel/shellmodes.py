@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 
+LOG_FIELDS = ("path", "output", "raw", "timestamp", "active")
+
 
 def _aliases(shell) -> dict:
     manager = getattr(shell, "alias_manager", None)
@@ -111,7 +113,7 @@ def checked(saved: dict) -> None:
     if not isinstance(saved.get("pdb", False), bool):
         raise ValueError("pdb")
     log = saved.get("log")
-    if log is not None and not (isinstance(log, dict) and set(log) == {"path", "output", "raw", "timestamp", "active"}
+    if log is not None and not (isinstance(log, dict) and set(log) == set(LOG_FIELDS)
                                 and (log["path"] is None or isinstance(log["path"], str) and os.path.isabs(log["path"]))
                                 and all(isinstance(log[k], bool) for k in ("output", "raw", "timestamp", "active"))):
         raise ValueError("log")

@@ -28,6 +28,8 @@ from pathlib import PurePath
 
 from . import outputs, shellmodes, userhooks, usermagics
 
+HISTORY_FIELDS = ("count", "in", "raw", "cut", "outputs", "unders")
+
 AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
 HISTORY_MAX_CHARS = 1_000_000
@@ -284,8 +286,8 @@ def checked_history(saved: dict) -> None:
     if history is None:
         return
     count = history.get("count") if isinstance(history, dict) else None
-    if not (isinstance(count, int) and not isinstance(count, bool) and count >= 1 and not set(history) - {
-            "count", "in", "raw", "cut", "outputs", "unders"}
+    if not (isinstance(count, int) and not isinstance(count, bool) and count >= 1
+            and not set(history) - set(HISTORY_FIELDS)
             and isinstance(history.get("in"), list) and len(history["in"]) == count
             and all(isinstance(v, str) for v in history["in"]) and isinstance(history.get("raw"), list)
             and len(history["raw"]) == count and all(v is None or isinstance(v, str) for v in history["raw"])

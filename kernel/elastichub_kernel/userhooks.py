@@ -25,6 +25,7 @@ import functools
 import signal
 import types
 
+from .forward import Kinds
 from .usermagics import notebook_function
 
 _EVENT = "events:"
@@ -126,12 +127,20 @@ def capture(shell) -> dict:
     return {**({"hooks": kept} if kept else {}), **({"hooks_lost": lost} if lost else {})}
 
 
+def _known_place(place: str) -> bool:
+    return place.startswith((_EVENT, _SIGNAL, _PRINTER)) or place in _LISTS
+
+
+# What this kernel saves (forward.py): a hook of a kind a newer kernel carries is left out, named.
+SHAPE = [Kinds(0, _known_place)]
+
+
 def checked(saved: dict) -> None:
     """ValueError naming the field when "hooks" or "hooks_lost" is malformed."""
     kept, lost = saved.get("hooks", []), saved.get("hooks_lost", [])
     if not (isinstance(kept, list) and all(
-            isinstance(h, list) and len(h) == 4 and isinstance(h[0], str)
-            and (h[0].startswith((_EVENT, _SIGNAL, _PRINTER)) or h[0] in _LISTS) and type(h[1]) is int and h[1] >= 0
+            isinstance(h, list) and len(h) == 4 and isinstance(h[0], str) and _known_place(h[0])
+            and type(h[1]) is int and h[1] >= 0
             and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
         raise ValueError("hooks")
     if not (isinstance(lost, list) and all(isinstance(v, str) for v in lost)):

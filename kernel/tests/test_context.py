@@ -123,7 +123,8 @@ def test_restoring_nothing_leaves_the_process_as_it_is(process):
     ({"logging": []}, "logging"),
     ({"logging": {"disable": -1}}, "logging: disable"),
     ({"logging": {"loggers": {"x": {"level": "INFO"}}}}, "logging: logger 'x'"),
-    ({"logging": {"loggers": {"x": {"handlers": [{"kind": "socket", "level": 0}]}}}}, "logging: logger 'x'"),
+    # (a kind this kernel lacks is a newer kernel's: left out and named, test_kernel_context_compat2.py)
+    ({"logging": {"loggers": {"x": {"handlers": [{"kind": 3, "level": 0}]}}}}, "logging: logger 'x'"),
     ({"logging": {"loggers": {"": {"handlers": [{"kind": "file", "level": 0, "path": 3, "encoding": None}]}}}},
      "logging: logger ''"),
     ({"precision": 3}, "precision"),
