@@ -45,7 +45,7 @@ def _places(shell):
             yield name, hooks
     for number in sorted(signal.valid_signals()):
         try:
-            handler, name = signal.getsignal(number), signal.Signals(number).name
+            handler, name = signal.getsignal(number), _signal_name(number)
         except (OSError, ValueError):  # a number the platform lists but will not answer for, or has no name
             continue
         if callable(handler):  # not SIG_DFL, SIG_IGN, or None (set outside Python)
@@ -58,6 +58,22 @@ def _places(shell):
         for key, fn in printers + (list(by_name.items()) if isinstance(by_name, dict) else []):
             if isinstance(key, tuple) and len(key) == 2 and all(isinstance(part, str) for part in key):
                 yield f"{_PRINTER}{mime} {key[0]}:{key[1]}", [fn]  # (module, name), as for_type_by_name takes
+
+
+def _signal_name(number: int) -> str:
+    """SIGALRM; a realtime signal by its offset (SIGRTMIN+3: Signals names only SIGRTMIN and SIGRTMAX, and the
+    offset is what the notebook wrote, its number what this C library makes of it)."""
+    rtmin, rtmax = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+    if rtmin is not None and rtmin < number < rtmax:
+        return f"SIGRTMIN+{number - rtmin}"
+    return signal.Signals(number).name
+
+
+def _signal_number(name: str) -> int:
+    base, _, offset = name.partition("+")
+    if offset and not offset.isdigit():
+        raise ValueError(f"{name} is not a signal")
+    return getattr(signal, base) + int(offset or 0)
 
 
 def _unwrapped(hook):
@@ -202,7 +218,7 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
 def _set_handler(name: str, handler) -> str | None:
     """Set a signal's handler as the notebook did; why not, or None."""
     try:
-        signal.signal(getattr(signal, name), handler)
+        signal.signal(_signal_number(name), handler)
     except (AttributeError, ValueError, OSError, TypeError) as exc:  # no such signal here, not the main thread, refused
         return f"{type(exc).__name__}: {exc}"
     return None

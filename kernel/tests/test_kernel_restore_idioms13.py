@@ -1,0 +1,31 @@
+"""What a notebook registers with the process or the shell beyond its
+variables (round 15), checkpointed in one real kernel and restored in the
+next: carried when it is the notebook's own and a variable holds it, else
+named at the restore."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms13.ipynb"
+
+REALTIME = r'''
+import signal, os
+got = []
+def on_rt(signum, frame):
+    got.append(signum - signal.SIGRTMIN)
+signal.signal(signal.SIGRTMIN + 3, on_rt)
+signal.signal(signal.SIGRTMIN + 4, lambda signum, frame: None)
+'''
+
+
+def test_a_realtime_signal_handler_is_carried_like_the_others_and_an_unheld_one_named(moved, run_cell):
+    """`signal.signal(signal.SIGRTMIN + 3, handler)`: signal.Signals has no name for it, and the handler was
+    skipped without a word; after a move the next such signal killed the kernel (its default action)."""
+    reply, _, kc = moved(SESSION, REALTIME)
+    assert reply["ok"], reply
+    out = run_cell(kc, "print(signal.getsignal(signal.SIGRTMIN + 3) is on_rt)")
+    assert out["stdout"] == "True\n", out
+    assert "<lambda> (the SIGRTMIN+4 handler) are not carried" in out["stderr"], out["stderr"]
+    out = run_cell(kc, "import threading\nsignal.pthread_kill(threading.get_ident(), signal.SIGRTMIN + 3)\nprint(got)")
+    assert (out["error"], out["stdout"]) == (None, "[3]\n"), out
