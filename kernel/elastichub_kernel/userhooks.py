@@ -1,9 +1,11 @@
 """The notebook's own functions IPython calls on its own: event callbacks
 (``get_ipython().events.register("post_run_cell", log_cell)``), input
 transformers (``ip.input_transformers_cleanup.append(shout)``: a cell's
-own syntax), AST transformers (``ip.ast_transformers.append(Timer())``)
-and display printers (``formatters["text/plain"].for_type(Fraction,
-as_ratio)``). IPython keeps them in the shell, which a restore does not
+own syntax), AST transformers (``ip.ast_transformers.append(Timer())``),
+display printers (``formatters["text/plain"].for_type(Fraction,
+as_ratio)``) and the custom exception handler
+(``ip.set_custom_exc((GradingError,), friendly)``: a course's friendlier
+errors). IPython keeps them in the shell, which a restore does not
 carry: after a move the cell timer printed nothing, and a cell in the
 notebook's own syntax failed with a NameError, without a word. Also its
 signal handlers (``signal.signal(signal.SIGALRM, on_timeout)``, the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import signal
+import sys
 import types
 
 from .forward import Kinds
@@ -31,6 +34,7 @@ from .usermagics import notebook_function
 _EVENT = "events:"
 _SIGNAL = "signal:"
 _PRINTER = "printer:"  # printer:<mime type> <module>:<class qualname>
+_CUSTOM_EXC = "custom_exc:"  # custom_exc:<module>:<class qualname> ...: get_ipython().set_custom_exc's classes
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
@@ -50,6 +54,9 @@ def _places(shell):
             continue
         if callable(handler):  # not SIG_DFL, SIG_IGN, or None (set outside Python)
             yield _SIGNAL + name, [handler]
+    handler, classes = _custom_exc(shell)
+    if handler is not None:
+        yield _CUSTOM_EXC + " ".join(f"{c.__module__}:{c.__qualname__}" for c in classes), [handler]
     formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
     for mime, formatter in (formatters.items() if isinstance(formatters, dict) else ()):
         by_type, by_name = getattr(formatter, "type_printers", None), getattr(formatter, "deferred_printers", None)
@@ -58,6 +65,21 @@ def _places(shell):
         for key, fn in printers + (list(by_name.items()) if isinstance(by_name, dict) else []):
             if isinstance(key, tuple) and len(key) == 2 and all(isinstance(part, str) for part in key):
                 yield f"{_PRINTER}{mime} {key[0]}:{key[1]}", [fn]  # (module, name), as for_type_by_name takes
+
+
+def _custom_exc(shell) -> tuple:
+    """(the handler the notebook gave set_custom_exc, its exception classes), or (None, ()). IPython keeps the
+    handler in the closure of the wrapper it makes (CustomTB)."""
+    classes = getattr(shell, "custom_exceptions", ())
+    classes = tuple(c for c in (classes if isinstance(classes, tuple) else (classes,)) if isinstance(c, type))
+    wrapper = getattr(getattr(shell, "CustomTB", None), "__func__", None)
+    code, cells = getattr(wrapper, "__code__", None), getattr(wrapper, "__closure__", None) or ()
+    if not classes or code is None or "handler" not in code.co_freevars:
+        return None, ()
+    try:
+        return cells[code.co_freevars.index("handler")].cell_contents, classes
+    except (IndexError, ValueError):  # an empty cell
+        return None, ()
 
 
 def _signal_name(number: int) -> str:
@@ -111,6 +133,9 @@ def _shown(place: str, hook) -> str:
     what = getattr(hook, "__qualname__", None) or type(hook).__qualname__
     if place.startswith(_SIGNAL):
         return f"{what} (the {place[len(_SIGNAL):]} handler)"
+    if place.startswith(_CUSTOM_EXC):
+        kinds = ", ".join(kind.replace(":", ".") for kind in place[len(_CUSTOM_EXC):].split())
+        return f"{what} (set_custom_exc's handler of {kinds})"
     if place.startswith(_PRINTER):
         mime, _, kind = place[len(_PRINTER):].partition(" ")
         return f"{what} (the {mime} printer of {kind.replace(':', '.')})"
@@ -144,7 +169,7 @@ def capture(shell) -> dict:
 
 
 def _known_place(place: str) -> bool:
-    return place.startswith((_EVENT, _SIGNAL, _PRINTER)) or place in _LISTS
+    return place.startswith((_EVENT, _SIGNAL, _PRINTER, _CUSTOM_EXC)) or place in _LISTS
 
 
 # What this kernel saves (forward.py): a hook of a kind a newer kernel carries is left out, named.
@@ -200,6 +225,8 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
         return _set_handler(place[len(_SIGNAL):], hook)
     if place.startswith(_PRINTER):
         return _set_printer(shell, place[len(_PRINTER):], hook)
+    if place.startswith(_CUSTOM_EXC):
+        return _set_custom_exc(shell, place[len(_CUSTOM_EXC):].split(), hook)
     hooks = places.get(place)
     if hooks is None:
         return "this IPython has no such hook"
@@ -235,4 +262,23 @@ def _set_printer(shell, where: str, printer) -> str | None:
     if not (module and name.isidentifier()):  # found by name: a class inside another one is not
         return f"{module}.{name} is not found by its name"
     formatter.for_type_by_name(module, name, printer)
+    return None
+
+
+def _set_custom_exc(shell, kinds: list, handler) -> str | None:
+    """set_custom_exc again, with the classes found by name: the notebook's own among the restored variables,
+    a library's in its module (loaded again with the variables that use it)."""
+    import builtins
+
+    classes = []
+    for kind in kinds:
+        module, _, name = kind.partition(":")
+        value = shell.user_ns if module == "__main__" else vars(builtins) if module == "builtins" else None
+        value = value if value is not None else vars(sys.modules.get(module) or types.SimpleNamespace())
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+        if not (isinstance(value, type) and issubclass(value, BaseException)):
+            return f"the exception class {module}.{name} is not found here"
+        classes.append(value)
+    shell.set_custom_exc(tuple(classes), handler)
     return None

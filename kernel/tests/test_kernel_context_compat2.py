@@ -49,14 +49,14 @@ def test_a_newer_kernels_keys_inside_known_fields_are_named_and_the_rest_restore
              "library_options": {"pandas": {"set": {}, "future": 1}},
              "history": {"count": 2, "in": ["", "x = 1"], "raw": [None, None], "pages": 3},
              "log": {"path": None, "output": False, "raw": False, "timestamp": False, "active": True, "rotate": 1},
-             "hooks": [["custom_exc:", 0, "on_error", ""], ["events:post_run_cell", 0, "timer", ""]],
+             "hooks": [["audit_hook:", 0, "on_audit", ""], ["events:post_run_cell", 0, "timer", ""]],
              "magics": [["block", "sql", "run_sql"], ["line", "hi", "say_hi"]]}
     here = SessionContext.now()
     done, problems = here.restore(saved)
     assert os.getcwd() == str(process / "data") and os.environ["COMPAT_MODE"] == "1", problems
     assert len(problems) == 1 and "newer version" in problems[0], problems
     for name in ("logging: loggers: 'compat_app': colour", "handlers: rotating", "handlers: filters",
-                 "library_options: pandas: future", "history: pages", "log: rotate", "hooks: custom_exc:",
+                 "library_options: pandas: future", "history: pages", "log: rotate", "hooks: audit_hook:",
                  "magics: block"):
         assert name in problems[0], (name, problems)
     assert "malformed" not in problems[0]

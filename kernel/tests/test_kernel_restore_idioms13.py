@@ -29,3 +29,33 @@ def test_a_realtime_signal_handler_is_carried_like_the_others_and_an_unheld_one_
     assert "<lambda> (the SIGRTMIN+4 handler) are not carried" in out["stderr"], out["stderr"]
     out = run_cell(kc, "import threading\nsignal.pthread_kill(threading.get_ident(), signal.SIGRTMIN + 3)\nprint(got)")
     assert (out["error"], out["stdout"]) == (None, "[3]\n"), out
+
+
+CUSTOM_EXC = r'''
+class GradingError(Exception):
+    pass
+def friendly(shell, etype, value, tb, tb_offset=None):
+    print("friendly:", etype.__name__, value)
+    return []
+get_ipython().set_custom_exc((GradingError, ZeroDivisionError), friendly)
+'''
+
+
+def test_a_custom_exception_handler_the_notebook_set_is_set_again(moved, run_cell):
+    """`get_ipython().set_custom_exc((GradingError,), friendly)` (a course's friendlier errors): after a move
+    the errors showed IPython's traceback again, without a word."""
+    reply, _, kc = moved(SESSION, CUSTOM_EXC)
+    assert reply["ok"], reply
+    out = run_cell(kc, "1 / 0")
+    assert "friendly: ZeroDivisionError division by zero" in out["stdout"], out
+    assert "set_custom_exc" not in out["stderr"], out["stderr"]
+    out = run_cell(kc, "raise GradingError('wrong answer')")
+    assert "friendly: GradingError wrong answer" in out["stdout"], out
+
+
+def test_a_custom_exception_handler_no_variable_holds_is_named(moved, run_cell):
+    setup = "get_ipython().set_custom_exc((ZeroDivisionError,), lambda shell, *args, **kwargs: [])"
+    reply, _, kc = moved(SESSION, setup)
+    assert reply["ok"], reply
+    out = run_cell(kc, "pass")
+    assert "<lambda> (set_custom_exc's handler of builtins.ZeroDivisionError)" in out["stderr"], out["stderr"]
