@@ -29,7 +29,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
 from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, deepstack, idioms,
-               libstate, procstate, usermodules)
+               libstate, procstate, userhooks, usermodules)
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import NO_SESSION_NOTE, sendable
@@ -203,6 +203,7 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
         # Taken here, not in __init__: ipykernel's app sets up the process
         # (MPLBACKEND...) between the two, and that is no change of the user's.
         procstate.watch_faulthandler()  # faulthandler cannot tell where it writes: noted as cells enable it
+        userhooks.watch_atexit()  # nor atexit what the cells registered
         self.session_context = SessionContext.now(self.shell)
         self._threads = ThreadWatch()  # the kernel's own threads are all up by now
         self._install_sigterm_handler()

@@ -34,12 +34,42 @@ from .usermagics import notebook_function
 _EVENT = "events:"
 _SIGNAL = "signal:"
 _PRINTER = "printer:"  # printer:<mime type> <module>:<class qualname>
+_ATEXIT = "atexit"
 _CUSTOM_EXC = "custom_exc:"  # custom_exc:<module>:<class qualname> ...: get_ipython().set_custom_exc's classes
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
+# (function, args, kwargs) of each atexit.register a cell made, in order: atexit cannot be asked (watch_atexit).
+_atexit: list = []
+
+
+def watch_atexit() -> None:
+    """Wrap atexit.register and unregister (at kernel start) to note what the cells register: a library
+    registers its own again when it is imported again, the notebook's functions were lost unsaid."""
+    import atexit
+
+    register, unregister = atexit.register, atexit.unregister
+    if getattr(register, "elastichub_watch", False):
+        return
+
+    def watched_register(func, *args, **kwargs):
+        result = register(func, *args, **kwargs)
+        if sys._getframe(1).f_globals.get("__name__") == "__main__":  # a cell's call, not a module's
+            _atexit.append((func, args, kwargs))
+        return result
+
+    def watched_unregister(func):
+        unregister(func)
+        _atexit[:] = [entry for entry in _atexit if entry[0] != func]
+
+    watched_register.elastichub_watch = True
+    atexit.register, atexit.unregister = watched_register, watched_unregister
+
+
 def _places(shell):
-    """(place, its list) of every hook list of the shell."""
+    """(place, its list) of every hook list of the shell, and the atexit functions the cells registered
+    (with arguments: a partial, which no variable holds)."""
+    yield _ATEXIT, [functools.partial(f, *a, **k) if a or k else f for f, a, k in _atexit]
     callbacks = getattr(getattr(shell, "events", None), "callbacks", None)
     for event, hooks in (callbacks.items() if isinstance(callbacks, dict) else ()):
         yield _EVENT + event, hooks
@@ -130,7 +160,9 @@ def others(setting: str, value, user_ns):
 
 
 def _shown(place: str, hook) -> str:
-    what = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    what = getattr(getattr(hook, "func", hook), "__qualname__", None) or type(hook).__qualname__
+    if place == _ATEXIT:
+        return f"{what} (registered with atexit: it will not run when the kernel stops)"
     if place.startswith(_SIGNAL):
         return f"{what} (the {place[len(_SIGNAL):]} handler)"
     if place.startswith(_CUSTOM_EXC):
@@ -152,7 +184,7 @@ def capture(shell) -> dict:
         for position, hook in enumerate(list(hooks)):
             try:
                 hook = _unwrapped(hook)
-                if not _notebook_made(hook, user_ns):
+                if place != _ATEXIT and not _notebook_made(hook, user_ns):  # atexit's: a cell registered them
                     continue
                 names = variables_by_id(shell) if names is None else names
                 owner = getattr(hook, "__self__", None)
@@ -169,7 +201,7 @@ def capture(shell) -> dict:
 
 
 def _known_place(place: str) -> bool:
-    return place.startswith((_EVENT, _SIGNAL, _PRINTER, _CUSTOM_EXC)) or place in _LISTS
+    return place.startswith((_EVENT, _SIGNAL, _PRINTER, _CUSTOM_EXC)) or place in (*_LISTS, _ATEXIT)
 
 
 # What this kernel saves (forward.py): a hook of a kind a newer kernel carries is left out, named.
@@ -231,6 +263,12 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
     if hooks is None:
         return "this IPython has no such hook"
     if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
+        return None
+    if place == _ATEXIT:
+        import atexit
+
+        atexit.register(hook)  # in the saved order: they run in reverse, as before
+        _atexit.append((hook, (), {}))  # restore code calls it, not a cell
         return None
     if place.startswith(_EVENT):
         try:

@@ -59,3 +59,42 @@ def test_a_custom_exception_handler_no_variable_holds_is_named(moved, run_cell):
     assert reply["ok"], reply
     out = run_cell(kc, "pass")
     assert "<lambda> (set_custom_exc's handler of builtins.ZeroDivisionError)" in out["stderr"], out["stderr"]
+
+
+ATEXIT = r'''
+import atexit, os
+def save_log():
+    with open("atexit.log", "a") as f:
+        f.write("saved\n")
+class Run:
+    def close(self):
+        with open("atexit.log", "a") as f:
+            f.write("closed\n")
+run = Run()
+atexit.register(save_log)
+atexit.register(run.close)
+atexit.register(lambda: None)
+atexit.register(print, "goodbye");
+'''
+
+
+def test_functions_the_notebook_registered_with_atexit_run_at_the_next_kernels_end(start_in_work, run_cell,
+                                                                                 control_request,
+                                                                                 stop_elastic_kernel):
+    """`atexit.register(save_log)` (write the results when the kernel stops): after a move nothing ran at the
+    end, and nothing said so. Those a variable holds are registered again, in order; the others named."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, ATEXIT)["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)  # killed: nothing of the old kernel runs at its end
+
+    km, kc = start_in_work(SESSION)
+    out = run_cell(kc, "pass")
+    assert out["error"] is None, out
+    lost = out["stderr"]
+    assert "<lambda> (registered with atexit" in lost and "print (registered with atexit" in lost, lost
+    assert "save_log" not in lost and "close" not in lost, lost
+    stop_elastic_kernel(km, kc)
+    # atexit runs the last registered first, as it would have in the old kernel
+    assert (start_in_work.work / "atexit.log").read_text() == "closed\nsaved\n"
