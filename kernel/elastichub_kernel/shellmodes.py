@@ -1,8 +1,9 @@
 """IPython modes a session switches with magics that are neither settings
 %config sees nor variables: the shell aliases it defines (``%alias lsdata
-ls -l data/``, ``%unalias``), automatic debugging (``%pdb on``) and the
-session log (``%logstart -o session_log.py append``). They live in the
-shell object (its magics table, ``call_pdb``, its logger), so a restore
+ls -l data/``, ``%unalias``), automatic debugging (``%pdb on``), whether
+``%doctest_mode`` is on, and the session log (``%logstart -o
+session_log.py append``). They live in the shell object (its magics
+table, ``call_pdb``, ``meta``, its logger), so a restore
 lost them without a word: ``%lsdata`` was "not found", the next failing
 cell no longer opened the debugger, and the log recorded no more cells. Saved with the session's
 context (context.py, through shellstate.py) as the difference from the
@@ -14,6 +15,9 @@ from __future__ import annotations
 import os
 
 LOG_FIELDS = ("path", "output", "raw", "timestamp", "active")
+# What %doctest_mode keeps in shell.meta: whether it is on, and the values it puts back when turned off.
+DOCTEST_FIELDS = ("mode", "rc_pprint", "xmode", "rc_separate_out", "rc_separate_out2", "rc_separate_in",
+                  "rc_active_types")
 
 
 def _aliases(shell) -> dict:
@@ -27,7 +31,23 @@ def _aliases(shell) -> dict:
 def baseline(shell) -> dict:
     """The aliases, %pdb and whether a log is kept at start (the kernelspec's config may set each)."""
     return {"aliases": _aliases(shell), "pdb": bool(getattr(shell, "call_pdb", False)),
-            "log": getattr(getattr(shell, "logger", None), "logfile", None) is not None}
+            "log": getattr(getattr(shell, "logger", None), "logfile", None) is not None,
+            "doctest": bool(_doctest(shell).get("mode"))}
+
+
+def _doctest(shell) -> dict:
+    """%doctest_mode's state: its prompts, plain tracebacks and printing are settings carried as the others are
+    (%config, %xmode); this is what says it is on, and what turning it off puts back. Without it, after a move
+    the next %doctest_mode turned it on again, and took the doctest values for the ones to go back to."""
+    state = getattr(shell, "meta", {}).get("doctest_mode")
+    if not isinstance(state, dict):
+        return {}
+    return {key: state[key] for key in DOCTEST_FIELDS if key in state and _plain(state[key])}
+
+
+def _plain(value) -> bool:
+    return value is None or isinstance(value, (bool, str)) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def _log(shell) -> dict | None:
@@ -65,6 +85,9 @@ def capture(shell, at_start: dict | None) -> dict:
     log = None if at_start.get("log") else _log(shell)
     if log:
         saved["log"] = log
+    doctest = _doctest(shell)
+    if bool(doctest.get("mode")) != at_start.get("doctest", False):
+        saved["doctest"] = doctest
     return saved
 
 
@@ -82,6 +105,11 @@ def restore(shell, saved: dict) -> list[str]:
             manager.undefine_alias(name)
     if "pdb" in saved:
         shell.call_pdb = saved["pdb"]
+    if "doctest" in saved and hasattr(shell, "meta"):
+        from IPython.utils.ipstruct import Struct  # IPython's own: loaded with the shell
+
+        shell.meta["doctest_mode"] = Struct(saved["doctest"])
+        shell.switch_doctest_mode(bool(saved["doctest"].get("mode")))  # a frontend's own prompts, as the magic
     return problems + _restore_log(shell, saved.get("log"))
 
 
@@ -112,6 +140,10 @@ def checked(saved: dict) -> None:
         raise ValueError("unaliased")
     if not isinstance(saved.get("pdb", False), bool):
         raise ValueError("pdb")
+    doctest = saved.get("doctest", {})
+    if not (isinstance(doctest, dict) and set(doctest) <= set(DOCTEST_FIELDS) and all(map(_plain, doctest.values()))
+            and isinstance(doctest.get("mode", False), bool)):
+        raise ValueError("doctest")
     log = saved.get("log")
     if log is not None and not (isinstance(log, dict) and set(log) == set(LOG_FIELDS)
                                 and (log["path"] is None or isinstance(log["path"], str) and os.path.isabs(log["path"]))

@@ -98,3 +98,18 @@ def test_functions_the_notebook_registered_with_atexit_run_at_the_next_kernels_e
     stop_elastic_kernel(km, kc)
     # atexit runs the last registered first, as it would have in the old kernel
     assert (start_in_work.work / "atexit.log").read_text() == "closed\nsaved\n"
+
+
+def test_doctest_mode_stays_on_and_turns_off_as_before_after_a_move(moved, run_cell):
+    """`%doctest_mode` (copying a session into a doctest): its prompts, printing and tracebacks came back (they are
+    settings), but not that it was on: the next `%doctest_mode` turned it on again instead of off, and took the
+    doctest values for the ones to go back to."""
+    reply, _, kc = moved(SESSION, "%doctest_mode")
+    assert reply["ok"], reply
+    probe = ("ip = get_ipython()\nimport json\nprint('FACTS' + json.dumps([ip.display_formatter.formatters["
+             "'text/plain'].pprint, ip.InteractiveTB.mode, ip.display_formatter.active_types]))")
+    assert run_cell.facts(kc, probe) == [False, "Plain", ["text/plain"]]
+    out = run_cell(kc, "%doctest_mode")
+    assert "Doctest mode is: OFF" in out["stdout"], out
+    pprint, xmode, types = run_cell.facts(kc, probe)
+    assert (pprint, xmode) == (True, "Context") and "text/html" in types
