@@ -162,6 +162,11 @@ def standard_stream(obj) -> str | None:
     return name
 
 
+def kernel_stream(obj) -> bool:
+    """`obj` is one of ipykernel's output streams (what sys.stdout is in a kernel's cells)."""
+    return _kernel_stream(type(obj))
+
+
 def _kernel_stream(kind: type) -> bool:
     return any(c.__module__ == "ipykernel.iostream" and c.__name__ == "OutStream" for c in kind.__mro__)
 

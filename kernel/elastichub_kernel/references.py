@@ -143,9 +143,13 @@ def module_reference(name: str, value, imported: dict, own_modules) -> tuple[str
 def library_changes(recorder: HistoryRecorder, own) -> list:
     """[path, cell, module, kind] of the attributes cells set on modules and
     classes of libraries (`pd.DataFrame.shout = ...`): not carried, named.
-    A module of the notebook's own carries its values itself."""
+    A module of the notebook's own carries its values itself; ``sys.stdout = buf`` is named by shellmodes.py
+    when still in effect at the checkpoint (set back since, nothing differs)."""
     return [[path, cell, module, kind] for path, (cell, module, kind) in recorder.module_attr_stores.items()
-            if not (kind == "module" and module in own)]
+            if not (kind == "module" and module in own) and path not in _STREAMS]
+
+
+_STREAMS = ("sys.stdout", "sys.stderr")
 
 
 def library_values(changes: list) -> dict:

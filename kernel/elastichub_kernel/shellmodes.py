@@ -13,6 +13,7 @@ shell at start, and set again at restore.
 from __future__ import annotations
 
 import os
+import sys
 
 LOG_FIELDS = ("path", "output", "raw", "timestamp", "active")
 # What %doctest_mode keeps in shell.meta: whether it is on, and the values it puts back when turned off.
@@ -32,7 +33,24 @@ def baseline(shell) -> dict:
     """The aliases, %pdb and whether a log is kept at start (the kernelspec's config may set each)."""
     return {"aliases": _aliases(shell), "pdb": bool(getattr(shell, "call_pdb", False)),
             "log": getattr(getattr(shell, "logger", None), "logfile", None) is not None,
-            "doctest": bool(_doctest(shell).get("mode"))}
+            "doctest": bool(_doctest(shell).get("mode")), "redirected": _redirected(shell)}
+
+
+def _redirected(shell) -> dict:
+    """{"stdout": what it writes to} for each standard output stream that is not the kernel's (a
+    ``redirect_stdout(buf).__enter__()`` not left, ``sys.stdout = buf``): the variable holding it, else its
+    type. A restore gives the new kernel's streams (print shows in the notebook again): said, not done silently."""
+    from .idioms3 import kernel_stream
+    from .outputs import variables_by_id
+
+    streams, names = {}, None
+    for name in ("stdout", "stderr"):
+        target = getattr(sys, name, None)
+        if target is None or target is getattr(sys, f"__{name}__", None) or kernel_stream(target):
+            continue
+        names = variables_by_id(shell) if names is None else names
+        streams[name] = names.get(id(target)) or f"a {type(target).__name__} no variable holds"
+    return streams
 
 
 def _doctest(shell) -> dict:
@@ -88,6 +106,9 @@ def capture(shell, at_start: dict | None) -> dict:
     doctest = _doctest(shell)
     if bool(doctest.get("mode")) != at_start.get("doctest", False):
         saved["doctest"] = doctest
+    redirected = {name: to for name, to in _redirected(shell).items() if name not in at_start.get("redirected", {})}
+    if redirected:
+        saved["redirected"] = redirected
     return saved
 
 
@@ -110,6 +131,9 @@ def restore(shell, saved: dict) -> list[str]:
 
         shell.meta["doctest_mode"] = Struct(saved["doctest"])
         shell.switch_doctest_mode(bool(saved["doctest"].get("mode")))  # a frontend's own prompts, as the magic
+    for name, to in saved.get("redirected", {}).items():
+        problems.append(f"sys.{name} wrote to {to} (a redirect_{name} entered and not left, or sys.{name} = ...); "
+                        f"after the move it writes to the notebook again: set it again if you still want that")
     return problems + _restore_log(shell, saved.get("log"))
 
 
@@ -140,6 +164,10 @@ def checked(saved: dict) -> None:
         raise ValueError("unaliased")
     if not isinstance(saved.get("pdb", False), bool):
         raise ValueError("pdb")
+    redirected = saved.get("redirected", {})
+    if not (isinstance(redirected, dict) and set(redirected) <= {"stdout", "stderr"}
+            and all(isinstance(v, str) for v in redirected.values())):
+        raise ValueError("redirected")
     doctest = saved.get("doctest", {})
     if not (isinstance(doctest, dict) and set(doctest) <= set(DOCTEST_FIELDS) and all(map(_plain, doctest.values()))
             and isinstance(doctest.get("mode", False), bool)):

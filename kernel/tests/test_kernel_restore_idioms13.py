@@ -113,3 +113,24 @@ def test_doctest_mode_stays_on_and_turns_off_as_before_after_a_move(moved, run_c
     assert "Doctest mode is: OFF" in out["stdout"], out
     pprint, xmode, types = run_cell.facts(kc, probe)
     assert (pprint, xmode) == (True, "Context") and "text/html" in types
+
+
+REDIRECT = r'''
+import contextlib, io, sys
+buf = io.StringIO()
+ctx = contextlib.redirect_stdout(buf)
+ctx.__enter__()
+sys.stderr = io.StringIO()
+'''
+
+
+def test_a_redirect_entered_and_not_left_is_named_at_the_restore(moved, run_cell):
+    """`ctx = redirect_stdout(buf); ctx.__enter__()` (or `sys.stdout = buf`): in the old kernel print wrote into
+    buf; after a move it wrote to the notebook again, without a word."""
+    reply, _, kc = moved(SESSION, REDIRECT)
+    assert reply["ok"], reply
+    out = run_cell(kc, "print('shown')")
+    assert out["stdout"] == "shown\n", out
+    assert "sys.stdout wrote to buf" in out["stderr"] and "writes to the notebook again" in out["stderr"], out
+    assert "sys.stderr wrote to a StringIO no variable holds" in out["stderr"], out
+    assert out["stderr"].count("sys.stderr") == 2, out  # once, in that line: not as a library's attribute too
