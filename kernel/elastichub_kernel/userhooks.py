@@ -264,6 +264,7 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
         return "this IPython has no such hook"
     if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
         return None
+    _drop_older(shell, place, hooks, hook)
     if place == _ATEXIT:
         import atexit
 
@@ -278,6 +279,31 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
         return None
     hooks.insert(min(position, len(hooks)), hook)  # among IPython's own, where it was
     return None
+
+
+def _defined_as(hook) -> tuple | None:
+    """(qualified name, method) of a function or method the cells defined, else None."""
+    fn = getattr(hook, "__func__", hook)
+    if getattr(fn, "__module__", None) != "__main__" or not isinstance(getattr(fn, "__qualname__", None), str):
+        return None
+    return fn.__qualname__, isinstance(hook, types.MethodType)
+
+
+def _drop_older(shell, place: str, hooks: list, hook) -> None:
+    """%elastic_restore into a session that registered the hook itself: its variable now holds the
+    checkpoint's function, a new object, and the session's own stays registered; unregistered here, else a
+    callback ran twice a cell and an atexit function twice at the end."""
+    key = _defined_as(hook)
+    older = [h for h in hooks if key is not None and _defined_as(_unwrapped(h)) == key]
+    for h in older:
+        if place == _ATEXIT:
+            import atexit
+
+            atexit.unregister(h)
+        elif place.startswith(_EVENT):
+            shell.events.unregister(place[len(_EVENT):], h)
+        elif h in hooks:
+            hooks.remove(h)
 
 
 def _set_handler(name: str, handler) -> str | None:

@@ -134,3 +134,19 @@ def test_a_redirect_entered_and_not_left_is_named_at_the_restore(moved, run_cell
     assert "sys.stdout wrote to buf" in out["stderr"] and "writes to the notebook again" in out["stderr"], out
     assert "sys.stderr wrote to a StringIO no variable holds" in out["stderr"], out
     assert out["stderr"].count("sys.stderr") == 2, out  # once, in that line: not as a library's attribute too
+
+
+def test_elastic_restore_into_the_session_that_registered_its_hooks_registers_each_once(start_in_work, run_cell):
+    """%elastic_restore in the session itself: the checkpoint's callback and atexit function (new objects) were
+    registered beside the session's own, so the callback ran twice a cell and the function twice at the end."""
+    km, kc = start_in_work(SESSION)
+    setup = ("import atexit\nran = []\ndef log_cell(result):\n    ran.append(1)\n"
+             "get_ipython().events.register('post_run_cell', log_cell)\ndef bye():\n    pass\natexit.register(bye)\n"
+             "%elastic_checkpoint")
+    assert run_cell(kc, setup)["error"] is None
+    assert run_cell(kc, "%elastic_restore")["error"] is None
+    run_cell(kc, "ran.clear()")  # then its own callback(s)
+    probe = ("import json\nfrom elastichub_kernel import userhooks\nprint('FACTS' + json.dumps([len(ran), "
+             "[getattr(c, '__name__', '') for c in get_ipython().events.callbacks['post_run_cell']].count('log_cell'),"
+             " [f.__name__ for f, *_ in userhooks._atexit]]))")
+    assert run_cell.facts(kc, probe) == [1, 1, ["bye"]]
