@@ -400,7 +400,7 @@ SHAPE = {**dict.fromkeys(("cwd", "path_added", "path_removed", "env", "env_unset
          "logging": logstate.SHAPE, "library_options": libstate.SHAPE,
          "history": dict.fromkeys(shellstate.HISTORY_FIELDS), "log": dict.fromkeys(shellmodes.LOG_FIELDS),
          "doctest": dict.fromkeys(shellmodes.DOCTEST_FIELDS), "redirected": {"stdout": None, "stderr": None},
-         "hooks": userhooks.SHAPE, "magics": usermagics.SHAPE}
+         "hooks": userhooks.SHAPE, "hooks_more": userhooks.SHAPE, "magics": usermagics.SHAPE}
 FIELDS = frozenset(SHAPE)
 
 

@@ -36,6 +36,7 @@ _SIGNAL = "signal:"
 _PRINTER = "printer:"  # printer:<mime type> <module>:<class qualname>
 _ATEXIT = "atexit"
 _CUSTOM_EXC = "custom_exc:"  # custom_exc:<module>:<class qualname> ...: get_ipython().set_custom_exc's classes
+_NEWER_PLACES = (_ATEXIT, _CUSTOM_EXC)  # saved apart, in "hooks_more" (capture)
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
@@ -197,7 +198,12 @@ def capture(shell) -> dict:
                     lost.append(_shown(place, hook))
             except Exception:  # a notebook object whose attributes fail: named, never a failed checkpoint
                 lost.append(f"a {type(hook).__name__} ({place})")
-    return {**({"hooks": kept} if kept else {}), **({"hooks_lost": lost} if lost else {})}
+    # Kinds kernels before forward.py reject in "hooks" (and with it the whole context): a field of their own,
+    # which such a kernel skips by name, should the image be rolled back.
+    newer = [hook for hook in kept if hook[0].startswith(_NEWER_PLACES)]
+    kept = [hook for hook in kept if hook not in newer]
+    return {**({"hooks": kept} if kept else {}), **({"hooks_more": newer} if newer else {}),
+            **({"hooks_lost": lost} if lost else {})}
 
 
 def _known_place(place: str) -> bool:
@@ -209,13 +215,15 @@ SHAPE = [Kinds(0, _known_place)]
 
 
 def checked(saved: dict) -> None:
-    """ValueError naming the field when "hooks" or "hooks_lost" is malformed."""
-    kept, lost = saved.get("hooks", []), saved.get("hooks_lost", [])
-    if not (isinstance(kept, list) and all(
-            isinstance(h, list) and len(h) == 4 and isinstance(h[0], str) and _known_place(h[0])
-            and type(h[1]) is int and h[1] >= 0
-            and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
-        raise ValueError("hooks")
+    """ValueError naming the field when "hooks", "hooks_more" or "hooks_lost" is malformed."""
+    for field in ("hooks", "hooks_more"):
+        kept = saved.get(field, [])
+        if not (isinstance(kept, list) and all(
+                isinstance(h, list) and len(h) == 4 and isinstance(h[0], str) and _known_place(h[0])
+                and type(h[1]) is int and h[1] >= 0
+                and isinstance(h[2], str) and isinstance(h[3], str) for h in kept)):
+            raise ValueError(field)
+    lost = saved.get("hooks_lost", [])
     if not (isinstance(lost, list) and all(isinstance(v, str) for v in lost)):
         raise ValueError("hooks_lost")
 
@@ -224,7 +232,7 @@ def restore(shell, saved: dict) -> list[str]:
     """Register the saved hooks again (once the variables are loaded); problems as lines."""
     problems = []
     places = dict(_places(shell))
-    for place, position, var, method in saved.get("hooks", []):
+    for place, position, var, method in saved.get("hooks", []) + saved.get("hooks_more", []):
         shown = f"{var}{'.' + method if method else ''} ({place})"
         try:
             problem = _restore_one(shell, places, place, position, var, method)

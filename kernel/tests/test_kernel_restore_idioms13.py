@@ -150,3 +150,22 @@ def test_elastic_restore_into_the_session_that_registered_its_hooks_registers_ea
              "[getattr(c, '__name__', '') for c in get_ipython().events.callbacks['post_run_cell']].count('log_cell'),"
              " [f.__name__ for f, *_ in userhooks._atexit]]))")
     assert run_cell.facts(kc, probe) == [1, 1, ["bye"]]
+
+
+def test_the_new_kinds_of_hooks_are_saved_where_an_older_kernel_skips_them(start_in_work, run_cell,
+                                                                          control_request):
+    """A kernel from before this one rejects a hook of a kind it does not know inside "hooks", and with it the
+    whole context (directory, environment, every setting): should the image be rolled back, the atexit and
+    set_custom_exc hooks must be in a field of their own, which it skips by name."""
+    from elastichub_kernel.storage import read_index
+
+    km, kc = start_in_work(SESSION)
+    on_cell = "def on_cell(result):\n    pass\nget_ipython().events.register('post_run_cell', on_cell)"
+    setup = ATEXIT + CUSTOM_EXC + on_cell
+    assert run_cell(kc, setup)["error"] is None
+    reply = control_request(kc, "elastichub_checkpoint_request")["content"]
+    saved = read_index(reply["path"])["context"]
+    older = ("events:", "signal:", "printer:", "input_transformers_cleanup", "input_transformers_post",
+             "ast_transformers")
+    assert saved["hooks"] and all(place.startswith(older) for place, *_ in saved["hooks"]), saved["hooks"]
+    assert sorted(place.split(":")[0] for place, *_ in saved["hooks_more"]) == ["atexit", "atexit", "custom_exc"]
