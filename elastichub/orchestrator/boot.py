@@ -49,6 +49,7 @@ class BootWatch:
                     self.event("node-ready", f"{node} is Ready and schedulable ({took:.0f} s after the start)")
                     self.backoff.pop(started, None)
                     self.backoff.pop(node, None)
+                    self.boot_failed.difference_update((started, node))
                     return
                 if time.monotonic() - began > s.boot_timeout:
                     break
@@ -74,10 +75,12 @@ class BootWatch:
                    "its Node was deleted, or it registered under a name the pool does not map)")
             self.event("boot-failed", f"{why}: stopping VM {vm_id}, kept out of the pool for {delay:g} s "
                                       f"(failure {self.backoff[node].failures})")
+            self.boot_failed.update((started, node))  # its waiting users are told (notices.py)
             if vm_id is not None and self.cloud is not None:
                 await self.cloud.stop(vm_id)
         except CloudError as e:
             self._back_off(node, s.boot_backoff, s.boot_backoff_max)
+            self.boot_failed.update((started, node))
             self.event("boot-failed", f"{node}: {e}")
         finally:
             self.boot_started.pop(started, None)

@@ -134,6 +134,7 @@ class Controller(BootWatch):
         self._tell_failing = False
         self.boot_seconds: deque[float] = deque(maxlen=5)  # the last boots, start to Ready
         self.booting_vms: set[str] = set()  # the VMs a boot step watches (under whichever node name)
+        self.boot_failed: set[str] = set()  # cloud nodes whose last boot failed (boot.py), for notices
         self.movable = Movability(self.hub, self.monotonic)  # servers no checkpoint can move: pinned for the policy
 
     # -- the loop ------------------------------------------------------------------------
@@ -379,7 +380,8 @@ class Controller(BootWatch):
         waiting = [obs.waiting[s.name] for s in obs.snapshot.pending]  # oldest first
         onprem_only = [(obs.waiting[name], why) for name, why in obs.onprem_only.items()]
         boot_s = boot_estimate(self.boot_seconds, getattr(self.strategy, "boot_s", None))
-        send, told = notices(obs.snapshot, waiting, self.boot_started, boot_s, now, self.told, onprem_only)
+        send, told = notices(obs.snapshot, waiting, self.boot_started, boot_s, now, self.told, onprem_only,
+                             self.boot_failed)
         if send and self._busy("tell"):
             return  # the last cycle's are still on their way: these go next cycle
         self.told = told

@@ -11,12 +11,13 @@ every cycle as the estimate ticks down).
 from __future__ import annotations
 
 import statistics
-from typing import Iterable
+from typing import Container, Iterable
 
 from ..policy import ClusterSnapshot, NodeStatus, Tier
 from .records import PodRecord
 
 REASON = "ElasticHubWaiting"
+BOOTING = "booting:"  # a situation: "booting:NODE,NODE[:late]"
 
 
 def boot_estimate(measured: Iterable[float], fallback: float | None) -> float | None:
@@ -26,20 +27,39 @@ def boot_estimate(measured: Iterable[float], fallback: float | None) -> float | 
     return statistics.median(measured) if measured else fallback
 
 
+def _boots_lost(situation: str, failed: Container[str], booting: list[str]) -> list[str]:
+    """The nodes a pod was told were starting (its last `situation`) whose boot failed since."""
+    if not situation.startswith(BOOTING):
+        return []
+    named = situation[len(BOOTING):].split(":")[0].split(",")
+    return [n for n in named if n in failed and n not in booting]
+
+
+def _boot_failed_message(lost: list[str], then: str) -> str:
+    which = f"cloud node {lost[0]} was" if len(lost) == 1 else f"cloud nodes {', '.join(lost)} were"
+    # What comes next is the usual notice, less its own "ElasticHub: "; none yet: the policy decides later.
+    nxt = then.removeprefix("ElasticHub: ") if then else (
+        "another node may be started, or this server waits for one to have room.")
+    return (f"ElasticHub: {which} starting for the servers waiting but could not start (its boot failed). "
+            f"{nxt[:1].upper()}{nxt[1:]} Keep this page open: the server starts by itself, there is nothing to do.")
+
+
 def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: dict[str, float],
             boot_s: float | None, now: float, told: dict[str, str],
-            onprem_only: list[tuple[PodRecord, str]] = ()) -> tuple[list[tuple[PodRecord, str]], dict]:
+            onprem_only: list[tuple[PodRecord, str]] = (),
+            failed: Container[str] = ()) -> tuple[list[tuple[PodRecord, str]], dict]:
     """([(pod, message)] to send, the new `told`): `waiting` are the pods of
     the servers in the policy's queue, `onprem_only` those no cloud node
     can run, with why (observe: Kubernetes' words, "required node
     affinity", for the admin's status page, not the user); `told` maps a
-    pod's key to the situation it was last told about."""
+    pod's key to the situation it was last told about; `failed`: the cloud
+    nodes whose last boot failed (a pod told one was starting hears so)."""
     booting = sorted({n.name for n in snapshot.nodes if n.tier is Tier.CLOUD and n.status is NodeStatus.BOOTING}
                      | set(boot_started))
     clouds = [n for n in snapshot.nodes if n.tier is Tier.CLOUD]
     cloud_message = None  # what a server only cloud nodes take is told instead, when it differs
     if booting:
-        situation = "booting:" + ",".join(booting)
+        situation = BOOTING + ",".join(booting)
         starts = [boot_started[n] for n in booting if n in boot_started]
         eta = ""
         if boot_s is not None and starts:
@@ -67,9 +87,17 @@ def notices(snapshot: ClusterSnapshot, waiting: list[PodRecord], boot_started: d
     cloud_only = {s.name for s in snapshot.pending if s.cloud_only}
     out, now_told = [], {}
     for pod in waiting:
+        said = cloud_message if cloud_message and pod.server in cloud_only else message
+        lost = _boots_lost(told.get(pod.key, ""), failed, booting)
+        if lost:
+            # Told a node was starting for it, which will not come: said at once, not left to the next situation
+            # (none comes while the failed node's back-off keeps the policy from starting it again).
+            now_told[pod.key] = situation or f"failed:{','.join(lost)}"
+            out.append((pod, _boot_failed_message(lost, said)))
+            continue
         now_told[pod.key] = situation or told.get(pod.key, "")
         if situation and told.get(pod.key) != situation:
-            out.append((pod, cloud_message if cloud_message and pod.server in cloud_only else message))
+            out.append((pod, said))
     for pod, _ in onprem_only:
         now_told[pod.key] = "on-prem only"
         if told.get(pod.key) != "on-prem only":

@@ -149,3 +149,41 @@ async def test_with_a_timetable_a_waiting_user_is_told_the_boot_estimate_too(tmp
     assert Events.told == ["ElasticHub: the on-premises nodes are full, so cloud node cloud-1 is starting for the "
                            "servers waiting; this server starts as soon as there is room (the node should be "
                            "ready in about 4 min)."]
+
+
+def test_a_user_told_a_node_was_starting_hears_when_its_boot_fails():
+    """Told "cloud node cloud-1 is starting ... about 4 min", a user heard nothing more when the boot failed:
+    with the node backed off (stopped, no new situation) the page said so for as long as they waited."""
+    told = notices(nodes(NodeStatus.BOOTING, NodeStatus.STOPPED), waiting("ann"), {"cloud-1": NOW - 60}, 290,
+                   NOW, {})[1]
+    # The boot failed: cloud-1 is stopped again, nothing else starts yet.
+    send, told = notices(nodes(NodeStatus.STOPPED, NodeStatus.STOPPED), waiting("ann", "bob"), {}, 290, NOW + 600,
+                         told, failed={"cloud-1"})
+    assert send == [(waiting("ann")[0], "ElasticHub: cloud node cloud-1 was starting for the servers waiting but "
+                                        "could not start (its boot failed). Another node may be started, or this "
+                                        "server waits for one to have room. Keep this page open: the server starts "
+                                        "by itself, there is nothing to do.")]
+    # Said once; bob was never told of cloud-1 and hears nothing of it.
+    again, told = notices(nodes(NodeStatus.STOPPED, NodeStatus.STOPPED), waiting("ann", "bob"), {}, 290,
+                          NOW + 615, told, failed={"cloud-1"})
+    assert again == []
+    # Another node starts: the usual notice, once.
+    other, told = notices(nodes(NodeStatus.STOPPED, NodeStatus.BOOTING), waiting("ann"), {"cloud-2": NOW + 620},
+                          290, NOW + 630, told, failed={"cloud-1"})
+    assert [m for _, m in other] == ["ElasticHub: the on-premises nodes are full, so cloud node cloud-2 is starting "
+                                     "for the servers waiting; this server starts as soon as there is room (the node "
+                                     "should be ready in about 5 min)."]
+
+
+def test_a_failed_boot_with_another_node_starting_says_both_at_once():
+    told = notices(nodes(NodeStatus.BOOTING, NodeStatus.STOPPED), waiting("ann"), {"cloud-1": NOW - 60}, 290,
+                   NOW, {})[1]
+    send, told = notices(nodes(NodeStatus.STOPPED, NodeStatus.BOOTING), waiting("ann"), {"cloud-2": NOW + 590},
+                         290, NOW + 600, told, failed={"cloud-1"})
+    assert [m for _, m in send] == [
+        "ElasticHub: cloud node cloud-1 was starting for the servers waiting but could not start (its boot failed). "
+        "The on-premises nodes are full, so cloud node cloud-2 is starting for the servers waiting; this server "
+        "starts as soon as there is room (the node should be ready in about 5 min). Keep this page open: the "
+        "server starts by itself, there is nothing to do."]
+    assert notices(nodes(NodeStatus.STOPPED, NodeStatus.BOOTING), waiting("ann"), {"cloud-2": NOW + 590}, 290,
+                   NOW + 615, told, failed={"cloud-1"})[0] == []

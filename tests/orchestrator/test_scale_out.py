@@ -500,3 +500,24 @@ async def test_a_clock_stepped_forward_mid_boot_stops_no_vm(cluster_factory, wir
     assert not any(e["kind"] == "boot-failed" for e in ctl.events), ctl.events
     assert {vm.id: vm.state for vm in await ctl.cloud.list()}["cloud-1"] == "running"
     assert [b for b in ctl.boot_seconds] and max(ctl.boot_seconds) < 600  # the boot's real time, not the step
+
+
+async def test_users_waiting_for_a_node_whose_boot_fails_are_told(cluster_factory, wire):
+    """The spawn page kept "cloud node cloud-1 is starting ... about 1 min" after its boot had failed."""
+    cluster = await cluster_factory(cluster_config())
+    await fill(cluster, [f"u{i}" for i in range(8)])  # on-prem full
+    cluster.store.create("pods", server_pod("ann", "2Gi"))
+    ctl = await wire(cluster, paper(), cloud=CloudPool(driver_with(cluster, NeverBoots)), boot_timeout=0.5,
+                     boot_backoff=30)
+    await until(lambda: len(ctl.pods.records) >= 9, what="cache")
+
+    def told():
+        events, _ = cluster.store.list("events", field_selector="involvedObject.name=jupyter-ann")
+        return [e.get("message") for e in events if e.get("reason") == "ElasticHubWaiting"]
+    assert (await ctl.cycle())["nodes"] == ["cloud-1"]
+    await until(lambda: told(), what="told cloud-1 starts")
+    await until(lambda: not ctl._busy("boot:cloud-1"), what="the boot step")
+    await until(lambda: not ctl._busy("tell"), what="the last notices")
+    await ctl.cycle()
+    await until(lambda: len(told()) >= 2, what="told the boot failed")
+    assert "cloud node cloud-1 was starting for the servers waiting but could not start" in told()[1], told()
