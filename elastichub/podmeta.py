@@ -40,6 +40,12 @@ DRAIN_ANNOTATION = PREFIX + "drain"
 # policy sizes its reserve on recent arrivals) and its history row spans its moves.
 ASKED_ANNOTATION = PREFIX + "asked"
 
+# The node a drain moves the server off (set on its pod just before the drain
+# stops it): ElasticSpawner's stop reads it, so that the next start says
+# "Moving your server" only after a move ElasticHub made, never after the
+# user's own stop and start that happened to land on another node.
+MOVING_ANNOTATION = PREFIX + "moving-off"
+
 # -- live moves (make-before-break; set on the destination pod) ----------------
 # The source pod's name: a second pod of a server while it moves.
 MOVE_OF_ANNOTATION = PREFIX + "move-of"

@@ -305,6 +305,11 @@ def pod_node(pod: dict | None) -> str | None:
     return ((pod or {}).get("spec") or {}).get("nodeName") or None
 
 
+def drain_moving(pod: dict | None) -> bool:
+    """Has a drain marked the pod, just before it stops the server to move it (podmeta.MOVING_ANNOTATION)?"""
+    return bool((_meta(pod or {}).get("annotations") or {}).get(podmeta.MOVING_ANNOTATION))
+
+
 def moving_message(old_node: str, new_node: str) -> str:
     return f"Moving your server from {old_node} to {new_node}"
 

@@ -176,6 +176,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         # leaves them alone on purpose.
         self.last_checkpoint: CheckpointOutcome | None = None
         self.last_node: str | None = None
+        self.last_stop_moved = False  # the last stop was a drain's (podmeta.MOVING_ANNOTATION), not its user's
         # Snapshot taken when a start begins: what progress() announces.
         self._moved_from: str | None = None
         self._restoring: CheckpointOutcome | None = None
@@ -375,6 +376,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
             "version": STATE_VERSION,
             "last_checkpoint": self.last_checkpoint.to_dict() if self.last_checkpoint else None,
             "node": self.last_node,
+            "moved": self.last_stop_moved,
         }
         return state
 
@@ -390,6 +392,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         self.last_checkpoint = CheckpointOutcome.from_dict(mine.get("last_checkpoint"))
         node = mine.get("node")
         self.last_node = node if isinstance(node, str) and node else None
+        self.last_stop_moved = mine.get("moved") is True  # absent (an older spawner's state): not said
 
     # -- start / progress --------------------------------------------------------------------------
 
@@ -412,10 +415,11 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
     def _plan_announcements(self) -> None:
         # Decided before the new pod exists: announce a restore only when the
         # last stop saved variables (of every kernel, or of some: failed, with
-        # a stock kernel beside), and a move only against the node it ran on.
+        # a stock kernel beside), and a move only against the node it ran on, after a drain's stop: its
+        # user's own stop and start landing elsewhere is no move.
         saved = self.last_checkpoint is not None and self.last_checkpoint.kernels > 0
         self._restoring = self.last_checkpoint if saved else None
-        self._moved_from = self.last_node if saved else None
+        self._moved_from = self.last_node if saved and self.last_stop_moved else None
 
     async def _start(self):
         # Ended a little before the hub's own limit (which cancels it and says nothing to the user),
@@ -496,6 +500,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         pod = self._current_pod()
         if pod is not None:
             self.last_node = podspec.pod_node(pod) or self.last_node
+        self.last_stop_moved = podspec.drain_moving(pod)
         if not now and self.server is not None and (
                 pod is None or not (self.is_pod_running(pod) or podspec.notebook_serving(pod))):
             # Nothing to ask (no pod, or one not serving): say so, a stop without a checkpoint is never silent.
@@ -505,6 +510,8 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
             await self._profile_for_the_stop()
             try:
                 self.last_checkpoint = await self._checkpoint(self.server.url, "before stopping")
+                # Read again: the drain marks the pod just before its stop, the pod cache may have lagged.
+                self.last_stop_moved = self.last_stop_moved or podspec.drain_moving(self._current_pod())
                 self._persist_state()
             except Exception as e:  # the stop proceeds whatever happened (docs/spawner.md)
                 self.last_checkpoint = CheckpointOutcome(FAILED, reason=f"{type(e).__name__}: {e}", at=time.time())

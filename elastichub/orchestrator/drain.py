@@ -256,6 +256,7 @@ class Drain:
             # already pending or done (its user's) as it answers ours, and can never tell us later.
             if await self._stopped_meanwhile(pod):
                 raise NotRestarted(await self._left_stopped(pod.server))
+            await self._mark_moving(pod)
             await self.hub.stop(pod.user, pod.server_name)
             hold.on = False  # the stop is under way: a cell sent now is answered "did not run"
             await self._wait_stopped(pod)
@@ -266,6 +267,8 @@ class Drain:
             self.on_move(report)
             return
         except HubError as e:
+            if hold.on:  # the stop itself failed: a later stop by its user is no move
+                await self._mark_moving(pod, on=False)
             report.outcome, report.error = "failed", str(e)
             self.on_move(report)
             raise MoveAborted(f"moving {pod.server}: {e}") from None
@@ -481,6 +484,16 @@ class Drain:
         await self._save(needed=False)
         return why
 
+    async def _mark_moving(self, pod: PodRecord, on: bool = True) -> None:
+        """Say on the pod that this stop is the drain's (ElasticSpawner's stop reads it: only then does the
+        next start tell its user "Moving your server"), or unsay it when the stop failed. Best effort."""
+        if self.kube_pods is not None:
+            try:
+                await self.kube_pods.annotate(*pod.key.split("/", 1), {podmeta.MOVING_ANNOTATION: self.node if on
+                                                                      else None})
+            except Exception as e:  # costs the line on the spawn page alone
+                log.warning("could not %smark pod %s as moved off %s: %s", "" if on else "un", pod.key, self.node, e)
+
     async def _keep_times(self, pod: PodRecord, entry: dict) -> None:
         """Write on a restarted server's new pod when its user asked for it
         and when it first started, as a live move's destination carries
@@ -522,8 +535,11 @@ class Drain:
             server = await self._server(entry["user"], entry["name"], time.monotonic() + self.t.start)
             if server is not None and server.ready and here and not any(p.terminating for p in here):
                 # Never stopped: the loop moves it again from the start (checkpoint included). Its
-                # checkpoint's hold may still keep a cell waiting (the last run ended, or crashed, after it).
+                # checkpoint's hold may still keep a cell waiting (the last run ended, or crashed, after it),
+                # its pod the mark of a stop never sent (its user's own stop is no move).
                 await Hold(self.hub, server, on=self.holds_unknown).end()
+                if entry.get("stop_sent"):
+                    await self._mark_moving(here[0], on=False)
                 continue
             if entry.get("stop_sent") is False and server is None and not here:
                 # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.

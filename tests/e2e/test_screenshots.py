@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from podtools import until
 
+from elastichub import podmeta
 from elastichub.demo.notebook import Notebook
 from elastichub.demo.stage import Stage, StageSettings
 
@@ -61,6 +62,9 @@ async def test_the_spawn_page_during_a_move_and_the_status_page(stage, browser):
     # Her node goes away for maintenance: stop, and start again elsewhere.
     node = cluster.store.get("pods", "jupyter-alice", "default")["spec"]["nodeName"]
     cluster.store.update("nodes", node, lambda n: n["spec"].__setitem__("unschedulable", True))
+    # What a drain writes on the pod just before its stop: only then is the next start a move.
+    cluster.store.update("pods", "jupyter-alice", lambda p: p["metadata"]["annotations"].__setitem__(
+        podmeta.MOVING_ANNOTATION, node), namespace="default")
     await stage.api("DELETE", "/users/alice/server")
     await until(_server(stage, ready=False), timeout=60, what="alice's server stopped")
 

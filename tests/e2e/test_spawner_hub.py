@@ -42,6 +42,13 @@ def cordon(cluster, node: str) -> None:
     cluster.store.update("nodes", node, lambda n: n["spec"].__setitem__("unschedulable", True))
 
 
+def mark_moving(cluster, user: str) -> None:
+    """What a drain writes on the pod just before its stop: only then is the next start a move."""
+    pod = pod_of(cluster, user)
+    cluster.store.update("pods", pod["metadata"]["name"], lambda p: p["metadata"]["annotations"].__setitem__(
+        podmeta.MOVING_ANNOTATION, pod["spec"]["nodeName"]), namespace=pod["metadata"]["namespace"])
+
+
 def last_checkpoint(state: dict) -> dict:
     return state[STATE_KEY]["last_checkpoint"]
 
@@ -88,6 +95,7 @@ async def test_a_moved_server_comes_back_on_another_node_with_every_variable(clu
     assert (await hub.server("alice") or {}).get("ready"), hub.log_text()
 
     cordon(cluster, old_node)
+    mark_moving(cluster, "alice")  # the drain's stop, as the orchestrator makes it
     await hub.stop_server("alice")
     state = await hub.spawner_state("alice")
     saved = last_checkpoint(state)

@@ -512,14 +512,20 @@ async def test_state_round_trips_and_survives_clear_state():
     s.last_checkpoint = CheckpointOutcome("saved", kernels=1, bytes=2_000_000, seconds=0.5, at=1.0)
     s.last_node = "cloud-1"
     state = s.get_state()
-    assert state[STATE_KEY] == {"version": 1, "node": "cloud-1", "last_checkpoint": s.last_checkpoint.to_dict()}
+    s.last_stop_moved = True
+    state = s.get_state()
+    assert state[STATE_KEY] == {"version": 1, "node": "cloud-1", "last_checkpoint": s.last_checkpoint.to_dict(),
+                                "moved": True}
     assert state["pod_name"]  # KubeSpawner's own state is still there
     s.clear_state()  # the hub calls it after a stop: what the next start announces must stay
     assert s.get_state()[STATE_KEY]["node"] == "cloud-1"
 
     fresh = spawner()
     fresh.load_state(state)
-    assert (fresh.last_checkpoint, fresh.last_node) == (s.last_checkpoint, "cloud-1")
+    assert (fresh.last_checkpoint, fresh.last_node, fresh.last_stop_moved) == (s.last_checkpoint, "cloud-1", True)
+    del state[STATE_KEY]["moved"]  # an older spawner's state: no move is said
+    fresh.load_state(state)
+    assert fresh.last_stop_moved is False
 
 
 @pytest.mark.parametrize("mine", [{"version": 99, "node": "x"}, "garbage", None,
@@ -533,7 +539,7 @@ async def test_a_state_it_does_not_understand_loads_as_nothing(mine):
 
 async def test_the_start_announces_a_restore_only_after_a_saved_checkpoint():
     s = spawner()
-    s.last_node = "cloud-1"
+    s.last_node, s.last_stop_moved = "cloud-1", True
     for status, kernels, announced in (("saved", 1, True), ("nothing-to-save", 0, False), ("unsupported", 0, False),
                                        ("failed", 0, False), ("failed", 1, True)):  # a stock kernel beside
         s.last_checkpoint = CheckpointOutcome(status, kernels=kernels, bytes=10 * kernels, unsaved=status == "failed")
@@ -544,6 +550,7 @@ async def test_the_start_announces_a_restore_only_after_a_saved_checkpoint():
 async def test_the_move_is_told_once_the_new_pod_has_a_node_then_the_restore(monkeypatch):
     s = spawner()
     s.last_node, s.last_checkpoint = "cloud-1", CheckpointOutcome("saved", kernels=2, bytes=3_000_000)
+    s.last_stop_moved = True  # a drain stopped it
     s._plan_announcements()
     pod = {"spec": {}}
     monkeypatch.setattr(s, "_current_pod", lambda: pod)
@@ -694,6 +701,35 @@ async def test_a_server_running_across_a_hub_restart_stops_under_its_profile(mon
     await s.stop()
     assert used == [("checkpoint", 120), ("delete", 1)]
     assert "cannot be applied to its stop: profile_list took more than 0.1 s" in caplog.text
+
+
+@pytest.mark.parametrize("marked_at", [None, "before", "during"])
+async def test_only_a_drain_s_stop_makes_the_next_start_on_another_node_a_move(stoppable, monkeypatch, marked_at):
+    """Its user's own stop and start, landing on another node, was told "Moving your server from onprem-1 to
+    cloud-1": ElasticHub moved nothing. A drain marks the pod just before its stop (the pod cache may show it
+    only once the stop's checkpoint is under way)."""
+    from elastichub import podmeta
+
+    s, calls = stoppable
+    pod = {"metadata": {"annotations": {}}, "spec": {"nodeName": "onprem-1"}}
+    mark = {podmeta.MOVING_ANNOTATION: "onprem-1"}
+    if marked_at == "before":
+        pod["metadata"]["annotations"].update(mark)
+
+    async def checkpoint(url, purpose):
+        if marked_at == "during":
+            pod["metadata"]["annotations"].update(mark)
+        return CheckpointOutcome("saved", kernels=1, bytes=5)
+    monkeypatch.setattr(s, "_current_pod", lambda: pod)
+    monkeypatch.setattr(s, "_checkpoint", checkpoint)
+    await s.stop()
+    s.load_state(s.get_state())  # the hub may restart between the stop and the start
+    s._plan_announcements()
+    monkeypatch.setattr(s, "_current_pod", lambda: {"spec": {"nodeName": "cloud-1"}})
+    told = [e["message"] for e in s._elastic_events(set(), final=False)]
+    moving = ["Moving your server from onprem-1 to cloud-1"] if marked_at else []
+    assert told == [*moving, "Your variables will be restored when the notebook's kernel starts (1 kernel, less "
+                               "than 0.1 MB saved)"]
 
 
 async def test_a_stop_goes_ahead_when_the_checkpoint_itself_breaks(stoppable, monkeypatch):
