@@ -136,6 +136,8 @@ class ElasticOrchestrator(Application):
         than this many seconds is in use, as is one whose shell runs a process: that process (a script, an
         install) cannot move with the server, so the move waits for it as for a running cell (busy_timeout).
         A terminal at its prompt and quieter than this is closed by the move.""")
+    drain_concurrency = Integer(4, min=1, max=16, config=True, help="""Restart moves of one drain at once (1 to
+        16), as far as the other nodes have room for them together (live moves go one at a time); 1: one at a time.""")
     checkpoint_timeout = Float(1800.0, config=True, help="Seconds one server's checkpoint may take.")
     stop_timeout = Float(180.0, config=True, help="Seconds for a server (or a VM) to stop.")
     start_timeout = Float(600.0, config=True, help="Seconds for a moved server to start and answer again.")
@@ -333,7 +335,8 @@ class ElasticOrchestrator(Application):
             boot_backoff_max=self.boot_backoff_max, poll=min(1.0, self.tmon),
             drain=DrainTimeouts(busy=self.busy_timeout, checkpoint=self.checkpoint_timeout, stop=self.stop_timeout,
                                 start=self.start_timeout, poll=min(1.0, self.tmon), route=self.route_timeout,
-                                freeze_lease=self.freeze_lease, terminal_quiet=self.terminal_quiet),
+                                freeze_lease=self.freeze_lease, terminal_quiet=self.terminal_quiet,
+                                concurrency=self.drain_concurrency),
             move_method=self.move_method,
             observe=ObserveConfig(self.onprem_tier, self.cloud_tier, default, self.tier_label),
             timeline_s=self.history_hours * 3600, dry_run=self.dry_run, shutdown_grace=self.shutdown_grace)

@@ -32,6 +32,7 @@ from ..policy import ControllerState, NodeStatus, ScaleIn, ScaleOut, Strategy, o
 from .boot import UNMAPPED, BootWatch
 from .cloud import PENDING, RUNNING, UNKNOWN, CloudError, CloudPool
 from .drain import Drain, DrainTimeouts, MoveAborted, MoveReport, Paused
+from .drainpool import fits_elsewhere
 from .history import HistoryFile, SessionTracker
 from .hub import HubClient, HubError
 from .kube import Informer, KubeNodes, KubePods, error_line
@@ -544,7 +545,9 @@ class Controller(BootWatch):
         drain = Drain(node, vm.id if vm else None, kube=self.kube, hub=self.hub, cloud=self.cloud,
                       pods=lambda: list(self.pods.records.values()), timeouts=self.settings.drain, reason=reason,
                       clock=self.clock, on_move=self._on_move, move_method=self.settings.move_method,
-                      kube_pods=self.kube_pods, restart_only=self.restart_next)
+                      kube_pods=self.kube_pods, restart_only=self.restart_next,
+                      room=lambda moving: fits_elsewhere(node, self.nodes.records.values(),
+                                                         self.pods.records.values(), moving))
         self.drain_jobs[node] = drain
         verb = "rolling back" if abandon else "resuming" if resume else "starting"
         self.event("drain", f"{verb} the drain of {node}: {reason}")

@@ -2,8 +2,9 @@
 
 Each server moves live (make-before-break, `move_method = "live"`: live.py)
 or by a restart (break-before-make, below; also the way for a server whose
-image lacks the kernel package's endpoint). The restart protocol, one server
-at a time, RAM descending:
+image lacks the kernel package's endpoint). The restart protocol, RAM
+descending, `concurrency` servers at a time as far as the other nodes have
+room for them together (drainpool.py; a live move runs alone):
 
   cordon + taint + record          (the node takes no new server)
   per server: kernels idle?        (a running cell is never killed: wait, bounded, else roll back)
@@ -30,13 +31,15 @@ from collections.abc import Callable, Container
 from .. import podmeta
 from ..checkpoint_client import UNSUPPORTED
 from .cloud import STOPPED, CloudError, CloudPool
-from .drainterms import DrainTimeouts, MoveAborted, MoveReport, NodeGone, NotRestarted, Paused
+from .drainpool import move_all
+from .drainquiet import QuietWaits
+from .drainterms import DrainTimeouts, Halted, MoveAborted, MoveReport, NodeGone, NotRestarted, Paused
 from .fanout import each
 from .hold import Hold
 from .hub import HubClient, HubError, HubServer
 from .kube import KubeNodes, KubePods
 from .live import LIVE, ROUTE, LiveMove, LiveMoveBusy, LiveMoveFailed, LiveUnsupported, destination_name
-from .records import DRAIN_RECORD_VERSION, PodRecord, format_time, load_drain, parse_time, unmovable
+from .records import DRAIN_RECORD_VERSION, PodRecord, format_time, load_drain
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ HUB_STOPPED = "stopped during the move: the hub serves it from neither pod (its 
 TRY_AGAIN = (0, 429, 502, 503, 504)  # hub answers (0: none) that a moment later can be different
 
 
-class Drain:
+class Drain(QuietWaits):
     """One node's drain. `pods()` reads the pod cache; `on_move` is told of
     every server move (for the status page and the metrics). `restart_only`:
     servers to move by a restart even when `move_method` is live (their
@@ -57,7 +60,7 @@ class Drain:
                  pods: Callable[[], list[PodRecord]], timeouts: DrainTimeouts, reason: str = "",
                  clock: Callable[[], float] = time.time, on_move: Callable[[MoveReport], None] = lambda r: None,
                  move_method: str = "restart", kube_pods: KubePods | None = None,
-                 restart_only: Container[str] = ()):
+                 restart_only: Container[str] = (), room: Callable[[list[PodRecord]], bool] | None = None):
         self.node, self.vm_id = node, vm_id
         self.kube, self.hub, self.cloud = kube, hub, cloud
         self.move_method, self.kube_pods, self.restart_only = move_method, kube_pods, restart_only
@@ -67,6 +70,12 @@ class Drain:
         self.outcome = "in-flight"  # stopped | rolled-back | failed
         self.closing = False  # set at shutdown: finish the move in flight, begin no other
         self.holds_unknown = False  # resumed: a server checkpointed by the last run may hold its cells
+        # Moves in flight together (drainpool.py): whether these servers fit elsewhere at once; the first
+        # failure, which ends the moves not yet `past_return` (stopped, or about to be).
+        self.room, self.halting, self.past_return = room, None, set()
+        self._writing = asyncio.Lock()  # one record write at a time: an older one never lands after a newer
+        self._changes = self._written = 0  # the record's changes saved, and written (one write carries many)
+        self._on_node = True
 
     # -- the record on the Node ---------------------------------------------------------
 
@@ -75,7 +84,14 @@ class Drain:
         would leave the servers this drain stops stopped: a `needed` write (one a next step relies on)
         ends the drain then (NodeGone: the roll-back starts what it stopped); one made while rolling back,
         or after the step it was for, goes on with the record held here alone."""
-        if await self.kube.record_drain(self.node, self.record) is not None:
+        self._changes += 1
+        change = self._changes
+        async with self._writing:  # the record as it is when its turn comes: the last write is the newest
+            if self._written < change:  # else a write begun since this change carried it (concurrent moves)
+                ahead = self._changes
+                self._on_node = await self.kube.record_drain(self.node, self.record) is not None
+                self._written = ahead
+        if self._on_node:
             return
         if needed and self.record.get("state") != ABORTING:
             raise NodeGone(f"node {self.node} is gone (deleted mid-drain): its drain record cannot be written")
@@ -112,14 +128,7 @@ class Drain:
             if self.record.get("state") != STOPPING_VM:
                 await self._restart_pending()
                 await self._all_quiet()
-                while True:
-                    here = self._servers_here()
-                    if not here:
-                        break
-                    if not all(p.migratable for p in here):
-                        raise MoveAborted(unmovable(here))
-                    self._pause_if_closing()
-                    await self._move(here[0])
+                await move_all(self)
             await self._stop_vm()
         except MoveAborted as e:
             await self._roll_back(str(e))
@@ -161,9 +170,13 @@ class Drain:
         log.info("moving %s (pod %s) off %s", pod.server, pod.key, self.node)
         try:
             await self._move_steps(pod, report)
-        except Exception as e:  # the Kubernetes API or the cloud, mid-move: said, not left "in flight"
-            if report.outcome == "in-flight":
-                report.outcome, report.error = "interrupted", " ".join(str(e).split())[:300]
+        except (Exception, asyncio.CancelledError) as e:  # the Kubernetes API or the cloud, mid-move, or a
+            # halt (another move failed): said, not left "in flight"
+            halted = (isinstance(e, (Halted, asyncio.CancelledError)) and self.halting is not None
+                      and pod.server not in self.past_return)  # else cut by the shutdown: the next run ends it
+            if report.outcome == "in-flight" and (halted or isinstance(e, Exception)):
+                report.outcome, report.error = ("aborted", f"not moved: {_why(self.halting)}") if halted else (
+                    "interrupted", _why(e))
                 self.on_move(report)
             raise
 
@@ -187,7 +200,7 @@ class Drain:
             report.outcome, report.error = "aborted", str(e)
             self.on_move(report)
             raise
-        if self.move_method == "live" and self.kube_pods is not None and pod.server not in self.restart_only:
+        if self.moves_live(pod):
             try:
                 await self._move_live(pod, server, report)
                 return
@@ -233,6 +246,7 @@ class Drain:
             raise MoveAborted(f"{pod.server}: {e}") from None
 
         self._pause_if_closing()  # checkpointed for nothing, but not stopped on the way out
+        self.past_return.add(pod.server)  # from here its move ends with the server started (or on the record)
         entry = self.record["servers"][pod.server] = {
             "user": pod.user, "name": pod.server_name, "step": RESTART, "options": server.user_options,
             "checkpoint": report.checkpoint, "stop_sent": False}
@@ -276,7 +290,12 @@ class Drain:
         report.outcome = "moved"
         self.on_move(report)
 
+    def moves_live(self, pod: PodRecord) -> bool:
+        return self.move_method == "live" and self.kube_pods is not None and pod.server not in self.restart_only
+
     def _pause_if_closing(self) -> None:
+        if self.halting is not None and not isinstance(self.halting, Paused):
+            raise Halted(f"not moved: {_why(self.halting)}")
         if self.closing:
             raise Paused(f"the orchestrator is stopping: {len(self._servers_here())} server(s) left on {self.node}, "
                          "moved when the next run resumes the drain")
@@ -318,46 +337,6 @@ class Drain:
         report.outcome = "moved"
         self.on_move(report)
         await self._wait_pod_gone(pod.key, self.t.stop)
-
-    async def _wait_idle(self, server: HubServer) -> list[dict]:
-        """The server's kernels once none is busy; MoveAborted after `busy` s."""
-        return await self._wait_quiet(server, self.hub.kernels, "kernel", "still running a cell", lambda kernels: [
-            str(k.get("id")) for k in kernels if k.get("execution_state") == "busy"])
-
-    async def _wait_terminals_quiet(self, server: HubServer) -> None:
-        """Until no terminal of the server is in use (a process started from
-        its shell, or input or output within `terminal_quiet` s): a process
-        running in one cannot move with the server, so it is waited for as
-        a running cell is. A quiet terminal at its prompt is closed by the move."""
-        await self._wait_quiet(server, self.hub.terminals, "terminal", "in use", self._terminals_in_use)
-
-    def _terminals_in_use(self, terminals: list[dict]) -> list[str]:
-        recent = self.clock() - self.t.terminal_quiet
-        busy = []
-        for t in terminals:
-            running = [p.get("command") or str(p.get("pid")) for p in t.get("processes") or []
-                       if isinstance(p, dict)]
-            if running:
-                busy.append(f"{t.get('name')}: running {', '.join(running[:3])}")
-            elif (parse_time(t.get("last_activity")) or self.clock()) > recent:
-                busy.append(str(t.get("name")))
-        return busy
-
-    async def _wait_quiet(self, server: HubServer, read, what: str, state: str, busy_of) -> list[dict]:
-        """`read(server)` once `busy_of` finds nothing busy in it; MoveAborted
-        after `busy` s (the node is given up for now), or if it cannot be read."""
-        deadline = time.monotonic() + self.t.busy
-        while True:
-            try:
-                items = await read(server)
-            except HubError as e:
-                raise MoveAborted(f"cannot read the {what}s of {server.key}: {e}") from None
-            busy = busy_of(items)
-            if not busy:
-                return items
-            if time.monotonic() > deadline:
-                raise MoveAborted(f"{server.key} has a {what} {state} ({', '.join(busy)}) after {self.t.busy:g} s")
-            await asyncio.sleep(self.t.poll)
 
     async def _wait_spawned(self, pod: PodRecord) -> HubServer | None:
         """The server once the hub has finished starting it (None if the
@@ -527,37 +506,39 @@ class Drain:
                     # Aborted, not failed: the crash was ours, the server can move live next time.
                     report.outcome, report.error = "aborted", "interrupted before the route switched: undone"
                 self.on_move(report)
-                continue
-            if entry.get("step") != RESTART:
-                continue
-            here = [p for p in self.pods() if p.managed and p.server == key and p.node == self.node
-                    and p.holds_resources]
-            server = await self._server(entry["user"], entry["name"], time.monotonic() + self.t.start)
-            if server is not None and server.ready and here and not any(p.terminating for p in here):
-                # Never stopped: the loop moves it again from the start (checkpoint included). Its
-                # checkpoint's hold may still keep a cell waiting (the last run ended, or crashed, after it),
-                # its pod the mark of a stop never sent (its user's own stop is no move).
-                await Hold(self.hub, server, on=self.holds_unknown).end()
-                if entry.get("stop_sent"):
-                    await self._mark_moving(here[0], on=False)
-                continue
-            if entry.get("stop_sent") is False and server is None and not here:
-                # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.
-                report = MoveReport(key, self.node)
-                report.outcome, report.error = "skipped", await self._left_stopped(key)
-                self.on_move(report)
-                continue
-            log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
-            if here:
-                await self._wait_pod_gone(here[0].key, self.t.stop)
-            report = MoveReport(key, self.node)
-            try:
-                report.destination = await self._start(key)
-                report.outcome = "moved"
-            except NotRestarted as e:
-                report.outcome, report.error = "skipped", str(e)
-            self.on_move(report)
+        # Up to `concurrency` stopped by the last run: started again as many at a time, not one by one.
+        await each(self._restart_one, [(key, entry) for key, entry in list(self.record["servers"].items())
+                                       if entry.get("step") == RESTART], limit=self.t.concurrency)
         self.holds_unknown = False  # this run's own moves end their holds
+
+    async def _restart_one(self, item: tuple[str, dict]) -> None:
+        key, entry = item
+        here = [p for p in self.pods() if p.managed and p.server == key and p.node == self.node
+                and p.holds_resources]
+        server = await self._server(entry["user"], entry["name"], time.monotonic() + self.t.start)
+        if server is not None and server.ready and here and not any(p.terminating for p in here):
+            # Never stopped: the loop moves it again from the start (checkpoint included). Its
+            # checkpoint's hold may still keep a cell waiting (the last run ended, or crashed, after it),
+            # its pod the mark of a stop never sent (its user's own stop is no move).
+            await Hold(self.hub, server, on=self.holds_unknown).end()
+            if entry.get("stop_sent"):
+                await self._mark_moving(here[0], on=False)
+            return
+        report = MoveReport(key, self.node)
+        if entry.get("stop_sent") is False and server is None and not here:
+            # We never asked the hub to stop it: its user (or a culler) did. Not ours to start.
+            report.outcome, report.error = "skipped", await self._left_stopped(key)
+            self.on_move(report)
+            return
+        log.info("starting %s again: a previous run stopped it for the drain of %s", key, self.node)
+        if here:
+            await self._wait_pod_gone(here[0].key, self.t.stop)
+        try:
+            report.destination = await self._start(key)
+            report.outcome = "moved"
+        except NotRestarted as e:
+            report.outcome, report.error = "skipped", str(e)
+        self.on_move(report)
 
     # -- the VM and the end -------------------------------------------------------------
 
@@ -603,6 +584,10 @@ class Drain:
             return
         await self.kube.end_drain(self.node, uncordon=True)
         self.outcome = "rolled-back"
+
+
+def _why(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300]
 
 
 def _no_server(pod: PodRecord) -> str:

@@ -21,6 +21,10 @@ class Paused(Exception):
     server), its record left for the next run to resume."""
 
 
+class Halted(Exception):
+    """A move that ended at its last way out, nothing stopped: another move of its drain failed (drainpool)."""
+
+
 class NotRestarted(Exception):
     """A server the drain stopped will not be started again by it (its user
     is gone, stopped it, or the hub dropped the start): reported, not retried."""
@@ -37,6 +41,7 @@ class DrainTimeouts:
     route: float = 30.0  # live moves: for the hub to switch a server to its destination pod
     freeze_lease: float = 60.0  # live moves: a frozen kernel thaws by itself after this
     terminal_quiet: float = 120.0  # a terminal with input or output more recent than this is in use
+    concurrency: int = 1  # restart moves of one drain at once (drainpool.py); the app's drain_concurrency
 
 
 @dataclass(eq=False)  # one report per move, updated in place: identity, not value, tells them apart

@@ -35,7 +35,7 @@ async def test_load_falls_servers_move_to_onprem_with_their_state_and_the_vm_sto
     cluster.store.delete("pods", "filler", "default")
     strategy = make_strategy("elastic", PolicyConfig(theta_out=80, tmon=0.5, tcool=5))
     ctl = await wire(cluster, strategy, hub=hub_client(hub), tmon=0.5,
-                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2))
+                     drain=DrainTimeouts(busy=30, stop=60, start=90, poll=0.2, concurrency=2))  # both at once
     loop = asyncio.create_task(ctl.run())
     try:
         vms = ctl.cloud

@@ -47,6 +47,10 @@ def one_error_line(result) -> str:
     (["--ElasticOrchestrator.history_hours=inf"], "history_hours must be > 0 hours and at most a year (8760 hours), "
                                                   "not inf"),
     (["--ElasticOrchestrator.tcool=1e300"], "tcool must be > 0 seconds and at most a year"),
+    (["--ElasticOrchestrator.drain_concurrency=0"], "The value of the 'drain_concurrency' trait of an "
+                                                    "ElasticOrchestrator instance should not be less than 1"),
+    (["--ElasticOrchestrator.drain_concurrency=64"], "'drain_concurrency' trait of an ElasticOrchestrator instance "
+                                                     "should not be greater than 16"),
     # a VM stopped at 120 s that takes 290 s to boot: every scale-out a failure, every VM in back-off
     (["--ElasticOrchestrator.boot_timeout=120"], "ElasticOrchestrator.boot_timeout (120 s) is below the boot time the "
                                                  "policy plans with (policy_options boot_s, 290 s): every VM would"),
