@@ -70,7 +70,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import idioms, idioms2, idioms6
+from . import idioms, idioms2, idioms6, idioms9
 
 # Libraries that test their own string constants by identity: their objects' attributes holding one are saved
 # by the constant's name.
@@ -108,7 +108,7 @@ def reduce_for(kind: type):
         return _ctypes_pointer_type
     if any(c.__module__ in _SENTINEL_MODULES for c in kind.__mro__) and _plain_state(kind):
         return _with_sentinels
-    return None
+    return idioms9.reduce_for(kind)  # progress bars and widgets
 
 
 def _plain_state(kind: type) -> bool:
