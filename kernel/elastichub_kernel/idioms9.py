@@ -8,20 +8,35 @@ rebuild):
   blank object being loaded for ``__setstate__``, its ``__getattr__`` asks
   for the wrapped attribute, which is not set yet, and so on until a
   RecursionError: the bar saved fine and failed at restore. Its state is
-  set without asking the object anything, as pickle would set it.
+  set without asking the object anything, as pickle would set it;
+- an ipywidgets widget (a slider, a dropdown, a button, an ``interactive``
+  of a notebook function, a ``jslink``, an ``Output``, a tqdm notebook
+  bar's row): its connection to the page (a comm) cannot move, so every
+  variable holding one, and every list or dict, was "not restored". It
+  comes back with its values and the callbacks the notebook attached
+  (``observe``, ``on_click``, a ``link``; traitlets' own pickling drops
+  them) and a new comm under its old id: the page's widget manager asks
+  the new kernel for its widgets when it connects. A load pass that is
+  undone closes the comms it opened;
+- any other object holding a comm is named in plain words.
 """
 
 from __future__ import annotations
 
 import copyreg
+import sys
 
-from . import idioms3
+from . import idioms, idioms2, idioms3, idioms6
 
 PROTOCOL = 5  # the serializer's
 
 
 def reduce_for(kind: type):
     """The reduce for `kind`, or None (idioms8.reduce_for asks last)."""
+    if idioms._is_class_of(kind, "ipywidgets.widgets.widget", "Widget"):  # never imported here
+        return _widget
+    if idioms._is_class_of(kind, "comm.base_comm", "BaseComm"):
+        return _comm
     if kind.__module__ != "__main__" and _delegates_attributes(kind):  # a notebook's: idioms._state_set_plainly
         return _state_past_getattr
     return None
@@ -55,3 +70,58 @@ def _set_state(obj, state):
         return idioms3.set_attrs_and_slots(obj, state)
     object.__getattribute__(obj, "__dict__").update(state)
     return obj
+
+
+# -- widgets and comms ---------------------------------------------------------------------------
+
+def _comm(comm, user_ns):
+    raise idioms6.refused(comm, "a connection to the notebook's page (a Jupyter comm, which widgets and interactive "
+                          "plots use) cannot move with the kernel: run the cell that made it again")
+
+
+def _event_handler(handler) -> bool:
+    """traitlets' own handlers (@observe, @validate of the class): the class sets them on every new object."""
+    return idioms._is_class_of(type(handler), "traitlets.traitlets", "EventHandler")
+
+
+def _widget(widget, user_ns):
+    attrs = dict(object.__getattribute__(widget, "__dict__"))
+    values = dict(attrs.pop("_trait_values", {}))
+    opened = values.pop("comm", None) is not None  # a closed widget stays closed
+    notifiers = attrs.pop("_trait_notifiers", {})
+    for fresh in ("_trait_validators", "_cross_validation_lock"):  # only the class's (@validate): made anew
+        attrs.pop(fresh, None)
+    observers = [(name, kind, handler) for name, by_kind in notifiers.items() for kind, handlers in by_kind.items()
+                 for handler in handlers if not _event_handler(handler)]
+    return _new_widget, (type(widget),), (attrs, values, observers, opened), None, None, _set_widget_state
+
+
+def _new_widget(cls):
+    return cls.__new__(cls)  # traitlets' setup: default values and the class's own handlers, no comm yet
+
+
+def _set_widget_state(widget, state):
+    attrs, values, observers, opened = state
+    own = object.__getattribute__(widget, "__dict__")
+    own.update(attrs)
+    own["_trait_values"].update(values)
+    for name, kind, handler in observers:
+        widget.observe(handler, names=name, type=kind)
+    if opened:
+        live = sys.modules["ipywidgets.widgets.widget"]._instances
+        if widget._model_id in live:  # restored again into the kernel that has it (%elastic_restore): a new id
+            widget._model_id = None
+        widget.open()
+        if idioms2.armed is not None:
+            idioms2.armed.append(_Closing(widget))
+    return widget
+
+
+class _Closing:
+    """A widget a load pass opened: closed if the pass is undone (idioms2.disarm calls `detach`)."""
+
+    def __init__(self, widget):
+        self.widget = widget
+
+    def detach(self):
+        self.widget.close()

@@ -33,3 +33,72 @@ def test_a_progress_bar_kept_in_a_variable_comes_back_usable(moved, run_cell):
     assert line == 'FACTS[4950, 780, 20, 50, "epochs"]'
     assert run_cell.facts(kc, "bar.update(5)\nbar.close()\nprint('FACTS' + json.dumps([bar.n, bar.disable]))") == [
         25, True]
+
+
+WIDGETS = r'''
+import ipywidgets as widgets
+from ipywidgets import IntSlider, Dropdown, Text, Button, Output, interactive, jslink, link
+from IPython.display import display
+from tqdm.notebook import tqdm as nbtqdm
+s = IntSlider(value=7, min=0, max=10)
+sid = s.model_id
+d = Dropdown(options=["a", "b", "c"], value="b")
+clicks = []
+def on_click(b):
+    clicks.append(b.description)
+btn = Button(description="go")
+btn.on_click(on_click)
+seen = []
+s.observe(lambda change: seen.append(change["new"]), names="value")
+def f(x=3):
+    return x * 2
+w = interactive(f, x=(0, 10))
+s2 = IntSlider(value=1)
+mirror = link((s, "value"), (s2, "value"))
+jl = jslink((s, "value"), (s2, "value"))
+out = Output()
+panel = {"name": Text(value="Ada"), "sliders": [IntSlider(value=i) for i in range(3)]}
+display(s)
+s.value = 5
+later = s.value
+closed = IntSlider(value=4)
+closed.close()
+progress = nbtqdm(total=9, desc="files")
+progress.update(3)
+'''
+
+WIDGET_FACTS = r'''
+import json
+s.value = 9
+btn.click()
+kernel = get_ipython().kernel
+print("FACTS" + json.dumps([later, d.value, seen, s2.value, clicks, w.result, panel["name"].value,
+                            [x.value for x in panel["sliders"]], s.model_id == sid,
+                            sid in kernel.comm_manager.comms, jl.source[0] is s, closed.comm is None,
+                            progress.n, progress.container.children[1].max, sid]))
+'''
+
+
+def test_widgets_come_back_with_their_values_callbacks_and_a_comm(moved, run_cell):
+    """Every variable holding a widget, and every list or dict of them, was 'not restored' (its comm holds a
+    lock): the slider's value, the dropdown's choice and the callbacks the notebook attached were lost."""
+    reply, _, kc = moved(SESSION, WIDGETS)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    *facts, sid = run_cell.facts(kc, WIDGET_FACTS)
+    assert facts == [5, "b", [5, 9], 9, ["go"], 6, "Ada", [0, 1, 2], True, True, True, True, 3, 9]
+    # The page moves the slider: the comm message reaches the restored widget and its callbacks.
+    msg = kc.session.msg("comm_msg", {"comm_id": sid,
+                                      "data": {"method": "update", "state": {"value": 2}, "buffer_paths": []}})
+    kc.shell_channel.send(msg)
+    assert run_cell.facts(kc, "print('FACTS' + json.dumps([s.value, seen[-1], s2.value]))") == [2, 2, 2]
+
+
+def test_an_object_holding_a_comm_is_named_in_plain_words(moved, run_cell):
+    """A comm of the notebook's own (not a widget's) was named as 'a ipykernel.comm.comm.BaseComm holding a
+    thread lock (a lock of a library's object guards its state ...)'."""
+    reply, _, kc = moved(SESSION, "from comm import create_comm\nchannel = {'comm': create_comm(target_name='x')}\n"
+                                  "kept = 1")
+    assert [r["name"] for r in reply["not_restorable"]] == ["channel"], reply
+    assert "a connection to the notebook's page" in reply["not_restorable"][0]["reason"]
+    assert "thread lock" not in reply["not_restorable"][0]["reason"]
+    assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(kept))") == 1

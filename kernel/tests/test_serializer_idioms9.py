@@ -39,3 +39,42 @@ def test_a_library_wrapper_that_hands_every_name_on_comes_back():
     w, s = values["w"], values["s"]
     assert type(w) is Wrapper and w._wrapped is values["items"] and w.calls == 0 and w.count(1) == 1
     assert type(s) is SlottedWrapper and s.label == "x" and s.get("a") == 1
+
+
+SEEN = []
+
+
+def _note_value(change):
+    SEEN.append(change["new"])
+
+
+def test_a_widget_loaded_again_beside_itself_gets_an_id_of_its_own():
+    """Restored into the process that still has it (%elastic_restore), a widget under the same id would take the
+    comm of the live one: the page's messages went to the copy."""
+    import ipywidgets
+
+    slider = ipywidgets.IntSlider(value=4)
+    slider.observe(_note_value, names="value")
+    values, failed, notes = _round_trip({"slider": slider, "sliders": [slider, ipywidgets.IntSlider(value=1)]})
+    assert failed == {} and notes == {}
+    copy = values["slider"]
+    assert copy is values["sliders"][0] and copy.value == 4 and values["sliders"][1].value == 1
+    assert copy.model_id != slider.model_id and copy.comm is not None
+    from ipywidgets.widgets.widget import _instances
+    assert _instances[slider.model_id] is slider and _instances[copy.model_id] is copy
+    copy.value = 6
+    assert SEEN == [6] and slider.value == 4  # the notebook's callback, carried; the original untouched
+
+
+def test_a_load_pass_that_is_undone_closes_the_widgets_it_opened():
+    import ipywidgets
+
+    slider = ipywidgets.IntSlider(value=2)
+    dumped = serializer.dump_namespace({"slider": slider}, ["slider"])
+    ns = {"__name__": "__main__"}
+    bindings = loader.Bindings(ns)
+    loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), ns, bindings)
+    restored = ns["slider"]
+    assert restored is not slider and restored.comm is not None
+    bindings.undo()  # a refused live apply
+    assert "slider" not in ns and restored.comm is None and slider.comm is not None
