@@ -8,7 +8,12 @@ precision=3, suppress=True)``, ``np.seterr(divide="ignore")``) and
 decimal's context (``getcontext().prec = 50``). They live in the library,
 not in a variable: without this a moved notebook's tables were cut short,
 its plots small again, its pipelines' output arrays, its arrays printed
-to eight digits and its decimals computed to 28, without a word.
+to eight digits and its decimals computed to 28, without a word. So do
+the methods ``tqdm.pandas()`` puts on pandas' classes (``progress_apply``,
+``progress_map``, a groupby's): a call inside tqdm no cell's code shows,
+so the moved notebook's next ``df.progress_apply`` raised AttributeError.
+They are saved as the functions tqdm made (pickled: its bar class and
+settings are in them) and put back on the same classes.
 
 Saved with the session's context (context.py) as the options that differ
 from the library's defaults, for the libraries the session loaded (none is
@@ -47,7 +52,7 @@ import warnings
 
 from . import idioms, idioms6
 
-LIBRARIES = ("pandas", "matplotlib", "sklearn")
+LIBRARIES = ("pandas", "matplotlib", "sklearn", "tqdm")
 IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context
 
 # The IN_CELLS_CONTEXT options as the last cell left them (None outside a
@@ -209,6 +214,36 @@ def _matplotlib(mpl) -> dict:
     return out
 
 
+# Where tqdm.pandas() puts its methods (DataFrame, Series, the groupby and window classes)
+_TQDM_PANDAS_MODULES = ("pandas.core.frame", "pandas.core.series", "pandas.core.groupby.generic",
+                        "pandas.core.groupby.groupby", "pandas.core.window.rolling", "pandas.core.window.expanding")
+
+
+def _tqdm_pandas(tqdm) -> dict:
+    """{"module:Class.method": the function} of what tqdm.pandas() set on pandas' classes."""
+    out: dict = {}
+    seen: set = set()
+    for name in _TQDM_PANDAS_MODULES:
+        module = sys.modules.get(name)  # none imported here: a session without pandas has none
+        # by the name the module gives it: pandas sets DataFrame.__module__ to "pandas"
+        for owner, cls in list(vars(module).items()) if module is not None else ():
+            if not isinstance(cls, type) or id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            for attr, value in list(vars(cls).items()):
+                if attr.startswith("progress_") and str(getattr(value, "__module__", "")).startswith("tqdm"):
+                    _put(out, f"{name}:{owner}.{attr}", value)
+    return out
+
+
+def _set_tqdm_pandas(key: str, function) -> None:
+    name, path = key.split(":", 1)
+    owner, attr = path.rsplit(".", 1)
+    if name not in _TQDM_PANDAS_MODULES or not attr.startswith("progress_"):
+        raise ValueError(f"{key} is not where tqdm.pandas() puts its methods")
+    setattr(getattr(importlib.import_module(name), owner), attr, function)
+
+
 def _pyplot_backend() -> str | None:
     """The backend pyplot loaded (None before the session's first plot, or without pyplot)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
@@ -318,11 +353,12 @@ def _set_decimal(decimal, options: dict) -> None:
 
 
 _READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn, "numpy": _numpy,
-            "decimal": _decimal}
+            "decimal": _decimal, "tqdm": _tqdm_pandas}
 _SETTERS = {
     "pandas": lambda pd, key, value: pd.set_option(key, value),
     "matplotlib": lambda mpl, key, value: mpl.rcParams.__setitem__(key, value),
     "sklearn": lambda sklearn, key, value: idioms.on_cells_thread(lambda: sklearn.set_config(**{key: value})),
+    "tqdm": lambda tqdm, key, value: _set_tqdm_pandas(key, value),
 }
 # IN_CELLS_CONTEXT's options depend on each other (numpy's legacy mode and
 # the rest; decimal's are one Context): set in one call.

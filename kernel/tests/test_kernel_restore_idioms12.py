@@ -102,3 +102,26 @@ def test_an_object_holding_a_comm_is_named_in_plain_words(moved, run_cell):
     assert "a connection to the notebook's page" in reply["not_restorable"][0]["reason"]
     assert "thread lock" not in reply["not_restorable"][0]["reason"]
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(kept))") == 1
+
+
+PANDAS_BARS = r'''
+import pandas as pd
+from tqdm import tqdm
+tqdm.pandas(desc="rows")
+df = pd.DataFrame({"g": ["a", "b", "a"], "x": [1, 2, 3]})
+df["y"] = df["x"].progress_apply(lambda v: v * 10)
+'''
+
+
+def test_tqdm_pandas_registration_survives_the_move(moved, run_cell):
+    """`tqdm.pandas()` puts progress_apply on pandas' classes (a call inside tqdm, no cell's code): after a move
+    the notebook's next `df["x"].progress_apply(...)` raised AttributeError."""
+    reply, _, kc = moved(SESSION, PANDAS_BARS)
+    assert reply["ok"], reply
+    first = run_cell(kc, "import json\nprint('FACTS' + json.dumps([df['x'].progress_apply(lambda v: v + 1).tolist(),"
+                         " df.groupby('g')['x'].progress_apply(sum).tolist(), df['y'].tolist(),"
+                         " df.progress_apply(lambda row: row['x'], axis=1).tolist()]))")
+    assert first["error"] is None and "tqdm" not in first["stderr"].split("rows")[0], first  # the note names none
+    line = [ln for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
+    assert line == "FACTS[[2, 3, 4], [4, 2], [10, 20, 30], [1, 2, 3]]"
+    assert "rows: 100%" in first["stderr"]  # the session's settings, in the bar the method makes
