@@ -92,7 +92,14 @@ def restorable_generator(gen, user_ns) -> bool:
 
 
 def _generator(gen, user_ns):
-    return _generator_reduce(gen, user_ns)
+    reduced = _generator_reduce(gen, user_ns)
+    if reduced is None:
+        from .idioms6 import refused  # idioms6 imports this module
+
+        # pickle's own words ("cannot pickle 'generator' object") named one inside a variable (a tqdm bar over
+        # a generator, a dict of them) in terms no notebook writer knows; the variable itself is named so already
+        raise refused(gen, "a generator part-way through (its paused execution state cannot be saved)")
+    return reduced
 
 
 def _spent_generator(name, qualname):

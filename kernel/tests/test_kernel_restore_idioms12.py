@@ -125,3 +125,16 @@ def test_tqdm_pandas_registration_survives_the_move(moved, run_cell):
     line = [ln for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
     assert line == "FACTS[[2, 3, 4], [4, 2], [10, 20, 30], [1, 2, 3]]"
     assert "rows: 100%" in first["stderr"]  # the session's settings, in the bar the method makes
+
+
+def test_a_bar_over_a_generator_part_way_is_named_plainly(moved, run_cell):
+    """A tqdm bar over a generator the loop left part-way was named in pickle's words ("TypeError: cannot pickle
+    'generator' object, at pg.iterable"), the generator itself in plain ones."""
+    setup = ("from tqdm import tqdm\ndef rows():\n    yield from range(10)\npg = tqdm(rows(), total=10)\n"
+             "for n in pg:\n    if n == 3:\n        break\nseen = n")
+    reply, _, kc = moved(SESSION, setup)
+    reasons = {r["name"]: r["reason"] for r in reply["not_restorable"]}
+    assert list(reasons) == ["pg"], reply
+    assert "a generator part-way through (its paused execution state cannot be saved)" in reasons["pg"], reasons
+    assert "pg.iterable" in reasons["pg"]
+    assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(seen))") == 3
