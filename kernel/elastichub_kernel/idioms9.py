@@ -16,14 +16,24 @@ rebuild):
   comes back with its values and the callbacks the notebook attached
   (``observe``, ``on_click``, a ``link``; traitlets' own pickling drops
   them) and a new comm under its old id: the page's widget manager asks
-  the new kernel for its widgets when it connects. A load pass that is
-  undone closes the comms it opened;
-- any other object holding a comm is named in plain words.
+  the new kernel for its widgets when it connects. The comms are opened
+  once the variable's record is loaded whole (a child's callback naming
+  its parent made the parent first), children first; a load pass that is
+  undone closes them;
+- any other object holding a comm is named in plain words;
+- a notebook class over traitlets (a widget class of the notebook's: a
+  panel of sliders, a ``HasTraits`` model): traitlets keeps what the
+  class inherits (its traits, handlers, defaults) in lists on the class,
+  which were saved as copies of the library's own descriptors, and the
+  class failed to load (or made objects with a copy of ``children``). Those
+  are left out and made again by traitlets once the class is loaded, as
+  the class statement made them.
 """
 
 from __future__ import annotations
 
 import copyreg
+import functools
 import sys
 
 from . import idioms, idioms2, idioms3, idioms6
@@ -108,13 +118,55 @@ def _set_widget_state(widget, state):
     for name, kind, handler in observers:
         widget.observe(handler, names=name, type=kind)
     if opened:
-        live = sys.modules["ipywidgets.widgets.widget"]._instances
-        if widget._model_id in live:  # restored again into the kernel that has it (%elastic_restore): a new id
-            widget._model_id = None
-        widget.open()
-        if idioms2.armed is not None:
-            idioms2.armed.append(_Closing(widget))
+        _loaded.append(widget)
     return widget
+
+
+# The widgets the record being loaded made, to open once it is whole: a child's callback may name its parent
+# (a notebook's panel class), so a parent can be set before its child is.
+_loaded: list = []
+
+
+def forget_loaded() -> None:
+    """A record starts, or failed: the widgets of one that failed are dropped unopened."""
+    _loaded.clear()
+
+
+def open_loaded() -> None:
+    """Open a comm for each widget the record made, after the widgets its state names (the loader calls this
+    once a record is loaded); one that fails is noted, its variable kept."""
+    waiting = {id(widget): widget for widget in _loaded}
+    _loaded.clear()
+    for widget in list(waiting.values()):
+        try:
+            _open(widget, waiting)
+        except Exception as exc:  # a widget class of a library's that refuses its own state
+            idioms._note(f"the {type(widget).__name__} widget came back without its connection to the page "
+                         f"({type(exc).__name__}: {exc}): run the cell that makes it again to show it")
+
+
+def _open(widget, waiting: dict) -> None:
+    if waiting.pop(id(widget), None) is None:
+        return  # opened already, or on the way there (a cycle)
+    for inner in _widgets_in([widget._trait_values.get(key) for key in widget.keys]):
+        _open(inner, waiting)
+    if widget._model_id in sys.modules["ipywidgets.widgets.widget"]._instances:
+        widget._model_id = None  # restored again into the kernel that has it (%elastic_restore): an id of its own
+    widget.open()
+    if idioms2.armed is not None:
+        idioms2.armed.append(_Closing(widget))
+
+
+def _widgets_in(value, depth: int = 0):
+    """The widgets in a widget's synced values (children in a list, a link's (widget, name) pairs)."""
+    if idioms._is_class_of(type(value), "ipywidgets.widgets.widget", "Widget"):
+        yield value
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _widgets_in(item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _widgets_in(item, depth + 1)
 
 
 class _Closing:
@@ -125,3 +177,25 @@ class _Closing:
 
     def detach(self):
         self.widget.close()
+
+
+# -- a notebook class over traitlets -------------------------------------------------------------
+
+# What traitlets' metaclass computes from the class and its bases (setup_class)
+_TRAITLETS_CACHES = frozenset({"_trait_default_generators", "_all_trait_default_generators", "_traits",
+                               "_static_immutable_initial_values", "_descriptors", "_instance_inits"})
+
+
+def traitlets_class_state(cls, state: dict, rest: list) -> tuple:
+    """A notebook traitlets class's state without what traitlets computes, and a setter that has it computed;
+    another class's as they are (`rest`: cloudpickle's items, pairs, setter)."""
+    if not idioms._is_class_of(type(cls), "traitlets.traitlets", "MetaHasDescriptors"):
+        return state, rest
+    kept = {k: v for k, v in state.items() if k not in _TRAITLETS_CACHES}
+    return kept, [*rest[:2], functools.partial(_set_traitlets_class_state, rest[2])]
+
+
+def _set_traitlets_class_state(setter, cls, state):
+    cls = setter(cls, state)
+    type(cls).setup_class(cls, dict(vars(cls)))  # the class statement's own step: the library's code, not the cell's
+    return cls

@@ -26,7 +26,7 @@ import struct
 import sys
 import types
 
-from . import idioms, idioms2, nans, serializer
+from . import idioms, idioms2, idioms9, nans, serializer
 from .ownimports import dependency
 from .serializer import describe_error
 
@@ -450,6 +450,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
             source.stream.seek(rec.start)
             cursor.pos, cursor.end = rec.buf_start, rec.buf_end
             idioms.load_notes = []
+            idioms9.forget_loaded()
             stand_ins = unpickler.stand_ins
             try:
                 value = unpickler.load()
@@ -472,6 +473,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
                 failed[rec.name] = f"could not be loaded ({stand_in.reason})"
                 continue
             values[rec.name] = value
+            idioms9.open_loaded()  # the widgets it made, now that their children are whole
             if bindings is not None:
                 bindings.bind(rec.name, value)
             if idioms.load_notes:
@@ -480,6 +482,7 @@ def _load_pass(stream, records, buffers, target_ns, skipped, bindings=None):
         serializer._restore_target = None
         idioms.load_notes = None
         idioms2.armed = None
+        idioms9.forget_loaded()
     if bindings is not None:
         bindings.armed += armed
     return values, failed, notes, None

@@ -38,7 +38,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 
-from . import culprit, deepstack, idioms, idioms7, idioms8, nans, views
+from . import culprit, deepstack, idioms, idioms7, idioms8, idioms9, nans, views
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -116,6 +116,7 @@ def _notebook_class_reduce(cls, reduced):
         args = (*args[:3], {**args[3], "__slots__": slots}, *args[4:])
     if make is cloudpickle.cloudpickle._make_skeleton_class:
         state, rest = idioms8.ctypes_class_state(cls, state, rest)  # a ctypes Structure's fields: made by _fields_
+        state, rest = idioms9.traitlets_class_state(cls, state, rest)  # a widget class: traitlets makes its lists
         args = idioms8.typed_dict_args(cls, args)  # TypedDict("Movie", {...}): over TypedDict, not dict
     if make is cloudpickle.cloudpickle._make_skeleton_class and type(cls).__module__ == "__main__":
         # a metaclass of the notebook's: its __new__/__init__ are the

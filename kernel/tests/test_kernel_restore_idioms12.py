@@ -138,3 +138,39 @@ def test_a_bar_over_a_generator_part_way_is_named_plainly(moved, run_cell):
     assert "a generator part-way through (its paused execution state cannot be saved)" in reasons["pg"], reasons
     assert "pg.iterable" in reasons["pg"]
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(seen))") == 3
+
+
+WIDGET_CLASSES = r'''
+import ipywidgets as widgets, traitlets
+class Panel(widgets.VBox):
+    def __init__(self, **kw):
+        self.slider = widgets.IntSlider(value=2)
+        self.label = widgets.Label("2")
+        super().__init__([self.slider, self.label], **kw)
+        self.slider.observe(self.changed, "value")  # the child's callback names its parent
+    def changed(self, change):
+        self.label.value = str(change["new"])
+class Counter(widgets.VBox):
+    count = traitlets.Int(0)
+    @traitlets.observe("count")
+    def _count(self, change):
+        self.seen = change["new"]
+panel = Panel()
+counter = Counter()
+counter.count = 4
+'''
+
+
+def test_a_notebooks_own_widget_classes_come_back_with_their_callbacks(moved, run_cell):
+    """A panel whose slider's callback is the panel's method failed to load ('NoneType' object has no attribute
+    'comm_id': the panel's comm was opened before its slider's), and everything after it with it; a widget
+    class with its own trait and @observe came back, but its observer no longer ran (traitlets' lists of the
+    class were saved as copies)."""
+    reply, _, kc = moved(SESSION, WIDGET_CLASSES)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    first = run_cell(kc, "import json\npanel.slider.value = 5\ncounter.count = 7\nfresh = Counter()\nfresh.count = 1\n"
+                         "print('FACTS' + json.dumps([panel.label.value, counter.seen, fresh.seen,"
+                         " panel.comm is not None, panel.children[0].comm is not None, Counter.count.name]))")
+    assert first["error"] is None and "Not restored" not in first["stderr"], first
+    line = [ln for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
+    assert line == 'FACTS["5", 7, 1, true, true, "count"]'
