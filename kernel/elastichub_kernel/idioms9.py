@@ -19,7 +19,10 @@ rebuild):
   the new kernel for its widgets when it connects. The comms are opened
   once the variable's record is loaded whole (a child's callback naming
   its parent made the parent first), children first; a load pass that is
-  undone closes them;
+  undone closes them. A later load of the same state (a live move's delta
+  over its pre-copy) takes the ids of the copies the first one made over,
+  closing them; beside a widget of the notebook's own (``%elastic_restore``)
+  a restored one gets an id of its own;
 - any other object holding a comm is named in plain words;
 - a notebook class over traitlets (a widget class of the notebook's: a
   panel of sliders, a ``HasTraits`` model): traitlets keeps what the
@@ -35,6 +38,7 @@ from __future__ import annotations
 import copyreg
 import functools
 import sys
+import weakref
 
 from . import idioms, idioms2, idioms3, idioms6
 
@@ -150,11 +154,16 @@ def _open(widget, waiting: dict) -> None:
         return  # opened already, or on the way there (a cycle)
     for inner in _widgets_in([widget._trait_values.get(key) for key in widget.keys]):
         _open(inner, waiting)
-    if widget._model_id in sys.modules["ipywidgets.widgets.widget"]._instances:
-        widget._model_id = None  # restored again into the kernel that has it (%elastic_restore): an id of its own
+    stale = sys.modules["ipywidgets.widgets.widget"]._instances.get(widget._model_id)
+    replaced = stale is not None and stale in _restored
+    if replaced:
+        stale.close()  # the copy an earlier load made (a live move's pre-copy, which its delta replaces): its id
+    elif stale is not None:
+        widget._model_id = None  # restored again beside the notebook's own (%elastic_restore): an id of its own
     widget.open()
-    if idioms2.armed is not None:
-        idioms2.armed.append(_Closing(widget))
+    _restored.add(widget)
+    if idioms2.armed is not None:  # undone (idioms2.disarm): closed, and the copy it replaced opened again
+        idioms2.armed += [_Closing(widget)] + ([_Closing(stale, reopen=True)] if replaced else [])
 
 
 def _widgets_in(value, depth: int = 0):
@@ -169,14 +178,22 @@ def _widgets_in(value, depth: int = 0):
             yield from _widgets_in(item, depth + 1)
 
 
-class _Closing:
-    """A widget a load pass opened: closed if the pass is undone (idioms2.disarm calls `detach`)."""
+# The widgets loads opened: a later load of the same state takes their ids over
+_restored: weakref.WeakSet = weakref.WeakSet()
 
-    def __init__(self, widget):
-        self.widget = widget
+
+class _Closing:
+    """A widget a load pass opened (closed if the pass is undone), or one it closed (opened again); `detach` is
+    what idioms2.disarm calls."""
+
+    def __init__(self, widget, reopen: bool = False):
+        self.widget, self.reopen = widget, reopen
 
     def detach(self):
-        self.widget.close()
+        if self.reopen:
+            self.widget.open()
+        else:
+            self.widget.close()
 
 
 # -- a notebook class over traitlets -------------------------------------------------------------

@@ -78,3 +78,29 @@ def test_a_load_pass_that_is_undone_closes_the_widgets_it_opened():
     assert restored is not slider and restored.comm is not None
     bindings.undo()  # a refused live apply
     assert "slider" not in ns and restored.comm is None and slider.comm is not None
+
+
+def test_a_second_load_of_the_same_widgets_takes_their_ids_over():
+    """A live move restores the pre-copy, then loads its delta (the whole state again) over it: the delta's
+    widgets got new ids, and the page's widgets (the old ids) stayed bound to the pre-copy's copies, which no
+    variable holds."""
+    import ipywidgets
+    from ipywidgets.widgets.widget import _instances
+
+    slider = ipywidgets.IntSlider(value=3)
+    old_id = slider.model_id
+    dumped = serializer.dump_namespace({"slider": slider}, ["slider"])
+    slider.close()  # the source kernel is gone
+
+    def load():
+        ns = {"__name__": "__main__"}
+        bindings = loader.Bindings(ns)
+        loader.load_namespace(dumped.stream, dumped.records, list(dumped.buffers), ns, bindings)
+        return ns["slider"], bindings
+
+    precopy, _ = load()
+    assert precopy.model_id == old_id and _instances[old_id] is precopy
+    delta, bindings = load()
+    assert delta.model_id == old_id and _instances[old_id] is delta and precopy.comm is None
+    bindings.undo()  # a refused apply: the pre-copy's widget is the page's again
+    assert delta.comm is None and precopy.comm is not None and _instances[old_id] is precopy
