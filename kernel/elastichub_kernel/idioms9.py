@@ -111,7 +111,9 @@ def _widget(widget, user_ns):
 
 
 def _new_widget(cls):
-    return cls.__new__(cls)  # traitlets' setup: default values and the class's own handlers, no comm yet
+    # traitlets' setup (default values, the class's own handlers; no comm yet), past a __new__ of the notebook's:
+    # its code ran when the widget was made (a counter of panels counted each again)
+    return idioms2.new_past_notebook(cls)
 
 
 def _set_widget_state(widget, state):

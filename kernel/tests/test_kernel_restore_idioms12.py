@@ -174,3 +174,15 @@ def test_a_notebooks_own_widget_classes_come_back_with_their_callbacks(moved, ru
     assert first["error"] is None and "Not restored" not in first["stderr"], first
     line = [ln for ln in first["stdout"].splitlines() if ln.startswith("FACTS")][0]
     assert line == 'FACTS["5", 7, 1, true, true, "count"]'
+
+
+def test_a_widget_class_with_a_new_of_its_own_is_not_run_again(moved, run_cell):
+    """A notebook widget class counting its objects in __new__ counted each restored one again (the restore
+    called the class's __new__: the cell's code, run a second time)."""
+    setup = ("import ipywidgets as widgets\nmade = []\nclass Tile(widgets.HTML):\n"
+             "    def __new__(cls, *args, **kwargs):\n        made.append(cls.__name__)\n"
+             "        return super().__new__(cls)\ntiles = [Tile(value=str(n)) for n in range(3)]")
+    reply, _, kc = moved(SESSION, setup)
+    assert reply["ok"] and reply["not_restorable"] == [], reply
+    assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps([made, [t.value for t in tiles]]))") == [
+        ["Tile"] * 3, ["0", "1", "2"]]
