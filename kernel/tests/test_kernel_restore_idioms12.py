@@ -186,3 +186,29 @@ def test_a_widget_class_with_a_new_of_its_own_is_not_run_again(moved, run_cell):
     assert reply["ok"] and reply["not_restorable"] == [], reply
     assert run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps([made, [t.value for t in tiles]]))") == [
         ["Tile"] * 3, ["0", "1", "2"]]
+
+
+def test_the_page_finds_the_restored_widgets_under_their_ids(moved, run_cell):
+    """What the page's widget manager does when it connects to the new kernel (ipywidgets 8: a
+    'jupyter.widget.control' comm, then 'request_states'): the answer holds the restored slider under the id
+    the notebook's output shows, at its value. (Drawing it again is the browser's part: not testable here.)"""
+    import queue
+    import time
+
+    reply, _, kc = moved(SESSION, "import ipywidgets as widgets\ns = widgets.IntSlider(value=6)\nsid = s.model_id")
+    sid = run_cell.facts(kc, "import json\nprint('FACTS' + json.dumps(sid))")
+    opened = kc.session.msg("comm_open", {"comm_id": "control", "target_name": "jupyter.widget.control", "data": {}})
+    opened["metadata"] = {"version": "1.0.0"}
+    kc.shell_channel.send(opened)
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": "control", "data": {"method": "request_states"}}))
+    deadline = time.monotonic() + 30
+    while True:
+        assert time.monotonic() < deadline, "no answer to request_states"
+        try:
+            msg = kc.iopub_channel.get_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if msg["msg_type"] == "comm_msg" and msg["content"]["comm_id"] == "control":
+            break
+    states = msg["content"]["data"]["states"]
+    assert states[sid]["state"]["value"] == 6 and states[sid]["model_name"] == "IntSliderModel"
