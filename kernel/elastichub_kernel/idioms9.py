@@ -193,6 +193,7 @@ class _Closing:
 
     def detach(self):
         if self.reopen:
+            vars(self.widget).pop("_repr_mimebundle_", None)  # close() hid the widget's display: shown again
             self.widget.open()
         else:
             self.widget.close()

@@ -104,3 +104,4 @@ def test_a_second_load_of_the_same_widgets_takes_their_ids_over():
     assert delta.model_id == old_id and _instances[old_id] is delta and precopy.comm is None
     bindings.undo()  # a refused apply: the pre-copy's widget is the page's again
     assert delta.comm is None and precopy.comm is not None and _instances[old_id] is precopy
+    assert "application/vnd.jupyter.widget-view+json" in precopy._repr_mimebundle_()  # displayed as a widget
