@@ -17,12 +17,16 @@ node (0 when room exists). A bound server starts after `server_start_s` and
 then runs for its lifetime; its departure time never moves (a migration
 costs the user downtime, not session time).
 
-Scale-in: the node is cordoned, then its servers restart one after another
-in plan order. Each restart puts the server back through the scheduler (the
-plan's destinations are a prediction; arrivals may have taken the room), its
-downtime is uniform in [migration_min_s, migration_max_s]; the next restart
-starts when the previous one's downtime ends, and the VM stops after the
-last one. A moved server that finds no room waits in the queue like anyone,
+Scale-in: the node is cordoned, then its servers restart in plan order,
+`drain_concurrency` at a time at most, as the orchestrator's drain: one more
+begins only when it and the restarts in flight still waiting for room fit
+together on the Ready nodes' free room (`fits_together`), and always when
+none is in flight (1: one after another, the paper's). Each restart puts the
+server back through the scheduler (the plan's destinations are a prediction;
+arrivals may have taken the room), its downtime is uniform in
+[migration_min_s, migration_max_s], drawn as it begins; a restart is in
+flight until its downtime ends, and the VM stops after the last one. Live
+moves go one after another. A moved server that finds no room waits in the queue like anyone,
 but it stays the same server: the policy sees its original `created_at`
 (it is no arrival), and its delay (restart downtime + any wait for room) is
 reported as migration downtime, apart from the waits of new requests.
@@ -52,7 +56,7 @@ from ..policy import (
     Tier,
 )
 from ..policy.bestfit import BestFit
-from .model import READY, RunResult, SimulationError, _Node, _Server, make_nodes
+from .model import READY, RunResult, SimulationError, _Node, _Server, fits_together, make_nodes
 from .params import ClusterParams
 from .workload import Workload
 
@@ -146,7 +150,7 @@ class Simulation:
                 elif kind == _SWITCH:
                     self._switch(obj, t)
                 else:
-                    self._drain_step(obj, t)
+                    self._move_ended(obj, t)
             while i < n_req and requests[i].arrival_s == t:
                 r = requests[i]
                 i += 1
@@ -328,13 +332,25 @@ class Simulation:
                 self.cloud_active += sign
         self.version += 1
 
+    def _move_ended(self, obj: _Node | _Server, t: float) -> None:
+        """A restart's downtime is over (`obj` the server), or a live drain looks again (`obj` its node)."""
+        if obj.__class__ is _Server:
+            node, obj.source = obj.source, None
+            node.moving.remove(obj)
+            obj = node
+        self._drain_step(obj, t)
+
     def _drain_step(self, node: _Node, t: float) -> None:
-        """Restart the next server of a cordoned node, or stop its VM."""
+        """Begin the next moves of a cordoned node, or stop its VM."""
         while node.drain_index < len(node.drain):
             s = self.servers.get(node.drain[node.drain_index])
-            node.drain_index += 1
             if s is None or s.node is not node:
+                node.drain_index += 1
                 continue  # ended before its turn (or a live move's destination: it moves on by itself)
+            if node.moving and (len(node.moving) >= self.p.drain_concurrency or not fits_together(
+                    self.nodes, [m for m in node.moving if m.node is None and not m.gone] + [s])):
+                return  # it begins when one in flight ends
+            node.drain_index += 1
             self.migrations += 1
             if self.live:
                 self._start_live_move(s, node, t)
@@ -346,9 +362,12 @@ class Simulation:
             s.view = Server(s.name, s.requests, None, s.started_at, s.created_at)
             downtime = max(1, round(self.rng.uniform(self.p.migration_min_s, self.p.migration_max_s)))
             s.move_downtime = downtime
+            s.source = node
+            node.moving.append(s)
             self._enqueue(s)
-            self._push(t + downtime, _MIGRATE, node)
-            return
+            self._push(t + downtime, _MIGRATE, s)
+        if node.moving:
+            return  # the VM stops after the last one
         if node.servers:
             if not self.live:
                 raise SimulationError(f"node {node.name} still hosts servers after its drain")

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..policy import Node, NodeStatus, Resources, Server, Tier
+from ..policy.bestfit import BestFit
 from .params import ClusterParams
 
 READY = NodeStatus.READY
@@ -39,7 +40,8 @@ class _Server:
         self.qseq: int | None = None  # position in the FIFO while queued (see Simulation._enqueue)
         self.move_downtime = 0  # restart time of the move in progress (a moved server's own delay)
         # a live move: the destination pod (`mover`) of a server that runs on
-        # at its `source` node until the switch; `move_of` links back
+        # at its `source` node until the switch; `move_of` links back. A
+        # restarting server's `source` is the node it left, until its downtime ends
         self.move_of: _Server | None = None
         self.mover: _Server | None = None
         self.source: _Node | None = None
@@ -48,7 +50,7 @@ class _Server:
 class _Node:
     __slots__ = ("name", "tier", "priority", "allocatable", "alloc_cpu", "alloc_ram", "used_cpu",
                  "used_ram", "servers", "status", "status_since", "vm_started_at", "view",
-                 "dirty", "drain", "drain_index", "rank")
+                 "dirty", "drain", "drain_index", "rank", "moving")
 
     def __init__(self, name: str, tier: Tier, allocatable: Resources, status: NodeStatus):
         self.name = name
@@ -68,6 +70,25 @@ class _Node:
         self.dirty = True
         self.drain: tuple[str, ...] = ()
         self.drain_index = 0
+        self.moving: list[_Server] = []  # its drain's restarts whose downtime is not over
+
+
+def fits_together(nodes: list[_Node], servers: list[_Server]) -> bool:
+    """Could `servers` all be placed at once on the Ready nodes' free room? Each where the scheduler would put
+    it (`BestFit`), RAM descending, as the drain decision places a plan; the orchestrator's drain checks this
+    before one more restart (drainpool.py)."""
+    fit = BestFit((n.rank, n.priority, n.alloc_cpu, n.alloc_ram, n.used_cpu, n.used_ram)
+                  for n in nodes if n.status is READY)
+    used = {n.rank: [n.used_cpu, n.used_ram] for n in nodes if n.status is READY}
+    for s in sorted(servers, key=lambda s: (-s.ram, -s.cpu, s.name)):
+        rank = fit.best(s.cpu, s.ram)
+        if rank is None:
+            return False
+        slot = used[rank]
+        slot[0] += s.cpu
+        slot[1] += s.ram
+        fit.update(rank, slot[0], slot[1])
+    return True
 
 
 @dataclass

@@ -12,6 +12,9 @@ from dataclasses import dataclass, fields
 from ..policy import GiB, Resources
 
 MOVE_METHODS = ("restart", "live")
+# ElasticOrchestrator.drain_concurrency: its default (what an admin's hub runs) and its range.
+ORCHESTRATOR_DRAIN_CONCURRENCY = 4
+MAX_DRAIN_CONCURRENCY = 16
 # Per tier. The engine holds every node, running or not: a million cloud
 # nodes took 640 MB and 20 s for three servers. 50x the paper's hub is 400.
 MAX_NODES = 10_000
@@ -48,6 +51,9 @@ class ClusterParams:
     move_method: str = "restart"
     live_prepare_s: float = 10.0
     live_pause_s: float = 0.5
+    # Restart moves of one drain at once, as the orchestrator's drain_concurrency (a move begins only when it
+    # and those in flight fit together on the Ready nodes); live moves go one at a time. 1: the paper's.
+    drain_concurrency: int = 1
     # A node's size in your own units (cores, GiB), where CPU and RAM are not
     # in the RU's 1:2: set both of a tier and they replace its *_node_ru.
     onprem_node_cpu: float | None = None
@@ -79,6 +85,11 @@ class ClusterParams:
             if count > MAX_NODES:
                 raise ValueError(f"{OPTION_NAMES[name]} must be at most {MAX_NODES:,} (got {count:,.0f}): the "
                                  "simulator holds every node of the pool, started or not")
+        concurrency = self.drain_concurrency
+        if int(concurrency) != concurrency or not 1 <= concurrency <= MAX_DRAIN_CONCURRENCY:
+            raise ValueError(f"--drain-concurrency must be a whole number from 1 to {MAX_DRAIN_CONCURRENCY} (the range "
+                             f"of ElasticOrchestrator.drain_concurrency), got {concurrency!r}")
+        object.__setattr__(self, "drain_concurrency", int(concurrency))
         if self.onprem_nodes + self.cloud_nodes < 1:
             raise ValueError("--onprem-nodes and --cloud-nodes are both 0: no node to run servers on")
         for name in ("onprem_node_ru", "cloud_node_ru", "tmon_s", *_SIZES):
@@ -125,6 +136,7 @@ OPTION_NAMES = {
     "move_method": "--move-method",
     "live_prepare_s": "--live-prepare-s",
     "live_pause_s": "--live-pause-s",
+    "drain_concurrency": "--drain-concurrency",
     "onprem_node_cpu": "--onprem-node-cpu",
     "onprem_node_ram_gib": "--onprem-node-ram-gib",
     "cloud_node_cpu": "--cloud-node-cpu",

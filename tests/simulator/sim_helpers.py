@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elastichub.policy import GiB, NodeStatus, Resources
+from elastichub.policy import GiB, Migration, NodeStatus, Resources, ScaleIn, ScaleOut
 from elastichub.simulator.engine import Simulation
 from elastichub.simulator.params import ClusterParams
 from elastichub.simulator.runner import RunSpec, build_strategy
@@ -27,11 +27,31 @@ def write_csv(path: Path, text: str) -> Path:
     return path
 
 
+class DrainCloudAt600:
+    """Starts cloud-1 at 0 and from 600 moves its servers onto onprem-1,
+    room or not; keeps every snapshot it was shown."""
+
+    name = "drain-cloud-at-600"
+
+    def __init__(self):
+        self.seen = []
+
+    def decide(self, snapshot, state, now):
+        self.seen.append((now, snapshot))
+        cloud = snapshot.node("cloud-1")
+        if now >= 600 and cloud.active and cloud.servers:
+            return ScaleIn("cloud-1", tuple(Migration(s, "cloud-1", "onprem-1") for s in cloud.servers)), state
+        if now == 0:
+            return ScaleOut(("cloud-1",)), state
+        return None, state
+
+
 class CheckedSimulation(Simulation):
     """Checks conservation after every step of the clock:
     - a node's `used` is the sum of its servers' requests and never exceeds
       its allocatable; stopped or booting nodes host nothing;
     - a cordoned node never receives a server;
+    - a drain never has more restarts in flight than `drain_concurrency`;
     - every server that arrived is in exactly one place: on one node, in the
       queue, or gone (its lifetime ended)."""
 
@@ -50,6 +70,7 @@ class CheckedSimulation(Simulation):
             assert n.used_cpu <= n.alloc_cpu + 1e-9 and n.used_ram <= n.alloc_ram + 1e-3, (t, n.name, "overcommitted")
             if n.status not in RUNNING:
                 assert not n.servers, (t, n.name, n.status)
+            assert len(n.moving) <= self.p.drain_concurrency, (t, n.name, "more restarts at once than allowed")
             if n.status is NodeStatus.CORDONED:
                 before = self.cordoned_hosts.setdefault(n.name, set(n.servers))
                 assert set(n.servers) <= before, (t, n.name, "server placed on a cordoned node")

@@ -10,14 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from elastichub.policy import (
-    ClusterSnapshot, GiB, Migration, Node, NodeStatus, PolicyConfig, Resources, ScaleIn, ScaleOut, Server, Tier,
+    ClusterSnapshot, GiB, Node, NodeStatus, PolicyConfig, Resources, Server, Tier,
 )
 from elastichub.policy.elastic import ElasticStrategy
 from elastichub.simulator import ClusterParams, summary
 from elastichub.simulator.engine import Simulation
 from elastichub.simulator.runner import RunSpec, build_strategy
 
-from sim_helpers import request, workload
+from sim_helpers import DrainCloudAt600, request, workload
 
 CLOUD = ClusterParams(onprem_nodes=1, onprem_node_ru=8, cloud_nodes=1, cloud_node_ru=8)
 
@@ -82,25 +82,6 @@ def test_a_drained_server_keeps_its_request_time_and_reports_a_downtime():
     assert s["migration_downtime_max_s"] == downtime and s["wait_max_s"] == 280  # B's boot wait, once
 
 
-class DrainCloudAt600:
-    """Starts cloud-1 at 0 and from 600 moves its servers onto onprem-1,
-    room or not; keeps every snapshot it was shown."""
-
-    name = "drain-cloud-at-600"
-
-    def __init__(self):
-        self.seen = []
-
-    def decide(self, snapshot, state, now):
-        self.seen.append((now, snapshot))
-        cloud = snapshot.node("cloud-1")
-        if now >= 600 and cloud.active and cloud.servers:
-            return ScaleIn("cloud-1", tuple(Migration(s, "cloud-1", "onprem-1") for s in cloud.servers)), state
-        if now == 0:
-            return ScaleOut(("cloud-1",)), state
-        return None, state
-
-
 def test_a_moved_server_waiting_for_room_is_shown_with_its_own_request_time():
     # Force a move onto a full on-prem node: the moved server (asked for at
     # 10) waits in the queue; every snapshot must show it as that request,
@@ -156,10 +137,10 @@ def test_a_live_move_is_called_off_when_its_session_ends_first():
 @given(st.lists(st.tuples(st.integers(0, 900), st.integers(60, 1800), st.sampled_from((1, 2, 4))),
                 min_size=5, max_size=50),
        st.sampled_from(["paper", "elastic"]), st.sampled_from([0.0, 50.0, 80.0, 95.0]),
-       st.sampled_from(["restart", "live"]))
-def test_a_moved_server_is_never_counted_as_an_arrival(rows, policy, theta, method):
+       st.sampled_from(["restart", "live"]), st.sampled_from([1, 3]))
+def test_a_moved_server_is_never_counted_as_an_arrival(rows, policy, theta, method, concurrency):
     params = ClusterParams(onprem_nodes=1, onprem_node_ru=8, cloud_nodes=2, cloud_node_ru=8,
-                           cloud_boot_s=60, tcool_s=60, move_method=method)
+                           cloud_boot_s=60, tcool_s=60, move_method=method, drain_concurrency=concurrency)
     wl = workload([request(a, d, g) for a, d, g in rows], horizon=4000)
     sim, result, seen = run_recorded(wl, params, policy, theta)
     check_moves(sim, result, seen, [a for a, _, _ in rows])

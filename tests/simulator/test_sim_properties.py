@@ -25,6 +25,7 @@ clusters = st.builds(
     cloud_nodes=st.integers(0, 3), cloud_node_ru=st.sampled_from([4, 8]),
     cloud_boot_s=st.integers(0, 300), server_start_s=st.integers(0, 10),
     tmon_s=st.sampled_from([5, 15]), tcool_s=st.sampled_from([0, 60, 300]),
+    drain_concurrency=st.sampled_from([1, 2, 4]),
 )
 modes = st.sampled_from(["onprem-only", "no-migration", "migration"])
 

@@ -40,7 +40,8 @@ def clusters(draw):
         onprem_nodes=draw(st.integers(2, 4)), onprem_node_ru=draw(st.sampled_from([4, 8, 16])),
         cloud_nodes=draw(st.integers(0, 3)), cloud_node_ru=draw(st.sampled_from([4, 8])),
         cloud_boot_s=draw(st.integers(0, 300)), server_start_s=draw(st.integers(0, 10)),
-        tmon_s=draw(st.sampled_from([5, 15])), tcool_s=draw(st.sampled_from([0, 60, 300])))
+        tmon_s=draw(st.sampled_from([5, 15])), tcool_s=draw(st.sampled_from([0, 60, 300])),
+        drain_concurrency=draw(st.sampled_from([1, 4])))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
