@@ -45,12 +45,25 @@ MODEL_OPTIONS = {
                                           "make-before-break moves)"),
     "--live-prepare-s": ("live_prepare_s", float, "10 (live: destination start + pre-copy, both pods up)"),
     "--live-pause-s": ("live_pause_s", float, "0.5 (live: what the user sees of a move)"),
+    "--drain-concurrency": ("drain_concurrency", int, "1 on the built-in workloads (the paper's: one restart after "
+                                                      "another); with --trace or --tune 4, the orchestrator's "
+                                                      "drain_concurrency default (restart moves of one drain at once)"),
 }
 LIFETIME_OPTIONS = {
     "--lifetime-mean-min": ("mean_s", "60"),
     "--lifetime-sd-min": ("sd_s", "15"),
     "--lifetime-min-min": ("min_s", "5 (shorter draws are re-drawn)"),
 }
+
+
+def drain_note(params) -> str:
+    """Which drain was simulated, and the orchestrator line that runs it (its default differs from the paper's)."""
+    from .params import ORCHESTRATOR_DRAIN_CONCURRENCY
+
+    n = params.drain_concurrency
+    return (f"each drain restarted up to {n} server{'s' if n > 1 else ''} at once (--drain-concurrency); a hub "
+            f"drains so with c.ElasticOrchestrator.drain_concurrency = {n} (its default: "
+            f"{ORCHESTRATOR_DRAIN_CONCURRENCY})")
 
 
 def _zone(name: str | None):
@@ -138,7 +151,7 @@ def _list(option: str, text: str) -> list[str]:
 
 def _parse(args: argparse.Namespace):
     from ..policy import STRATEGIES, theta_in_mistake, theta_out_mistake
-    from .params import ClusterParams
+    from .params import ORCHESTRATOR_DRAIN_CONCURRENCY, ClusterParams
     from .runner import MODES
     from .workload import LifetimeModel, workload_names
 
@@ -150,6 +163,8 @@ def _parse(args: argparse.Namespace):
     for tier in ("onprem", "cloud"):
         if f"{tier}_node_ru" in values and f"{tier}_node_cpu" in values:
             raise UsageError(f"--{tier}-node-ru and --{tier}-node-cpu/--{tier}-node-ram-gib say the same: give one")
+    if "drain_concurrency" not in values and (args.trace or args.tune):  # your hub: drained as it will be
+        values["drain_concurrency"] = ORCHESTRATOR_DRAIN_CONCURRENCY
     try:
         params = ClusterParams(**values)
     except ValueError as e:
@@ -335,6 +350,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(summaries))
         if left_out:
             print(f"note: {left_out}")
+        if "migration" in modes and params.move_method == "restart":
+            print(f"note: {drain_note(params)}")
     if args.out:
         out = Path(args.out)
         try:

@@ -218,6 +218,8 @@ def config_lines(spec: RunSpec, params: ClusterParams, workload: Workload) -> li
     ]
     if spec.mode == "migration":  # the waits and costs were simulated with this kind of move
         lines.append(f"{c}.move_method = {params.move_method!r}")
+        if params.move_method == "restart":  # the node-hours were simulated with this many restarts at once
+            lines.append(f"{c}.drain_concurrency = {params.drain_concurrency!r}")
     options = strategy_options(spec, workload, params)
     options.pop("schedule", None)  # a timetable is no config value
     if options:

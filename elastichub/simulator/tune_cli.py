@@ -73,9 +73,11 @@ def replay_command(args: argparse.Namespace, spec, params, seed: int) -> str:
     words += ["--seed", str(seed), "--policy", spec.policy, "--mode", spec.mode, "--theta-out", repr(spec.theta_out)]
     for option in (*MODEL_OPTIONS, *LIFETIME_OPTIONS):
         text = getattr(args, option[2:].replace("-", "_"))
-        if option != "--move-method" and text is not None:
+        if option not in ("--move-method", "--drain-concurrency") and text is not None:
             words += [option, text]
     words += ["--move-method", params.move_method]  # --tune's default (live) is not simulate's (restart)
+    if params.move_method == "restart":  # nor is its drain_concurrency on a built-in workload
+        words += ["--drain-concurrency", str(params.drain_concurrency)]
     for key, value in spec.options.items():
         text = "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
         words += ["--option", f"{key}={text}"]
@@ -155,6 +157,8 @@ def run_tune(args, workload, params, seed: int, thetas: list[float], options: di
         return 0
     print(f"workload {workload.name}: {len(workload.requests)} servers, {workload.horizon_s / 3600:g} h simulated")
     moves = f", {params.move_method} moves" if mode == "migration" else ""
+    if mode == "migration" and params.move_method == "restart":
+        moves += f", up to {params.drain_concurrency} at once per drain"
     print(f"tuned {policy} ({mode}{moves}) for {slo}: {len(result.specs)} settings in {took:.1f} s on "
           f"{processes} core(s)")
     print(f"cheapest setting that meets it: {describe(result.spec)}")

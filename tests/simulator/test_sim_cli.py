@@ -43,7 +43,9 @@ def test_table_by_default(capsys):
     assert lines[0].startswith("workload paper") and "seed 3" in lines[0]
     assert lines[1].split()[:3] == ["policy", "mode", "theta_out"]
     assert lines[3].split()[:3] == ["paper", "migration", "80.0"]
-    assert len(lines) == 4
+    assert len(lines) == 5  # restart moves: which drain was simulated, and the orchestrator's line for it
+    assert lines[4].startswith("note: each drain restarted up to 1 server at once (--drain-concurrency); a hub "
+                               "drains so with c.ElasticOrchestrator.drain_concurrency = 1 (its default: 4)")
 
 
 def test_trace_replay(capsys, tmp_path):
@@ -273,3 +275,36 @@ def test_a_bad_timezone_is_one_line(tmp_path, capsys, argv, message):
         main(["simulate", *argv])
     assert info.value.code == 2
     assert capsys.readouterr().err.strip().endswith(f"error: {message}")
+
+
+def test_a_trace_is_drained_as_the_orchestrator_does_a_built_in_workload_as_the_paper(capsys, tmp_path):
+    from elastichub.orchestrator.app import ElasticOrchestrator
+    from elastichub.simulator.params import MAX_DRAIN_CONCURRENCY, ORCHESTRATOR_DRAIN_CONCURRENCY
+
+    trait = ElasticOrchestrator.class_traits()["drain_concurrency"]
+    assert (ORCHESTRATOR_DRAIN_CONCURRENCY, MAX_DRAIN_CONCURRENCY) == (trait.default_value, trait.max)
+    trace = write_csv(tmp_path / "hub.csv", "arrival_s,duration_s,cpu,ram_gib\n0,600,1,2\n10,600,1,2\n")
+
+    def concurrency(*argv):
+        assert main(["simulate", "--json", "--mode", "migration", *argv]) == 0
+        return json.loads(capsys.readouterr().out)["parameters"]["drain_concurrency"]
+
+    assert concurrency("--days", "0.05") == 1  # the paper's evaluation
+    assert concurrency("--trace", str(trace)) == 4  # your hub, as your orchestrator drains it
+    assert concurrency("--trace", str(trace), "--drain-concurrency", "2") == 2
+    assert concurrency("--days", "0.05", "--drain-concurrency", "16") == 16
+    code, out, _ = simulate(capsys, "--trace", str(trace), "--mode", "migration")
+    assert code == 0 and out.splitlines()[-1].startswith("note: each drain restarted up to 4 servers at once")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "--drain-concurrency must be a whole number from 1 to 16 (the range of "
+          "ElasticOrchestrator.drain_concurrency), got 0"),
+    ("17", "--drain-concurrency must be a whole number from 1 to 16"),
+    ("2.5", "--drain-concurrency: expected a whole number, got '2.5'"),
+])
+def test_a_bad_drain_concurrency_is_one_line(capsys, value, message):
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", "--drain-concurrency", value])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and message in err and len(err.strip().splitlines()) == 1

@@ -94,6 +94,7 @@ def test_cli_tune_on_a_trace_prints_the_hub_it_simulated(tmp_path, capsys):
     assert code == 0
     config = json.loads(capsys.readouterr().out)["config"]
     assert "c.ElasticOrchestrator.move_method = 'restart'" in config  # as asked
+    assert "c.ElasticOrchestrator.drain_concurrency = 4" in config  # the orchestrator's default, simulated
     options = next(ast.literal_eval(line.split(" = ", 1)[1]) for line in config
                    if line.startswith("c.ElasticOrchestrator.policy_options = "))
     durations = [r.duration_s for r in workload.requests]
@@ -379,3 +380,23 @@ def test_a_trace_s_lifetimes_are_estimated_once_for_the_whole_grid(tmp_path, mon
     summaries = run_grid(specs, trace, SMALL, 1, processes=1)
     assert len(summaries) == len(specs) and len(sorts) == 1
     assert lifetime_estimate(trace) == expected and len(sorts) == 1
+
+
+def test_restart_moves_are_tuned_as_the_orchestrator_drains_and_the_replay_says_so(tmp_path, capsys):
+    # a built-in workload simulates the paper's drain (1 at a time) unless told: --tune's replay must pass the
+    # orchestrator's 4 it tuned with, or its row is not the chosen one
+    code = main(["simulate", "--workload", "paper", "--days", "1.5", "--seed", "3", "--tune", "--slo-p95-wait",
+                 "120", "--theta-out", "70,90", "--move-method", "restart", "--out", str(tmp_path), "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "c.ElasticOrchestrator.drain_concurrency = 4" in doc["config"]
+    words = shlex.split(doc["replay"])
+    assert words[words.index("--drain-concurrency") + 1] == "4"
+    assert main([*words[1:], "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    keys = ("cloud_node_hours", "wait_p95_s", "migrations", "migration_downtime_max_s")
+    assert {k: run[k] for k in keys} == {k: doc["chosen"][k] for k in keys}
+    assert main(["simulate", "--workload", "paper", "--days", "1.5", "--seed", "3", "--tune", "--slo-p95-wait",
+                 "120", "--theta-out", "70,90", "--drain-concurrency", "2", "--move-method", "restart",
+                 "--out", str(tmp_path), "--json"]) == 0
+    assert "c.ElasticOrchestrator.drain_concurrency = 2" in json.loads(capsys.readouterr().out)["config"]
