@@ -393,12 +393,13 @@ def merged_path(start, added, removed) -> list[str]:
 # newer kernel's (the image was rolled back after it wrote them). Those are named and skipped, the known ones still
 # restored: rejecting the whole context for them dropped the session's directory, environment and settings too.
 SHAPE = {**dict.fromkeys(("cwd", "path_added", "path_removed", "env", "env_unset", "import_roots", "warning_filters",
-                          "extensions", "autoreload", "recursion_limit", "precision", "xmode", "config",
+                          "extensions", "recursion_limit", "precision", "config",
                           "config_unsaved", "locale", "magics_lost", "aliases", "unaliased", "pdb", "last_error",
                           "hooks_lost", "aimport", "aimport_skip", "dir_history", "dir_stack")),
          "process": dict.fromkeys(procstate.SETTINGS), "random_state": {"random": None, "numpy": None},
          "logging": logstate.SHAPE, "library_options": libstate.SHAPE,
-         "history": dict.fromkeys(shellstate.HISTORY_FIELDS), "log": dict.fromkeys(shellmodes.LOG_FIELDS),
+         "xmode": shellstate.XMODE_SHAPE, "autoreload": shellstate.AUTORELOAD_SHAPE,
+         "history": shellstate.HISTORY_SHAPE, "log": dict.fromkeys(shellmodes.LOG_FIELDS),
          "doctest": dict.fromkeys(shellmodes.DOCTEST_FIELDS), "redirected": {"stdout": None, "stderr": None},
          "hooks": userhooks.SHAPE, "hooks_more": userhooks.SHAPE, "magics": usermagics.SHAPE}
 FIELDS = frozenset(SHAPE)

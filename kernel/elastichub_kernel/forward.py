@@ -12,7 +12,11 @@ check of its values:
   under ``ANY``, the shape of any key's value (an open map: logger names);
 - a one-item list: a list, each item of that shape;
 - ``Kinds``: an entry whose tag (a key or an index) names its kind (a
-  hook's place, a handler's kind): one of a kind this kernel lacks is left out.
+  hook's place, a handler's kind): one of a kind this kernel lacks is left out;
+- ``Values``: a value from a set this kernel knows (``%xmode``'s modes, a
+  kind of saved cell output): one of the right type it does not know is a
+  newer kernel's, left out (or, in a positional list, put as "not saved")
+  and named as the student knows it (``%xmode Fancy``, ``Out[3]``).
 
 Only the unknown is left out: a value of the wrong type is kept as it is,
 for the module's check to reject with the field's name (a corrupt file is
@@ -40,6 +44,21 @@ class Kinds:
         return kind if isinstance(kind, str) and not self.known(kind) else None
 
 
+class Values:
+    """A value of a closed set: ``typed(value)`` and not ``known(value)`` is a newer kernel's, named
+    ``shown(value, where)`` and replaced by ``instead`` (LEFT_OUT: dropped; in a positional list, what stands
+    for "not saved" there, so the items after it keep their places); a known one is of the shape ``shape``."""
+
+    def __init__(self, typed, known, shown, instead=LEFT_OUT, shape=None):
+        self.typed, self.known, self.shown, self.instead, self.shape = typed, known, shown, instead, shape
+
+    def newer(self, value) -> bool:
+        try:
+            return bool(self.typed(value)) and not self.known(value)
+        except Exception:  # a check that does not fit the value: a wrong type, for the module's check
+            return False
+
+
 def pruned(value, shape, where: str, unknown: list):
     """``value`` without what ``shape`` does not know; each left out is added to ``unknown`` as "where: key"
     (as "key" at the top, ``where`` empty)."""
@@ -48,6 +67,11 @@ def pruned(value, shape, where: str, unknown: list):
         if kind is not None:
             unknown.append(_label(where, kind))
             return LEFT_OUT
+        return pruned(value, shape.shape, where, unknown)
+    if isinstance(shape, Values):
+        if shape.newer(value):
+            unknown.append(shape.shown(value, where))
+            return shape.instead
         return pruned(value, shape.shape, where, unknown)
     if isinstance(shape, dict) and isinstance(value, dict):
         kept = {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from .forward import ANY, Kinds
+from .forward import ANY, Kinds, Values
 
 _STYLES = {"PercentStyle": "%", "StrFormatStyle": "{", "StringTemplateStyle": "$"}
 _DEFAULT = (logging.NOTSET, True, False, ())  # a logger the session created
@@ -140,9 +140,14 @@ def restore(saved: dict) -> list[str]:
 _KIND_FIELDS = {"file": {"path", "encoding"}, "stream": {"to"}, "null": set()}
 _LOGGER_FIELDS = ("level", "propagate", "disabled", "handlers")
 # What this kernel saves (forward.py): a newer kernel's logger field, handler field or kind is left out, named.
+# A stream handler writing to a stream this kernel does not know is a newer kernel's too: left out, named.
+_STREAMS = ("stdout", "stderr")
+_HANDLER = Values(lambda h: isinstance(h, dict) and h.get("kind") == "stream" and isinstance(h.get("to"), str),
+                  lambda h: h["to"] in _STREAMS, lambda h, where: f"{where}: a handler writing to {h['to']}",
+                  shape=dict.fromkeys({"kind", "level", "format", "unsupported", "type",
+                                       *set().union(*_KIND_FIELDS.values())}))
 SHAPE = {"disable": None, "loggers": {ANY: {**dict.fromkeys(_LOGGER_FIELDS), "handlers": [Kinds(
-    "kind", _KIND_FIELDS.__contains__, dict.fromkeys({"kind", "level", "format", "unsupported", "type",
-                                                      *set().union(*_KIND_FIELDS.values())}))]}}}
+    "kind", _KIND_FIELDS.__contains__, _HANDLER)]}}}
 
 
 def checked(config) -> None:
@@ -180,4 +185,4 @@ def _handler_spec(spec) -> bool:
             and (fmt[1] is None or isinstance(fmt[1], str)) and fmt[2] in _STYLES.values()
             and (spec["kind"] != "file" or (isinstance(spec["path"], str)
                                            and (spec["encoding"] is None or isinstance(spec["encoding"], str))))
-            and (spec["kind"] != "stream" or spec["to"] in ("stdout", "stderr")))
+            and (spec["kind"] != "stream" or spec["to"] in _STREAMS))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import sys
 
+from .forward import Values
+
 _MISSING = object()
 _TEXT_MAX = 10_000  # characters of an output kept as its value
 _INT_MAX = 10 ** 100
@@ -77,6 +79,18 @@ def _valid_ref(ref) -> bool:
                 and type(ref.get("value")) in (int, bool, float))
     return ref is None or (isinstance(ref, dict) and len(ref) == 1 and (
         isinstance(ref.get("var"), str) or type(ref.get("value", _MISSING)) in (int, bool, float, str)))
+
+
+def _entry(o) -> bool:
+    """[n, {...}, ...]: a cell's output, of whatever kind."""
+    return isinstance(o, list) and len(o) >= 2 and type(o[0]) is int and isinstance(o[1], dict)
+
+
+# What this kernel knows of the saved outputs (forward.py): a kind of output a newer kernel saves (a new ref, a
+# longer entry) is that cell's output not carried, named; the others and the rest of the history still restored.
+SHAPE = {"outputs": [Values(_entry, lambda o: len(o) == 2 and _valid_ref(o[1]), lambda o, _: f"Out[{o[0]}]")],
+         "unders": [Values(lambda r: isinstance(r, dict), _valid_ref, lambda r, _: "_, __ or ___ (a recent output)",
+                           instead=None)]}
 
 
 def valid(history: dict, count: int) -> bool:

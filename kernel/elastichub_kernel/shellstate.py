@@ -27,6 +27,7 @@ import warnings
 from pathlib import PurePath
 
 from . import outputs, shellmodes, userhooks, usermagics
+from .forward import Values
 
 HISTORY_FIELDS = ("count", "in", "raw", "cut", "outputs", "unders")
 
@@ -34,6 +35,12 @@ AUTORELOAD_MODES = ("0", "1", "2", "3")
 # The cells' sources kept, at most (characters): older cells past it come back as ''.
 HISTORY_MAX_CHARS = 1_000_000
 XMODES = ("Plain", "Context", "Verbose", "Minimal", "Docs")
+# The values a newer IPython (or kernel) adds to these settings are left out and named (forward.py), the rest
+# of the context restored; a value of another type is still rejected by name (checked).
+XMODE_SHAPE = Values(lambda v: isinstance(v, str), XMODES.__contains__, lambda v, _: f"%xmode {v}")
+AUTORELOAD_SHAPE = Values(lambda v: isinstance(v, str), AUTORELOAD_MODES.__contains__,
+                          lambda v, _: f"%autoreload {v}")
+HISTORY_SHAPE = {**dict.fromkeys(HISTORY_FIELDS), **outputs.SHAPE}
 _DEFAULT_XMODE = "Context"
 
 
@@ -370,6 +377,7 @@ def restore(shell, saved: dict) -> list[str]:
             shell.run_line_magic("autoreload", mode)
         except Exception as exc:
             problems.append(f"%autoreload {mode} was not set again ({type(exc).__name__}: {exc})")
+    if mode is not None or "aimport" in saved or "aimport_skip" in saved:  # a newer mode left out: still marked
         problems += _restore_aimported(shell, saved)
     if "precision" in saved:
         try:

@@ -13,6 +13,8 @@
 - ``moved(session, setup)``: a notebook's kernel runs `setup`, checkpoints
   and is killed; the next one restores (``start_in_work``'s folders).
 - ``control_request(kc, msg_type, content)`` -> reply content (control channel).
+- ``kept_process``: a test restoring a context into this process starts in tmp_path; its directory and
+  environment are put back after it.
 """
 
 from __future__ import annotations
@@ -204,3 +206,12 @@ def _control_request(kc, msg_type, content=None, timeout=60):
 @pytest.fixture(scope="session")
 def control_request():
     return _control_request
+
+
+@pytest.fixture
+def kept_process(monkeypatch, tmp_path):
+    saved_env = dict(os.environ)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(saved_env)

@@ -26,13 +26,9 @@ def test_the_note_of_a_kernel_without_a_notebook_says_what_to_do_in_plain_words(
 
 
 @pytest.fixture
-def process(monkeypatch, tmp_path):
+def process(kept_process):
     """This process's directory, environment and the test's logger, put back after the test."""
-    saved_env = dict(os.environ)
-    monkeypatch.chdir(tmp_path)
-    yield tmp_path
-    os.environ.clear()
-    os.environ.update(saved_env)
+    yield kept_process
     logger = logging.getLogger("compat_app")
     logger.setLevel(logging.NOTSET)
     logger.handlers.clear()
