@@ -29,7 +29,7 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import Bool, Float, Unicode, default
 
 from . import (CHECKPOINT_REQUEST, LIVE_REQUEST, SESSION_REQUEST, STATUS_REQUEST, __version__, deepstack, idioms,
-               libstate, procstate, userhooks, usermodules)
+               libstate, procstate, shellmodes, userhooks, usermodules)
 from .context import SessionContext
 from .livekernel import MOVED_MESSAGE, LiveMigrationMixin
 from .messages import NO_SESSION_NOTE, sendable
@@ -337,10 +337,14 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
             # numpy's and decimal's options live in.
             libstate.apply_to_cells_context()
             started = time.perf_counter()
-            reply = await super().do_execute(
-                code, silent, store_history, user_expressions, allow_stdin,
-                cell_meta=cell_meta, cell_id=cell_id,
-            )
+            shellmodes.cell_starts()  # a checkpoint in the cell sees the streams it began with
+            try:
+                reply = await super().do_execute(
+                    code, silent, store_history, user_expressions, allow_stdin,
+                    cell_meta=cell_meta, cell_id=cell_id,
+                )
+            finally:
+                shellmodes.cell_ends()
             duration = time.perf_counter() - started
             libstate.note_cells_context()
             # which of the notebook's own modules' names this cell rebound: saved at checkpoint

@@ -36,17 +36,35 @@ def baseline(shell) -> dict:
             "doctest": bool(_doctest(shell).get("mode")), "redirected": _redirected(shell)}
 
 
+# The standard streams when the running cell began; empty between cells. A checkpoint the cell takes
+# (%elastic_checkpoint) may run inside the cell's own capture (%%capture, `with redirect_stdout(buf):`), which
+# ends with the cell: the session's streams are those the cell found (set by the kernel around each cell).
+_CELL_START: dict = {}
+
+
+def cell_starts() -> None:
+    _CELL_START.update(stdout=getattr(sys, "stdout", None), stderr=getattr(sys, "stderr", None))
+
+
+def cell_ends() -> None:
+    _CELL_START.clear()
+
+
 def _redirected(shell) -> dict:
     """{"stdout": what it writes to} for each standard output stream that is not the kernel's (a
     ``redirect_stdout(buf).__enter__()`` not left, ``sys.stdout = buf``): the variable holding it, else its
-    type. A restore gives the new kernel's streams (print shows in the notebook again): said, not done silently."""
+    type. A restore gives the new kernel's streams (print shows in the notebook again): said, not done silently.
+    Only a redirect that outlives a cell is the session's: during a cell, one it began with and has not left."""
     from .idioms3 import kernel_stream
     from .outputs import variables_by_id
 
+    def own(target, name) -> bool:
+        return target is None or target is getattr(sys, f"__{name}__", None) or kernel_stream(target)
+
     streams, names = {}, None
     for name in ("stdout", "stderr"):
-        target = getattr(sys, name, None)
-        if target is None or target is getattr(sys, f"__{name}__", None) or kernel_stream(target):
+        target = _CELL_START[name] if name in _CELL_START else getattr(sys, name, None)
+        if own(target, name) or own(getattr(sys, name, None), name):  # none, or the cell left it: not after the cell
             continue
         names = variables_by_id(shell) if names is None else names
         streams[name] = names.get(id(target)) or f"a {type(target).__name__} no variable holds"

@@ -1,0 +1,50 @@
+"""What a notebook's cells leave in the process and the shell, round 16: checkpointed in one real kernel and
+restored in the next (or in the session itself)."""
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
+
+SESSION = "work/idioms14.ipynb"
+
+
+def _killed_and_restarted(km, kc, start_in_work):
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+    return start_in_work(SESSION)
+
+
+def test_a_checkpoint_inside_a_cells_own_capture_names_no_redirect(start_in_work, run_cell):
+    """`%%capture` + `%elastic_checkpoint` (or a checkpoint under `with redirect_stdout(buf):`): the cell's own
+    capture, over when the cell ends, was named at the restore as a redirect the session had; one entered in an
+    earlier cell and not left still is."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, "%%capture cap\nanswer = 42\n%elastic_checkpoint")["error"] is None
+    km, kc = _killed_and_restarted(km, kc, start_in_work)
+    out = run_cell(kc, "print(answer)")
+    assert out["stdout"] == "42\n" and "did NOT restore" not in out["stderr"], out
+    assert "sys.stdout" not in out["stderr"] and "redirect" not in out["stderr"], out["stderr"]
+
+    cell = ("import contextlib, io\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf), "
+            "contextlib.redirect_stderr(io.StringIO()):\n    get_ipython().run_line_magic('elastic_checkpoint', '')")
+    assert run_cell(kc, cell)["error"] is None
+    km, kc = _killed_and_restarted(km, kc, start_in_work)
+    out = run_cell(kc, "print(type(buf).__name__)")
+    assert out["stdout"] == "StringIO\n", out
+    assert "sys.stdout" not in out["stderr"] and "sys.stderr" not in out["stderr"], out["stderr"]
+
+    # One that outlives its cell is the session's: still named, also from a checkpoint under a capture.
+    assert run_cell(kc, "log = io.StringIO()\nctx = contextlib.redirect_stdout(log)\nctx.__enter__()")["error"] is None
+    assert run_cell(kc, "%%capture cap\n%elastic_checkpoint")["error"] is None
+    km, kc = _killed_and_restarted(km, kc, start_in_work)
+    out = run_cell(kc, "pass")
+    assert "sys.stdout wrote to log" in out["stderr"] and "capture" not in out["stderr"], out["stderr"]
+
+    # ...and one the cell left before its checkpoint is not the session's after the cell.
+    cell = "log = io.StringIO()\nctx = contextlib.redirect_stdout(log)\nctx.__enter__()"
+    assert run_cell(kc, cell)["error"] is None
+    assert run_cell(kc, "ctx.__exit__(None, None, None)\n%elastic_checkpoint")["error"] is None
+    km, kc = _killed_and_restarted(km, kc, start_in_work)
+    out = run_cell(kc, "pass")
+    assert "sys.stdout" not in out["stderr"], out["stderr"]
+
