@@ -42,7 +42,7 @@ class ElasticMagics(Magics):
         """Bring back the last checkpoint of this notebook into the namespace.
         Variables of this session that the checkpoint also holds take the
         checkpoint's value, and are named; the others are kept."""
-        from . import usermodules
+        from . import userhooks, usermodules
         from .engine import user_variable_names
 
         ns = self.shell.user_ns
@@ -53,7 +53,8 @@ class ElasticMagics(Magics):
         small = {name: ns[name] for name in names if _small(ns[name])}
         own_context = _own_context(self.kernel._context(), self._random_at_start)
         before = self.kernel.restored
-        note = self.kernel.restore_checkpoint()
+        with userhooks.session_registrations(self.shell):  # the checkpoint's are these again, not others
+            note = self.kernel.restore_checkpoint()
         print(note or "ElasticHub: no checkpoint to restore for this notebook.")
         report = self.kernel.restored
         if report is None or report is before:

@@ -23,6 +23,7 @@ IPython's and the libraries' own hooks are theirs to register again.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import sys
@@ -175,35 +176,68 @@ def _shown(place: str, hook) -> str:
     return f"{what} ({place[len(_EVENT):] + ' callback' if place.startswith(_EVENT) else place})"
 
 
-def capture(shell) -> dict:
-    """{"hooks": [[place, position, variable, method or ""]...], "hooks_lost": [shown...]}, or {}."""
+def _registrations(shell):
+    """(place, position, the hook as registered, [variable, method] holding it or None, shown) of each of the
+    notebook's own hooks (the cells' atexit functions all)."""
     from .outputs import variables_by_id
 
     user_ns, names = shell.user_ns, None
-    kept, lost = [], []
     for place, hooks in _places(shell):
-        for position, hook in enumerate(list(hooks)):
+        for position, registered in enumerate(list(hooks)):
+            hook = registered
             try:
-                hook = _unwrapped(hook)
+                hook = _unwrapped(registered)
                 if place != _ATEXIT and not _notebook_made(hook, user_ns):  # atexit's: a cell registered them
                     continue
                 names = variables_by_id(shell) if names is None else names
                 owner = getattr(hook, "__self__", None)
                 if id(hook) in names:
-                    kept.append([place, position, names[id(hook)], ""])
+                    yield place, position, registered, [names[id(hook)], ""], None
                 elif (isinstance(hook, types.MethodType) and id(owner) in names
                       and getattr(owner, hook.__name__, None) == hook):
-                    kept.append([place, position, names[id(owner)], hook.__name__])
+                    yield place, position, registered, [names[id(owner)], hook.__name__], None
                 else:
-                    lost.append(_shown(place, hook))
+                    yield place, position, registered, None, _shown(place, hook)
             except Exception:  # a notebook object whose attributes fail: named, never a failed checkpoint
-                lost.append(f"a {type(hook).__name__} ({place})")
+                yield place, position, registered, None, f"a {type(hook).__name__} ({place})"
+
+
+def capture(shell) -> dict:
+    """{"hooks": [[place, position, variable, method or ""]...], "hooks_lost": [shown...]}, or {}."""
+    kept, lost = [], []
+    for place, position, _, held, shown in _registrations(shell):
+        if held is None:
+            lost.append(shown)
+        else:
+            kept.append([place, position, *held])
     # Kinds kernels before forward.py reject in "hooks" (and with it the whole context): a field of their own,
     # which such a kernel skips by name, should the image be rolled back.
     newer = [hook for hook in kept if hook[0].startswith(_NEWER_PLACES)]
     kept = [hook for hook in kept if hook not in newer]
     return {**({"hooks": kept} if kept else {}), **({"hooks_more": newer} if newer else {}),
             **({"hooks_lost": lost} if lost else {})}
+
+
+# (place, variable, method) -> the hooks this session registered so, noted before %elastic_restore sets the
+# checkpoint's values: the checkpoint's registration of the same place and variable is the same one.
+_SESSION: dict = {}
+
+
+@contextlib.contextmanager
+def session_registrations(shell):
+    """Around %elastic_restore: the session's own registrations, told apart by where they are and which
+    variable holds them (two functions a factory made share a name, and stay two)."""
+    _SESSION.clear()
+    try:
+        for place, _, registered, held, _ in _registrations(shell):
+            if held is not None:
+                _SESSION.setdefault((place, *held), []).append(registered)
+    except Exception:  # the notebook's objects, looked at: nothing dropped then, never a failed restore
+        _SESSION.clear()
+    try:
+        yield
+    finally:
+        _SESSION.clear()
 
 
 def _known_place(place: str) -> bool:
@@ -256,10 +290,10 @@ def _restore_one(shell, places: dict, place: str, position: int, var: str, metho
         hook = getattr(hook, method, None)
     if hook is None or not (callable(hook) or place == "ast_transformers"):
         return f"{var}, which held it, was not restored"
-    return _register(shell, places, place, position, hook)
+    return _register(shell, places, place, position, hook, (place, var, method))
 
 
-def _register(shell, places: dict, place: str, position: int, hook) -> str | None:
+def _register(shell, places: dict, place: str, position: int, hook, key: tuple) -> str | None:
     """Put `hook` back at `place`; why not, or None."""
     if place.startswith(_SIGNAL):
         return _set_handler(place[len(_SIGNAL):], hook)
@@ -272,7 +306,7 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
         return "this IPython has no such hook"
     if any(_unwrapped(h) == hook for h in hooks):  # %elastic_restore into a session that has it
         return None
-    _drop_older(shell, place, hooks, hook)
+    _drop_older(shell, place, hooks, hook, key)
     if place == _ATEXIT:
         import atexit
 
@@ -289,28 +323,21 @@ def _register(shell, places: dict, place: str, position: int, hook) -> str | Non
     return None
 
 
-def _defined_as(hook) -> tuple | None:
-    """(qualified name, method) of a function or method the cells defined, else None."""
-    fn = getattr(hook, "__func__", hook)
-    if getattr(fn, "__module__", None) != "__main__" or not isinstance(getattr(fn, "__qualname__", None), str):
-        return None
-    return fn.__qualname__, isinstance(hook, types.MethodType)
-
-
-def _drop_older(shell, place: str, hooks: list, hook) -> None:
+def _drop_older(shell, place: str, hooks: list, hook, key: tuple) -> None:
     """%elastic_restore into a session that registered the hook itself: its variable now holds the
     checkpoint's function, a new object, and the session's own stays registered; unregistered here, else a
-    callback ran twice a cell and an atexit function twice at the end."""
-    key = _defined_as(hook)
-    older = [h for h in hooks if key is not None and _defined_as(_unwrapped(h)) == key]
-    for h in older:
+    callback ran twice a cell and an atexit function twice at the end. Only the one registered at that place
+    and held by that variable (session_registrations): another of the same name is another function."""
+    for h in _SESSION.get(key, []):
+        if h is hook or not any(h is registered for registered in hooks):
+            continue
         if place == _ATEXIT:
             import atexit
 
             atexit.unregister(h)
         elif place.startswith(_EVENT):
             shell.events.unregister(place[len(_EVENT):], h)
-        elif h in hooks:
+        else:
             hooks.remove(h)
 
 

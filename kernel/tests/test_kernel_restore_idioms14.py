@@ -48,3 +48,41 @@ def test_a_checkpoint_inside_a_cells_own_capture_names_no_redirect(start_in_work
     out = run_cell(kc, "pass")
     assert "sys.stdout" not in out["stderr"], out["stderr"]
 
+
+TWO_OF_ONE_FACTORY = r'''
+import atexit
+ran = []
+def make(tag):
+    def on_cell(result):
+        ran.append(tag)
+    return on_cell
+first, second = make("a"), make("b")
+ip = get_ipython()
+ip.events.register("post_run_cell", first)
+ip.events.register("post_run_cell", second)
+def make_bye(tag):
+    def bye():
+        print("bye", tag)
+    return bye
+bye_a, bye_b = make_bye("a"), make_bye("b")
+atexit.register(bye_a)
+atexit.register(bye_b)
+%elastic_checkpoint
+'''
+
+
+def test_elastic_restore_keeps_two_registered_functions_of_one_name_apart(start_in_work, run_cell):
+    """%elastic_restore in the session that registered them: the session's older registration was matched by
+    qualified name, so two functions one factory made (same name, same place) were reduced to one."""
+    km, kc = start_in_work(SESSION)
+    assert run_cell(kc, TWO_OF_ONE_FACTORY)["error"] is None
+    assert run_cell(kc, "%elastic_restore")["error"] is None
+    run_cell(kc, "ran.clear()")  # then the callbacks
+    probe = ("import json\nfrom elastichub_kernel import userhooks\nnames = [getattr(c, '__name__', '') for c in "
+             "get_ipython().events.callbacks['post_run_cell']]\nprint('FACTS' + json.dumps([sorted(ran), "
+             "names.count('on_cell'), [f.__name__ for f, _, _ in userhooks._atexit]]))")
+    ran, callbacks, registered = run_cell.facts(kc, probe)
+    assert ran == ["a", "b"] and callbacks == 2, (ran, callbacks)
+    assert registered == ["bye", "bye"], registered
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
