@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import signal
 import sys
 import types
@@ -41,7 +42,8 @@ _NEWER_PLACES = (_ATEXIT, _CUSTOM_EXC)  # saved apart, in "hooks_more" (capture)
 _LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 
 
-# (function, args, kwargs) of each atexit.register a cell made, in order: atexit cannot be asked (watch_atexit).
+# (function, args, kwargs, the module whose code called it) of each atexit.register a cell made, directly or
+# through a function (the notebook's own module's too), in order: atexit cannot be asked (watch_atexit).
 _atexit: list = []
 
 
@@ -56,8 +58,9 @@ def watch_atexit() -> None:
 
     def watched_register(func, *args, **kwargs):
         result = register(func, *args, **kwargs)
-        if sys._getframe(1).f_globals.get("__name__") == "__main__":  # a cell's call, not a module's
-            _atexit.append((func, args, kwargs))
+        origin = _called_by(sys._getframe(1))
+        if origin is not None:
+            _atexit.append((func, args, kwargs, origin))
         return result
 
     def watched_unregister(func):
@@ -68,10 +71,37 @@ def watch_atexit() -> None:
     atexit.register, atexit.unregister = watched_register, watched_unregister
 
 
+def _called_by(frame) -> str | None:
+    """The module whose code registered, or None when a module's import did (its top-level code, or what that
+    calls): importing the module again registers it again, as the restore does with the notebook's own."""
+    caller = frame.f_globals.get("__name__")
+    if caller == "__main__":
+        return caller
+    if not isinstance(caller, str) or caller.split(".")[0] == __name__.split(".")[0]:
+        return None  # this kernel's (the restore's, noted there)
+    from .usermodules import library_dirs
+
+    if os.path.realpath(frame.f_code.co_filename).startswith(library_dirs((), None)):
+        return None  # an installed library's (IPython's own %%script): its own to register again
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") != "__main__":
+            return None
+        frame = frame.f_back
+    return caller
+
+
+def _cells_atexit() -> list:
+    """The atexit functions the cells registered: by their own code, or through the notebook's own module's
+    function (helpers.start_log()), which its import at restore does not call; a library's are its own."""
+    from .usermodules import is_own
+
+    return [(f, a, k) for f, a, k, origin in _atexit if origin == "__main__" or is_own(origin)]
+
+
 def _places(shell):
     """(place, its list) of every hook list of the shell, and the atexit functions the cells registered
     (with arguments: a partial, which no variable holds)."""
-    yield _ATEXIT, [functools.partial(f, *a, **k) if a or k else f for f, a, k in _atexit]
+    yield _ATEXIT, [functools.partial(f, *a, **k) if a or k else f for f, a, k in _cells_atexit()]
     callbacks = getattr(getattr(shell, "events", None), "callbacks", None)
     for event, hooks in (callbacks.items() if isinstance(callbacks, dict) else ()):
         yield _EVENT + event, hooks
@@ -164,6 +194,8 @@ def others(setting: str, value, user_ns):
 def _shown(place: str, hook) -> str:
     what = getattr(getattr(hook, "func", hook), "__qualname__", None) or type(hook).__qualname__
     if place == _ATEXIT:
+        module = getattr(getattr(hook, "func", hook), "__module__", None)
+        what = f"{module}.{what}" if isinstance(module, str) and module != "__main__" else what  # helpers.py's
         return f"{what} (registered with atexit: it will not run when the kernel stops)"
     if place.startswith(_SIGNAL):
         return f"{what} (the {place[len(_SIGNAL):]} handler)"
@@ -311,7 +343,7 @@ def _register(shell, places: dict, place: str, position: int, hook, key: tuple) 
         import atexit
 
         atexit.register(hook)  # in the saved order: they run in reverse, as before
-        _atexit.append((hook, (), {}))  # restore code calls it, not a cell
+        _atexit.append((hook, (), {}, "__main__"))  # restore code calls it, for the cells
         return None
     if place.startswith(_EVENT):
         try:

@@ -80,9 +80,45 @@ def test_elastic_restore_keeps_two_registered_functions_of_one_name_apart(start_
     run_cell(kc, "ran.clear()")  # then the callbacks
     probe = ("import json\nfrom elastichub_kernel import userhooks\nnames = [getattr(c, '__name__', '') for c in "
              "get_ipython().events.callbacks['post_run_cell']]\nprint('FACTS' + json.dumps([sorted(ran), "
-             "names.count('on_cell'), [f.__name__ for f, _, _ in userhooks._atexit]]))")
+             "names.count('on_cell'), [entry[0].__name__ for entry in userhooks._atexit]]))")
     ran, callbacks, registered = run_cell.facts(kc, probe)
     assert ran == ["a", "b"] and callbacks == 2, (ran, callbacks)
     assert registered == ["bye", "bye"], registered
     kc.stop_channels()
     km.shutdown_kernel(now=False)
+
+
+HELPERS = r'''
+import atexit
+
+def top_bye():
+    pass
+
+atexit.register(top_bye)  # at import: the restore imports this file again, which registers it again
+
+def start_log(path):
+    def flush_log():
+        open(path, "w").close()
+    atexit.register(flush_log)  # when a cell calls it: nothing registers it again
+    return flush_log
+'''
+
+
+def test_atexit_functions_the_notebooks_own_module_registered_for_a_cell_are_named(start_in_work, run_cell,
+                                                                                     control_request):
+    """helpers.start_log() (a module next to the notebook) registering a function with atexit when a cell calls
+    it counted as a library's registration: the restore imports helpers again, which does not call start_log,
+    so the function did not run at the end after a move, unsaid. One the module registers as it is imported is
+    registered again by that import, and not named."""
+    (start_in_work.work / "helpers.py").write_text(HELPERS)
+    km, kc = start_in_work(SESSION)
+    cell = "import helpers\nhelpers.start_log('a.log')\nkept = helpers.start_log('b.log')"
+    assert run_cell(kc, cell)["error"] is None
+    assert control_request(kc, "elastichub_checkpoint_request")["content"]["ok"]
+    km, kc = _killed_and_restarted(km, kc, start_in_work)
+    note = run_cell(kc, "import atexit")["stderr"]
+    assert "helpers.start_log.<locals>.flush_log (registered with atexit" in note, note
+    assert note.count("flush_log") == 1 and "top_bye" not in note, note  # the held one carried, the other named
+    probe = ("import json\nfrom elastichub_kernel import userhooks\nprint('FACTS' + json.dumps("
+             "[entry[0] is kept for entry in userhooks._atexit]))")
+    assert run_cell.facts(kc, probe) == [True], note
