@@ -150,7 +150,8 @@ def _message(text: str) -> str:
 
 
 async def request_checkpoint(http_client: AsyncHTTPClient, server_url: str, token: str,
-                             timeout: float, hold_s: float | None = None, *, ssl_options=None) -> CheckpointOutcome:
+                             timeout: float, hold_s: float | None = None, *, ssl_options=None,
+                             host: str = "") -> CheckpointOutcome:
     """POST the checkpoint request to the single-user server at `server_url`
     (its base URL, ending in "/": ``http://10.0.0.5:8888/user/alice/``
     directly, or ``https://hub.example.org/user/alice/`` through the proxy),
@@ -158,13 +159,15 @@ async def request_checkpoint(http_client: AsyncHTTPClient, server_url: str, toke
     restart move's, each kernel then holds new cells until the stop (at most
     that long); an extension too old for it is asked without. Never raises:
     a network error or the `timeout` (seconds) is a ``failed`` outcome.
-    `ssl_options`: a client certificate's context (JupyterHub's internal_ssl)."""
+    `ssl_options`: a client certificate's context (JupyterHub's internal_ssl).
+    `host`: the Host header, a user's subdomain asked of the proxy (c.JupyterHub.subdomain_host)."""
     url = server_url.rstrip("/") + "/" + ENDPOINT
     at, started = time.time(), time.monotonic()
 
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"} | ({"Host": host} if host else {})
+
     def request(body: dict) -> HTTPRequest:
-        return HTTPRequest(url, method="POST", body=json.dumps(body), headers={
-            "Authorization": f"token {token}", "Content-Type": "application/json"},
+        return HTTPRequest(url, method="POST", body=json.dumps(body), headers=headers,
             connect_timeout=min(timeout, 20.0), request_timeout=timeout, follow_redirects=False,
             ssl_options=ssl_options)
     try:

@@ -84,7 +84,7 @@ class HubServer:
     name: str  # "" for the default server
     ready: bool
     pending: str | None  # "spawn", "stop" or None
-    url: str  # the server's path prefix on the proxy, e.g. /user/alice/
+    url: str  # the hub's URL of the server: /user/alice/, or https://alice.hub.example.org/user/alice/ (subdomains)
     user_options: dict
     started: str | None
     last_activity: str | None
@@ -94,6 +94,29 @@ class HubServer:
     @property
     def key(self) -> str:
         return f"{self.user}/{self.name}" if self.name else self.user
+
+    @property
+    def path(self) -> str:
+        """The server's path prefix (/user/alice/): its URL's path, also where the hub gives a whole URL."""
+        return urlsplit(self.url).path
+
+    @property
+    def host(self) -> str:
+        """The Host its requests name, "" without subdomains. With c.JupyterHub.subdomain_host the hub
+        gives each user's server a URL at a host of its own (alice.hub.example.org), and the proxy routes
+        by Host and path: the path alone, at the proxy's address, reaches the hub, not the server."""
+        return urlsplit(self.url).netloc
+
+
+class ServerBase(str):
+    """A server's base URL on the proxy, and the Host its requests name there (HubServer.host)."""
+
+    host: str
+
+    def __new__(cls, url: str, host: str = ""):
+        base = super().__new__(cls, url)
+        base.host = host
+        return base
 
 
 def server_api_path(user: str, name: str) -> str:
@@ -147,8 +170,11 @@ class HubClient:
         self.http.close()
 
     async def _fetch(self, url: str, method: str = "GET", body=None, *, timeout: float | None = None,
-                     accept: str = "application/json", token: str | None = None) -> tuple[int, object, dict]:
+                     accept: str = "application/json", token: str | None = None,
+                     host: str = "") -> tuple[int, object, dict]:
         headers = {"Authorization": f"token {token or self.token}", "Accept": accept}
+        if host:  # a user's subdomain, asked of the proxy (HubServer.host)
+            headers["Host"] = host
         data = None
         if body is not None:
             data = json.dumps(body)
@@ -322,17 +348,20 @@ class HubClient:
 
     async def _server_fetch(self, owner: tuple[str, str], url: str, method: str = "GET", body=None, *,
                             timeout: float | None = None) -> tuple[int, object, dict]:
-        """`_fetch` from `owner`'s server with its token. A token the server
-        refuses (its user revoked it on their token page, or the hub lost it)
-        is minted again, once: a kept token must not hold up their moves for an hour."""
-        answer = await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner))
+        """`_fetch` from `owner`'s server with its token (at the Host of `url`, a ServerBase's). A token
+        the server refuses (its user revoked it on their token page, or the hub lost it) is minted
+        again, once: a kept token must not hold up their moves for an hour."""
+        host = getattr(url, "host", "")
+        answer = await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner),
+                                   host=host)
         if answer[0] not in (401, 403):
             return answer
         self._server_tokens.pop(owner, None)
-        return await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner))
+        return await self._fetch(url, method, body, timeout=timeout, token=await self.server_token(*owner),
+                                 host=host)
 
-    def _server_url(self, server: HubServer, path: str) -> str:
-        return proxied_url(self.proxy_url, server.url).rstrip("/") + path
+    def _server_url(self, server: HubServer, path: str) -> ServerBase:
+        return ServerBase(self.proxy_base(server).rstrip("/") + path, server.host)
 
     async def kernels(self, server: HubServer) -> list[dict]:
         """Jupyter Server's kernel list (id, execution_state, last_activity)."""
@@ -362,16 +391,17 @@ class HubClient:
         processes = {t.get("name"): t.get("processes") for t in running}
         return [dict(t, processes=processes.get(t.get("name"))) for t in payload]
 
-    def proxy_base(self, server: HubServer) -> str:
+    def proxy_base(self, server: HubServer) -> ServerBase:
         """Where the proxy serves this server (its route: whichever pod serves it)."""
-        return proxied_url(self.proxy_url, server.url).rstrip("/") + "/"
+        return ServerBase(proxied_url(self.proxy_url, server.path).rstrip("/") + "/", server.host)
 
     async def server_call(self, base: str, method: str, path: str, body=None, *, owner: tuple[str, str],
                           timeout: float | None = None):
         """The API of `owner`'s (user, server name) single-user server at
-        `base` (the proxy route, or one pod directly during a live move),
-        with a token for that server only."""
-        code, payload, _ = await self._server_fetch(owner, base.rstrip("/") + path, method, body, timeout=timeout)
+        `base` (the proxy route, proxy_base's, or one pod directly during a
+        live move), with a token for that server only."""
+        url = ServerBase(base.rstrip("/") + path, getattr(base, "host", ""))
+        code, payload, _ = await self._server_fetch(owner, url, method, body, timeout=timeout)
         if code != 200:
             message = one_line(payload.get("message")) if isinstance(payload, dict) else _excerpt(payload)
             raise HubError(f"{method} {path} at {base}: {code} {message}", code)
@@ -385,7 +415,7 @@ class HubClient:
         stop (the stop answers it "did not run"; `end_hold` lets them run)."""
         owner = (server.user, server.name)
         outcome = await request_checkpoint(self.http, self._server_url(server, "/"), await self.server_token(*owner),
-                                           timeout, hold_s, ssl_options=self.ssl_context)
+                                           timeout, hold_s, ssl_options=self.ssl_context, host=server.host)
         if not outcome.ok:  # the token may be why (revoked): the next try mints another
             self._server_tokens.pop(owner, None)
         return outcome

@@ -37,6 +37,7 @@ import re
 import secrets
 import time
 from typing import Callable
+from urllib.parse import urlsplit
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -116,13 +117,14 @@ def destination_manifest(source: dict, name: str, sessions: list) -> dict:
 
 
 def pod_base(pod: dict, prefix: str) -> str | None:
-    """The single-user server of one pod, directly: http://IP:PORT/PREFIX/."""
+    """The single-user server of one pod, directly: http://IP:PORT/PREFIX/. `prefix`: the server's path,
+    or the hub's whole URL of it (subdomain_host: https://alice.hub.example.org/user/alice/), whose path it is."""
     ip = (pod.get("status") or {}).get("podIP")
     ports = [p.get("containerPort") for c in (pod.get("spec") or {}).get("containers") or []
              for p in c.get("ports") or [] if p.get("name") == "notebook-port"]
     if not ip or not ports:
         return None
-    return f"http://{ip}:{ports[0]}/{prefix.strip('/')}/"
+    return f"http://{ip}:{ports[0]}/{urlsplit(prefix).path.strip('/')}/"
 
 
 def pod_ready(pod: dict | None) -> bool:

@@ -1,6 +1,7 @@
 """How the orchestrator reaches a hub's servers: the hub API path of a named
 server, and the proxy URL of a server under a hub base_url."""
 
+import json
 import os
 
 import pytest
@@ -158,3 +159,54 @@ async def test_a_proxy_url_where_nothing_answers_is_named_at_start():
     assert said.endswith("users' servers are reached through the hub's proxy, so no server can be moved: set it "
                          "to where the proxy serves /user/ (zero-to-jupyterhub: http://proxy-public, or "
                          "http://proxy-http:8000 with autohttps; or $ELASTICHUB_PROXY_URL)") and "\n" not in said
+
+
+async def test_under_subdomain_host_each_server_is_asked_at_its_own_host_through_the_proxy():
+    """c.JupyterHub.subdomain_host: the hub's URL of a server is a whole URL at a host of its user's
+    (http://alice.hub.example.org/user/alice/), and the proxy routes by Host and path. The orchestrator
+    glued that URL to proxy_url (http://127.0.0.1:PORThttp://alice...): no kernel list, checkpoint or
+    live move reached a server, and a live move's destination was asked at http://IP:PORT/http:/alice...
+    Each request now goes to proxy_url (or the pod) with the server's path, naming its host."""
+    from tornado import httpserver, web
+
+    from elastichub.demo.stage import free_port
+    from elastichub.orchestrator.hub import HubClient, parse_server
+    from elastichub.orchestrator.live import pod_base
+
+    seen = []
+
+    class Proxy(web.RequestHandler):  # as configurable-http-proxy --host-routing routes: Host, then path
+        def _answer(self, path):
+            host = self.request.host.split(":")[0]
+            seen.append((host, path))
+            if path.startswith("/hub/api/users/alice/tokens"):
+                self.set_status(201)
+                self.finish({"token": "alice-server-token"})
+            elif host == "alice.hub.example.org" and path.startswith("/user/alice/"):
+                self.finish(json.dumps({"kernels": []} if path.endswith("/status") else []))
+            else:  # the hub's default route: its 404 page
+                self.set_status(404)
+                self.finish("<html>404 Not Found</html>")
+
+        get = post = _answer
+
+    server = httpserver.HTTPServer(web.Application([(r"(.*)", Proxy)]))
+    port = free_port()
+    server.listen(port, "127.0.0.1")
+    client = HubClient(f"http://127.0.0.1:{port}/hub/api", f"http://127.0.0.1:{port}", "service-token")
+    alice = parse_server("alice", "", {"ready": True, "url": "http://alice.hub.example.org/user/alice/"})
+    try:
+        assert await client.kernels(alice) == []
+        assert (await client.checkpoint(alice, 10)).ok
+        assert await client.server_call(client.proxy_base(alice), "GET", "/api/elastichub/status",
+                                        owner=("alice", "")) == {"kernels": []}
+    finally:
+        server.stop()
+        await client.close()
+    assert [s for s in seen if not s[1].startswith("/hub/")] == [
+        ("alice.hub.example.org", "/user/alice/api/kernels"),
+        ("alice.hub.example.org", "/user/alice/api/elastichub/checkpoint"),
+        ("alice.hub.example.org", "/user/alice/api/elastichub/status")]
+    pod = {"status": {"podIP": "10.0.0.7"}, "spec": {"containers": [{"ports": [
+        {"name": "notebook-port", "containerPort": 8888}]}]}}
+    assert pod_base(pod, alice.url) == "http://10.0.0.7:8888/user/alice/"  # a live move's record holds the URL
