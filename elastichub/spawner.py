@@ -183,6 +183,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         self._creating_pod: str | None = None  # the pod a start is creating: one of its name is in the way
         self._before_profile: dict = {}  # each setting a profile overrode, as it was before (clear_state)
         self._profile_applied = False  # this object's start applied the server's profile (load_user_options)
+        self._polled = False  # the hub polled this object: after a hub restart, the profile was applied then
         self._typed_overrides: dict[int, tuple[str, str]] = {}  # while a profile loads (_load_profile)
         if getattr(self, "user", None) is not None:
             RouteSwitch._servers[(self.user.name, self.name or "")] = self
@@ -227,24 +228,28 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         self._profile_applied = True
         await super().load_user_options()
 
-    async def _profile_for_the_stop(self) -> None:
+    async def _profile_of_the_running_server(self) -> None:
         """After a hub restart JupyterHub builds a running server's spawner
-        from the hub's settings alone: the profile its start applied (a big
-        kernel's longer checkpoint_timeout or delete_grace_period) was gone,
-        and the stop cut its checkpoint short. Applied again, from the
-        options the hub kept with the server, before the checkpoint."""
+        from the hub's settings alone: the profile its start applied was gone
+        for all the hub then does with the server (its first look, whose
+        get_url rewrote the server's URL without a profile's services_enabled;
+        a live move's route switch; the stop, which cut a big kernel's longer
+        checkpoint_timeout and delete_grace_period short). Applied again, from
+        the options the hub kept with the server, by the first of them (poll,
+        at the hub's start) and, should that have been missed, by the others."""
         if self._profile_applied or not self.profile_list:
             return
         try:
             async with asyncio.timeout(PROFILE_AGAIN_TIMEOUT):
                 await self.load_user_options()
-        except Exception as e:  # a profile since removed or changed: the stop goes on, said
+        except Exception as e:  # a profile since removed or changed: the server goes on, said
             problem = (configuration_problem(e) if isinstance(e, web.HTTPError) else
                        f"profile_list took more than {PROFILE_AGAIN_TIMEOUT:g} s" if isinstance(e, TimeoutError)
                        else f"{type(e).__name__}: {e}")
-            self.log.warning("ElasticHub: the profile of %s (%s) cannot be applied to its stop: %s; it stops with "
-                             "the hub's own settings", self._log_name, self.user_options.get("profile"),
-                             problem or e)
+            self.log.warning("ElasticHub: the profile of %s (%s) cannot be applied to the running server: %s; "
+                             "it goes on with the hub's own settings", self._log_name,
+                             self.user_options.get("profile"), problem or e)
+            self._profile_applied = False  # tried again by a route request or the stop (a service back since)
 
     def _load_profile(self, slug, profile_list):
         # KubeSpawner renders a typed value into its option's unlisted_choice override in place and applies
@@ -407,8 +412,11 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
         return super().start()
 
     async def poll(self):
-        # The hub polls every running server after its own restart: the
-        # route watcher comes back with it.
+        # The hub polls every running server after its own restart (then asks get_url): the server's
+        # profile and the route watcher come back with it.
+        if self.server is not None and not self._polled:  # the first poll only: the others every 30 s
+            self._polled = True
+            await self._profile_of_the_running_server()
         self._watch_route_requests()
         return await super().poll()
 
@@ -507,7 +515,7 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
             why = f"its pod {(pod.get('metadata') or {}).get('name')} is not running" if pod else "no pod was found"
             self.log.warning("ElasticHub: stopping %s without a checkpoint: %s", self._log_name, why)
         elif not now and self.server is not None:
-            await self._profile_for_the_stop()
+            await self._profile_of_the_running_server()
             try:
                 self.last_checkpoint = await self._checkpoint(self.server.url, "before stopping")
                 # Read again: the drain marks the pod just before its stop, the pod cache may have lagged.

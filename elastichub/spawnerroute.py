@@ -57,6 +57,7 @@ class RouteSwitch:
         The hub never sees the server stopped: the source pod serves until
         the answer, and is deleted by the orchestrator only after it."""
         name = pod["metadata"]["name"]
+        await self._profile_of_the_running_server()  # its profile's settings decide, as at its start
         if pod["metadata"]["annotations"].get(podmeta.ROUTE_ANNOTATION) == podmeta.ROUTE_SWITCHING:
             await self._answer_unfinished_switch(pod)
             return

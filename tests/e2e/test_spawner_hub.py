@@ -310,4 +310,4 @@ async def test_a_server_that_ran_across_a_hub_restart_stops_under_its_profile(cl
         watcher.cancel()
     assert graces - {None} == {45}, graces
     assert last_checkpoint(await hub.spawner_state("alice"))["status"] == "saved"
-    assert "cannot be applied to its stop" not in hub.log_text(10**6)
+    assert "cannot be applied to the running server" not in hub.log_text(10**6)

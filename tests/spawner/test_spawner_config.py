@@ -688,7 +688,7 @@ async def test_a_server_running_across_a_hub_restart_stops_under_its_profile(mon
     s.user_options = {"profile": "big"}
     await s.stop()
     assert used == [("checkpoint", 120), ("delete", 1)]
-    assert "the profile of mock@name (big) cannot be applied to its stop" in caplog.text
+    assert "the profile of mock@name (big) cannot be applied to the running server" in caplog.text
     # A profile_list callable that hangs (it asks another service) does not hold the stop up.
     monkeypatch.setattr("elastichub.spawner.PROFILE_AGAIN_TIMEOUT", 0.1)
 
@@ -700,7 +700,72 @@ async def test_a_server_running_across_a_hub_restart_stops_under_its_profile(mon
     s.user_options = {"profile": "big"}
     await s.stop()
     assert used == [("checkpoint", 120), ("delete", 1)]
-    assert "cannot be applied to its stop: profile_list took more than 0.1 s" in caplog.text
+    assert "cannot be applied to the running server: profile_list took more than 0.1 s" in caplog.text
+
+
+async def test_a_server_running_across_a_hub_restart_keeps_its_profile_for_all_the_hub_does_with_it(monkeypatch):
+    """Only the stop re-applied the profile of a server that ran across a hub
+    restart. Before it, the restarted hub's first look (poll, then get_url)
+    and a live move's route request ran under the hub's own settings: a
+    profile's services_enabled (its server reached through a Service of the
+    pod's name) was gone, the hub rewrote the server's URL to the pod's IP,
+    and a live move that profile cannot take was switched to."""
+    from types import SimpleNamespace
+
+    from kubespawner import KubeSpawner
+
+    async def running(self):
+        return None
+
+    monkeypatch.setattr(KubeSpawner, "poll", running)
+    monkeypatch.setattr(ElasticSpawner, "_watch_route_requests", lambda self: None)
+    monkeypatch.setattr(ElasticSpawner, "server", property(lambda self: SimpleNamespace(host="http://10.0.0.5:8888")))
+    monkeypatch.setattr(ElasticSpawner, "pending", None)
+    c = Config()
+    c.ElasticSpawner.profile_list = [{"display_name": "Notebook", "slug": "notebook"},
+                                     {"display_name": "Dashboard", "slug": "dash",
+                                      "kubespawner_override": {"services_enabled": True}}]
+
+    def rebuilt() -> ElasticSpawner:  # as the restarted hub builds the spawner of a running server
+        return ElasticSpawner(config=c, _mock=True, user_options={"profile": "dash"})
+
+    s = rebuilt()
+    pod = {"metadata": {"name": "jupyter-m-1", "uid": "u1", "labels": {podmeta.MANAGED_LABEL: "true"},
+                        "annotations": {podmeta.USER_ANNOTATION: s.user.name, podmeta.MOVE_OF_ANNOTATION: s.pod_name,
+                                        podmeta.ROUTE_ANNOTATION: podmeta.ROUTE_REQUESTED}},
+           "status": {"podIP": "10.0.0.9"},
+           "spec": {"containers": [{"name": "notebook", "ports": [{"name": "notebook-port", "containerPort": 8888}]}]}}
+    assert await s.poll() is None
+    assert s._get_pod_url(pod) == f"http://{s.dns_name}:8888"  # what the hub's get_url then reads
+
+    # A profile_list callable whose service is down at the hub's start: its first poll goes on without
+    # the profile, the next ones do not ask again, and the route request that follows does.
+    asked = []
+
+    async def profiles(spawner):
+        asked.append(spawner.name)
+        if len(asked) == 1:
+            raise OSError("profile service unavailable")
+        return profile_list
+
+    profile_list, c.ElasticSpawner.profile_list = c.ElasticSpawner.profile_list, profiles
+    s, answers = rebuilt(), []
+    assert await s.poll() is None and await s.poll() is None
+    assert len(asked) == 1 and s._get_pod_url(pod) == "http://10.0.0.9:8888"
+
+    async def swap(name, expected, answer):
+        answers.append(answer)
+        return True
+
+    async def switch(pod):
+        answers.append("switched to " + pod["metadata"]["name"])
+
+    monkeypatch.setattr(s, "_swap_route", swap)
+    monkeypatch.setattr(s, "_switch_to", switch)
+    monkeypatch.setattr(s, "is_pod_running", lambda pod: True)
+    await s._answer_route_request(pod)
+    assert answers == [f"{podmeta.ROUTE_REFUSED}: live moves do not support services_enabled or internal_ssl (use "
+                       "move_method 'restart')"]
 
 
 @pytest.mark.parametrize("marked_at", [None, "before", "during"])
