@@ -245,3 +245,16 @@ def test_the_sections_that_messages_point_at_are_headings_of_their_pages():
     for page, section in pointers:
         headings = re.findall(r"^#+ (.+)$", (ROOT / page).read_text(), re.M)
         assert any(h.startswith(section) for h in headings), (page, section)
+
+
+def test_the_kernel_page_sends_its_readers_to_no_source_or_test_file():
+    # It pointed at forward.py, userhooks.py, loader.py, tests/e2e/test_lab_widgets.py...: files of this
+    # repository that neither a student in a notebook nor an admin reading the docs has in front of them.
+    from elastichub_kernel import kernel
+
+    own = {p.name for p in pathlib.Path(kernel.__file__).parent.glob("*.py")} - {"__init__.py", "__main__.py"}
+    text = (ROOT / "docs" / "kernel.md").read_text()
+    named = set(re.findall(r"[\w./-]+\.py\b", text))
+    internal = {n for n in named if n.rsplit("/", 1)[-1] in own or re.match(r"(kernel/)?(tests|elastichub\w*)/", n)
+                or "shared/" in n}
+    assert named and not internal, internal
