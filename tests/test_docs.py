@@ -258,3 +258,19 @@ def test_the_kernel_page_sends_its_readers_to_no_source_or_test_file():
     internal = {n for n in named if n.rsplit("/", 1)[-1] in own or re.match(r"(kernel/)?(tests|elastichub\w*)/", n)
                 or "shared/" in n}
     assert named and not internal, internal
+
+
+def test_the_status_endpoints_example_holds_every_key_of_a_kernels_status():
+    # session_key, session_name, checkpoint_root and live were in every reply and not in the example.
+    import ast
+
+    from elastichub_kernel import kernel
+
+    tree = ast.parse(pathlib.Path(kernel.__file__).read_text())
+    status = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "status")
+    keys = {k.value for n in ast.walk(status) if isinstance(n, ast.Dict) for k in n.keys
+            if isinstance(k, ast.Constant)} - {"write_bps", "read_bps", "source"}  # disk_speed's own
+    text = (ROOT / "docs" / "kernel.md").read_text()
+    section = text.split("### `GET /api/elastichub/status", 1)[1].split("\n### ", 1)[0]
+    example = json.loads(re.search(r"```json\n(.+?)```", section, re.S).group(1))
+    assert keys and keys == set(example["kernels"][0]["status"]), keys ^ set(example["kernels"][0]["status"])
