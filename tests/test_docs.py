@@ -274,3 +274,18 @@ def test_the_status_endpoints_example_holds_every_key_of_a_kernels_status():
     section = text.split("### `GET /api/elastichub/status", 1)[1].split("\n### ", 1)[0]
     example = json.loads(re.search(r"```json\n(.+?)```", section, re.S).group(1))
     assert keys and keys == set(example["kernels"][0]["status"]), keys ^ set(example["kernels"][0]["status"])
+
+
+def test_the_kernel_page_names_every_magic_and_each_of_its_options():
+    # `%elastic_status --json` (the raw status, for the course staff) came with the student's summary: a
+    # magic or an option the page does not name is one nobody finds.
+    from elastichub_kernel import magics
+
+    source = pathlib.Path(magics.__file__).read_text()
+    names = re.findall(r"@line_magic\s+def (\w+)", source)
+    options = {(name, option) for name, usage in re.findall(r"usage: %(\w+) ([^\"]+)", source)
+               for option in re.findall(r"--[\w-]+", usage)}
+    text = " ".join((ROOT / "docs" / "kernel.md").read_text().split())
+    assert names and options
+    assert not [n for n in names if f"`%{n}`" not in text]
+    assert not [o for o in options if f"`%{o[0]} {o[1]}`" not in text], options
