@@ -247,17 +247,19 @@ def test_the_sections_that_messages_point_at_are_headings_of_their_pages():
         assert any(h.startswith(section) for h in headings), (page, section)
 
 
-def test_the_kernel_page_sends_its_readers_to_no_source_or_test_file():
-    # It pointed at forward.py, userhooks.py, loader.py, tests/e2e/test_lab_widgets.py...: files of this
-    # repository that neither a student in a notebook nor an admin reading the docs has in front of them.
+# strategies.md is for those who write a strategy: it points into the policy's code and its property tests.
+@pytest.mark.parametrize("page", sorted({p.name for p in (ROOT / "docs").glob("*.md")} - {"strategies.md"}))
+def test_a_page_sends_its_readers_to_no_source_or_test_file(page):
+    # The kernel page pointed at forward.py, userhooks.py, loader.py, tests/e2e/test_lab_widgets.py..., the
+    # spawner's at podspec.py and an e2e test: files that neither a student in a notebook nor an admin reading
+    # the docs has in front of them (the benchmarks/ scripts are commands to run, and stay).
     from elastichub_kernel import kernel
 
     own = {p.name for p in pathlib.Path(kernel.__file__).parent.glob("*.py")} - {"__init__.py", "__main__.py"}
-    text = (ROOT / "docs" / "kernel.md").read_text()
-    named = set(re.findall(r"[\w./-]+\.py\b", text))
-    internal = {n for n in named if n.rsplit("/", 1)[-1] in own or re.match(r"(kernel/)?(tests|elastichub\w*)/", n)
-                or "shared/" in n}
-    assert named and not internal, internal
+    named = set(re.findall(r"[\w./-]+\.py\b", (ROOT / "docs" / page).read_text()))
+    internal = {n for n in named if n.rsplit("/", 1)[-1] in own or "shared/" in n
+                or re.search(r"(^|/)(tests|e2e|elastichub\w*|orchestrator|policy|simulator|localcluster)/", n)}
+    assert not internal, internal
 
 
 def test_the_status_endpoints_example_holds_every_key_of_a_kernels_status():
