@@ -291,3 +291,17 @@ def test_the_kernel_page_names_every_magic_and_each_of_its_options():
     assert names and options
     assert not [n for n in names if f"`%{n}`" not in text]
     assert not [o for o in options if f"`%{o[0]} {o[1]}`" not in text], options
+
+
+def test_the_spawner_page_names_every_field_of_its_state():
+    # `moved` (the last stop was a drain's: the next start says "Moving your server") came into the state
+    # this session and the State section went on listing three fields, not by their names.
+    import ast
+
+    from elastichub import spawner
+
+    tree = ast.parse(pathlib.Path(spawner.__file__).read_text())
+    get_state = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_state")
+    keys = {k.value for n in ast.walk(get_state) if isinstance(n, ast.Dict) for k in n.keys}
+    section = (ROOT / "docs" / "spawner.md").read_text().split("### State\n", 1)[1].split("\n#", 1)[0]
+    assert keys and not {k for k in keys if f"`{k}`" not in section}, keys
