@@ -129,8 +129,9 @@ class ElasticOrchestrator(Application):
 
     # -- moving servers ---------------------------------------------------------------------
     shutdown_grace = Float(20.0, config=True, help="""At shutdown (SIGINT, SIGTERM), seconds a drain may take
-        to finish the moves in flight (up to drain_concurrency) and start again the servers they stopped; keep it
-        below what stops the process harder (the hub: 30 s to SIGTERM).""")
+        to finish a live move under way and the restart moves past their checkpoint (a stopped server is
+        started elsewhere); restart moves not yet past it end at once. Keep it below what stops the process
+        harder (the hub: 30 s to SIGTERM).""")
     busy_timeout = Float(300.0, config=True, help="""Seconds to wait for a kernel that is running a cell
         before a move; past that the node is given up for now (uncordoned) and tried in a later cycle.""")
     terminal_quiet = Float(120.0, config=True, help="""A terminal whose last input or output is more recent

@@ -68,7 +68,7 @@ class Drain(QuietWaits):
         self.clock, self.on_move = clock, on_move
         self.record: dict = {}
         self.outcome = "in-flight"  # stopped | rolled-back | failed
-        self.closing = False  # set at shutdown: finish the move in flight, begin no other
+        self.closing = False  # set at shutdown: finish the moves past their checkpoint, begin no other
         self.holds_unknown = False  # resumed: a server checkpointed by the last run may hold its cells
         # Moves in flight together (drainpool.py): whether these servers fit elsewhere at once; the first
         # failure, which ends the moves not yet `past_return` (stopped, or about to be).
