@@ -13,7 +13,14 @@ the methods ``tqdm.pandas()`` puts on pandas' classes (``progress_apply``,
 ``progress_map``, a groupby's): a call inside tqdm no cell's code shows,
 so the moved notebook's next ``df.progress_apply`` raised AttributeError.
 They are saved as the functions tqdm made (pickled: its bar class and
-settings are in them) and put back on the same classes.
+settings are in them) and put back on the same classes. So are plotly's
+``pio.templates.default``/``pio.renderers.default``, polars' ``pl.Config``
+settings kept inside its compiled core (``set_float_precision``: those it
+keeps in ``POLARS_*`` variables move with the environment) and
+``xr.set_options(...)``: a moved notebook's next figure, table or
+computation (``keep_attrs``) came out differently, without a word. These
+three keep no copy of their defaults, so all their options are saved and
+a restore sets those that differ from what the library has here.
 
 Saved with the session's context (context.py) as the options that differ
 from the library's defaults, for the libraries the session loaded (none is
@@ -52,7 +59,7 @@ import warnings
 
 from . import idioms, idioms6
 
-LIBRARIES = ("pandas", "matplotlib", "sklearn", "tqdm")
+LIBRARIES = ("pandas", "matplotlib", "sklearn", "tqdm", "plotly.io", "polars", "xarray")
 IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context
 
 # The IN_CELLS_CONTEXT options as the last cell left them (None outside a
@@ -244,6 +251,44 @@ def _set_tqdm_pandas(key: str, function) -> None:
     setattr(getattr(importlib.import_module(name), owner), attr, function)
 
 
+_PLOTLY_IO = ("templates", "renderers")  # the registries whose .default a notebook sets
+
+
+def _plotly_io(pio) -> dict:
+    out: dict = {}
+    for registry in _PLOTLY_IO:
+        _put(out, f"{registry}.default", getattr(pio, registry).default)  # a name, or a Template: pickled
+    return out
+
+
+def _set_plotly_io(pio, key: str, value) -> None:
+    registry, attr = key.split(".", 1)
+    if registry not in _PLOTLY_IO or attr != "default":
+        raise ValueError(f"{key} is not one of plotly.io's defaults")
+    setattr(getattr(pio, registry), attr, value)
+
+
+def _polars(pl) -> dict:
+    out: dict = {}
+    for key, value in pl.Config.state(if_set=True).items():
+        if key.startswith("set_"):  # kept in polars' core; the rest are POLARS_* environment variables
+            _put(out, key, value)
+    return out
+
+
+def _set_polars(pl, key: str, value) -> None:
+    if not key.startswith("set_"):
+        raise ValueError(f"{key} is not a pl.Config setting")
+    getattr(pl.Config, key)(value)
+
+
+def _xarray(xr) -> dict:
+    out: dict = {}
+    for key, value in xr.get_options().items():
+        _put(out, key, value)
+    return out
+
+
 def _pyplot_backend() -> str | None:
     """The backend pyplot loaded (None before the session's first plot, or without pyplot)."""
     pyplot = sys.modules.get("matplotlib.pyplot")
@@ -353,12 +398,17 @@ def _set_decimal(decimal, options: dict) -> None:
 
 
 _READERS = {"pandas": _pandas, "matplotlib": _matplotlib, "sklearn": _sklearn, "numpy": _numpy,
-            "decimal": _decimal, "tqdm": _tqdm_pandas}
+            "decimal": _decimal, "tqdm": _tqdm_pandas, "plotly.io": _plotly_io, "polars": _polars, "xarray": _xarray}
+# Saved whole (no defaults to compare with): a restore sets what differs from the library's options here.
+_WHOLE = ("plotly.io", "polars", "xarray")
 _SETTERS = {
     "pandas": lambda pd, key, value: pd.set_option(key, value),
     "matplotlib": lambda mpl, key, value: mpl.rcParams.__setitem__(key, value),
     "sklearn": lambda sklearn, key, value: idioms.on_cells_thread(lambda: sklearn.set_config(**{key: value})),
     "tqdm": lambda tqdm, key, value: _set_tqdm_pandas(key, value),
+    "plotly.io": _set_plotly_io,
+    "polars": _set_polars,
+    "xarray": lambda xr, key, value: xr.set_options(**{key: value}),
 }
 # IN_CELLS_CONTEXT's options depend on each other (numpy's legacy mode and
 # the rest; decimal's are one Context): set in one call.
@@ -381,6 +431,8 @@ def restore(saved: dict) -> list[str]:
             problems.append(f"{name}'s options were not set again ({exc})")
             continue
         options = _unpickled(name, changed, problems)
+        if name in _WHOLE:
+            options = _differing(name, module, options)
         if name in IN_CELLS_CONTEXT:
             problems += _restore_in_cells(name, module, options, changed)
         else:
@@ -395,6 +447,16 @@ def restore(saved: dict) -> list[str]:
         for key in changed.get("unsaved", []):
             problems.append(f"the {name} option {key} is not carried (its value cannot be saved): set it again")
     return problems
+
+
+def _differing(name: str, module, options: dict) -> dict:
+    """Those of `options` the library (a _WHOLE one) has otherwise here: an option equal already is left as is,
+    so one this version lacks or refuses is named only when the session had changed it."""
+    try:
+        here = _READERS[name](module).get("set", {})
+    except Exception:  # a version that keeps them otherwise: each one is set (and named if refused)
+        return options
+    return {key: value for key, value in options.items() if key not in here or here[key] != value}
 
 
 def _restore_in_cells(name: str, module, options: dict, saved: dict) -> list[str]:
