@@ -157,13 +157,13 @@ def _open(widget, waiting: dict) -> None:
     for inner in _widgets_in([widget._trait_values.get(key) for key in widget.keys]):
         _open(inner, waiting)
     stale = sys.modules["ipywidgets.widgets.widget"]._instances.get(widget._model_id)
-    replaced = stale is not None and stale in _restored
+    replaced = stale is not None and _restored.get(id(stale)) is stale
     if replaced:
         stale.close()  # the copy an earlier load made (a live move's pre-copy, which its delta replaces): its id
     elif stale is not None:
         widget._model_id = None  # restored again beside the notebook's own (%elastic_restore): an id of its own
     widget.open()
-    _restored.add(widget)
+    _restored[id(widget)] = widget
     if idioms2.armed is not None:  # undone (idioms2.disarm): closed, and the copy it replaced opened again
         idioms2.armed += [_Closing(widget)] + ([_Closing(stale, reopen=True)] if replaced else [])
 
@@ -180,8 +180,9 @@ def _widgets_in(value, depth: int = 0):
             yield from _widgets_in(item, depth + 1)
 
 
-# The widgets loads opened: a later load of the same state takes their ids over
-_restored: weakref.WeakSet = weakref.WeakSet()
+# The widgets loads opened, by identity (a widget class with an __eq__ of its own, plotly's FigureWidget, is
+# unhashable): a later load of the same state takes their ids over
+_restored: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 class _Closing:
