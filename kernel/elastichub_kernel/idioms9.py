@@ -107,7 +107,98 @@ def _widget(widget, user_ns):
         attrs.pop(fresh, None)
     observers = [(name, kind, handler) for name, by_kind in notifiers.items() for kind, handlers in by_kind.items()
                  for handler in handlers if not _event_handler(handler)]
+    own = _own_reduce(widget)
+    if own is not None:
+        return _rebuilt_widget, (*own, widget._model_id), (observers, _held_callbacks(attrs), opened), \
+            None, None, _set_rebuilt_state
     return _new_widget, (type(widget),), (attrs, values, observers, opened), None, None, _set_widget_state
+
+
+# -- a widget its library pickles itself ---------------------------------------------------------------
+# plotly's FigureWidget: its traces and layout are objects linked to the figure, each pickled by plotly as its
+# JSON. Copied attribute by attribute they came back orphaned (`fw.data[0].y = ...` no longer reached the figure
+# or the page) and without the notebook's callbacks (`fw.data[0].on_click(f)`), silently. Such a widget is made
+# by its library's own rebuild (the class called with its saved contents; its comm opened later, as any
+# widget's), and the callbacks its parts hold, which that rebuild leaves out, are set on the same parts again.
+
+def _own_reduce(widget) -> tuple | None:
+    """(class, args) of a widget whose class (a library's, not ipywidgets' or traitlets') pickles it as a call
+    of the class; None otherwise."""
+    kind = type(widget)
+    owner = next((c for c in kind.__mro__ if "__reduce__" in vars(c) or "__reduce_ex__" in vars(c)), object)
+    if owner is object or owner.__module__ == "__main__" or owner.__module__.split(".")[0] in ("ipywidgets",
+                                                                                             "traitlets"):
+        return None
+    try:
+        reduced = widget.__reduce__()
+    except Exception:  # the attribute copy below says what fails
+        return None
+    named = _named_class(kind)
+    if named is None or not (isinstance(reduced, tuple) and len(reduced) == 2 and reduced[0] is kind
+                             and isinstance(reduced[1], tuple)):
+        return None
+    return named, reduced[1]
+
+
+def _named_class(kind: type) -> type | None:
+    """`kind`, or the class under the ones traitlets' add_traits made over it (same name and place: anywidget
+    adds its traits in every widget's constructor, so the class is called again); None if it has no name."""
+    for cls in kind.__mro__:
+        if getattr(sys.modules.get(cls.__module__), cls.__qualname__, None) is cls:
+            return cls
+        if (cls.__module__, cls.__qualname__) != (kind.__module__, kind.__qualname__):
+            return None
+    return None
+
+
+def _held_callbacks(attrs: dict) -> list:
+    """[(attribute, index or None, name, callbacks)]: the non-empty `*_callbacks` lists and dicts of the
+    widget and of the parts its attributes hold (a trace in a tuple of traces, its layout)."""
+    found = [(None, None, name, value) for name, value in attrs.items() if _callbacks(name, value)]
+    for attr, value in attrs.items():
+        parts = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+        for index, part in parts:
+            if idioms._is_class_of(type(part), "ipywidgets.widgets.widget", "Widget") or \
+                    not isinstance(getattr(part, "__dict__", None), dict):
+                continue
+            found += [(attr, index, name, held) for name, held in vars(part).items() if _callbacks(name, held)]
+    return found
+
+
+def _callbacks(name: str, value) -> bool:
+    return name.endswith("_callbacks") and isinstance(value, (list, dict)) and bool(value)
+
+
+def _rebuilt_widget(cls, args, model_id):
+    widget = idioms2.new_past_notebook(cls)
+    vars(widget)["open"] = lambda: None  # not yet: open_loaded opens it once the record is whole
+    try:
+        cls.__init__(widget, *args)
+    finally:
+        vars(widget).pop("open", None)
+    widget._model_id = model_id  # the page's widget manager asks for it by this id
+    return widget
+
+
+def _set_rebuilt_state(widget, state):
+    observers, callbacks, opened = state
+    for name, kind, handler in observers:
+        if handler not in widget._trait_notifiers.get(name, {}).get(kind, []):  # one the constructor added is there
+            widget.observe(handler, names=name, type=kind)
+    for attr, index, name, held in callbacks:
+        try:
+            part = widget if attr is None else vars(widget)[attr]
+            part = part if index is None else part[index]
+            if type(getattr(part, name)) is not type(held):
+                raise TypeError(f"{name} is a {type(getattr(part, name)).__name__} here")
+            setattr(part, name, held)
+        except Exception as exc:  # rebuilt otherwise by this version of the library
+            idioms._note(f"the {type(widget).__name__} widget came back without the callbacks its "
+                         f"{attr or 'widget'} had ({name}: {type(exc).__name__}: {exc}): run the cell that "
+                         "attaches them again")
+    if opened:
+        _loaded.append(widget)
+    return widget
 
 
 def _new_widget(cls):

@@ -35,3 +35,43 @@ def test_an_unhashable_widget_comes_back_connected_and_a_second_load_takes_its_i
     ns, failed, notes = _load(dumped)
     assert failed == {} and notes == {}, notes
     assert ns["slider"].model_id == old_id and _instances[old_id] is ns["slider"] and precopy.comm is None
+
+
+class Recorder:
+    """A notebook's callback: notes what it is called with."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+
+
+def test_a_plotly_figure_widget_comes_back_whole_with_its_callbacks():
+    """`fw = go.FigureWidget(...)`, `fw.data[0].on_click(f)`: its traces, pickled by plotly as their JSON, came back
+    orphaned (`fw.data[0].y = ...` no longer reached the figure or the page) and without the notebook's callbacks,
+    without a word."""
+    go = pytest.importorskip("plotly.graph_objects")
+    pytest.importorskip("anywidget")  # plotly's FigureWidget needs it
+    from ipywidgets.widgets.widget import _instances
+
+    seen = Recorder()
+    fw = go.FigureWidget(go.Figure(go.Bar(x=[1, 2], y=[3, 4])))
+    fw.data[0].on_click(seen)
+    fw.layout.on_change(seen, "title")
+    old_id = fw.model_id
+    dumped = serializer.dump_namespace({"fw": fw, "seen": seen}, ["fw", "seen"])
+    assert dumped.failed == {}
+    fw.close()  # the source kernel is gone
+    ns, failed, notes = _load(dumped)
+    assert failed == {} and notes == {}, notes
+    copy = ns["fw"]
+    assert [c for c in type(copy).__mro__ if c.__name__ == "FigureWidget"][-1] is go.FigureWidget  # not a copy
+    assert isinstance(copy, go.FigureWidget) and copy.model_id == old_id and _instances[old_id] is copy
+    assert copy.data[0]._parent is copy and list(copy.data[0].y) == [3, 4]
+    copy.data[0].y = (7, 8)
+    assert list(copy.to_dict()["data"][0]["y"]) == [7, 8]  # the edit reaches the figure (and so the page)
+    assert copy.data[0]._click_callbacks == [ns["seen"]]
+    copy.layout.title = "after the move"
+    calls = ns["seen"].calls
+    assert len(calls) == 1 and calls[0][0] is copy.layout  # the notebook's on_change, carried, on the new layout
