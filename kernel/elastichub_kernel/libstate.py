@@ -256,12 +256,20 @@ _PLOTLY_IO = ("templates", "renderers")  # the registries whose .default a noteb
 
 def _plotly_io(pio) -> dict:
     out: dict = {}
+    # The templates the notebook registered (pio.templates["course"] = go.layout.Template(...)), before the default
+    # that may name them: those a new registry lacks (plotly's own load lazily, by name)
+    own = set(pio.templates) - set(type(pio.templates)())
+    for name in sorted(own):
+        _put(out, f"templates[{name}]", pio.templates[name])
     for registry in _PLOTLY_IO:
         _put(out, f"{registry}.default", getattr(pio, registry).default)  # a name, or a Template: pickled
     return out
 
 
 def _set_plotly_io(pio, key: str, value) -> None:
+    if key.startswith("templates[") and key.endswith("]"):
+        pio.templates[key[len("templates["):-1]] = value
+        return
     registry, attr = key.split(".", 1)
     if registry not in _PLOTLY_IO or attr != "default":
         raise ValueError(f"{key} is not one of plotly.io's defaults")
@@ -436,7 +444,8 @@ def restore(saved: dict) -> list[str]:
         if name in IN_CELLS_CONTEXT:
             problems += _restore_in_cells(name, module, options, changed)
         else:
-            for key, value in options.items():
+            # a registration (templates[name]) first: an option set after it may name it
+            for key, value in sorted(options.items(), key=lambda item: not item[0].endswith("]")):
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")

@@ -39,3 +39,22 @@ def test_plotly_polars_and_xarray_settings_move_with_the_notebook(moved, run_cel
     assert out["error"] is None, out
     assert json.loads(out["stdout"]) == expected, out
     assert "not set again" not in out["stderr"] and "not carried" not in out["stderr"], out["stderr"]
+
+
+OWN_TEMPLATE = r'''
+import plotly.io as pio, plotly.graph_objects as go
+pio.templates["course"] = go.layout.Template(layout={"font": {"size": 21}})
+pio.templates.default = "plotly_white+course"
+'''
+
+
+def test_a_plotly_template_the_notebook_registered_moves_with_it(moved, run_cell):
+    """`pio.templates["course"] = go.layout.Template(...)` then `pio.templates.default = "plotly_white+course"`: the
+    registration lives in plotly, so the moved notebook had no "course" template, its default was plotly's again and
+    the restore said so in plotly's forty-line validation message."""
+    reply, _, kc = moved(SESSION, OWN_TEMPLATE)
+    assert reply["ok"], reply
+    out = run_cell(kc, 'print(pio.templates.default, pio.templates["course"].layout.font.size, '
+                       'go.Figure().layout.template.layout.font.size)')
+    assert out["error"] is None and out["stdout"] == "plotly_white+course 21 21\n", out
+    assert "not set again" not in out["stderr"], out["stderr"]
