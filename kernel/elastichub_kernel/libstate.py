@@ -58,6 +58,7 @@ import sys
 import warnings
 
 from . import idioms, idioms6
+from .serializer import describe_error
 
 LIBRARIES = ("pandas", "matplotlib", "sklearn", "tqdm", "plotly.io", "polars", "xarray")
 IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context
@@ -188,8 +189,13 @@ def _unpickled(name: str, changed: dict, problems: list) -> dict:
             options[key] = pickle.loads(base64.b64decode(text, validate=True))
         except Exception as exc:  # a function of a module this node lacks, a damaged text
             problems.append(f"the {name} option {key} was not set again (its saved value does not load: "
-                            f"{type(exc).__name__}: {exc}): set it again")
+                            f"{describe_error(exc)}): set it again")
     return options
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _plain(value) -> bool:
@@ -334,7 +340,7 @@ def _restore_backend(backend: str) -> list[str]:
         pyplot = importlib.import_module("matplotlib.pyplot")
         idioms.on_cells_thread(lambda: pyplot.switch_backend(backend))
     except Exception as exc:  # a backend missing here, or one needing a GUI this node has not
-        return [f"matplotlib's backend {backend} was not loaded again ({type(exc).__name__}: {exc}): figures may "
+        return [f"matplotlib's backend {backend} was not loaded again ({describe_error(exc)}): figures may "
                 "display as text until a plot sets a backend"]
     return []
 
@@ -451,8 +457,9 @@ def restore(saved: dict) -> list[str]:
                         warnings.simplefilter("ignore")
                         _SETTERS[name](module, key, value)
                 except Exception as exc:  # a library's validator: anything may refuse
-                    problems.append(f"the {name} option {key} = {value!r} was not set again "
-                                    f"({type(exc).__name__}: {exc})")
+                    # a validator's first line: plotly's lists every form the value may take, forty lines
+                    problems.append(f"the {name} option {key} = {_short(value)} was not set again "
+                                    f"({describe_error(exc)})")
         for key in changed.get("unsaved", []):
             problems.append(f"the {name} option {key} is not carried (its value cannot be saved): set it again")
     return problems
@@ -480,7 +487,7 @@ def _restore_in_cells(name: str, module, options: dict, saved: dict) -> list[str
             warnings.simplefilter("ignore")
             _SET_TOGETHER[name](module, options)
     except Exception as exc:  # the library refused one of them: none is set
-        return [f"the {name} options {options} were not set again ({type(exc).__name__}: {exc})"]
+        return [f"the {name} options {_short(options)} were not set again ({describe_error(exc)})"]
     _to_apply[name] = {"set": options}
     if _seen_in_cells is not None:  # in a kernel: what the next cell will see
         _seen_in_cells = {**_seen_in_cells, name: {k: v for k, v in saved.items() if k != "unsaved"}}

@@ -75,3 +75,15 @@ def test_a_plotly_figure_widget_comes_back_whole_with_its_callbacks():
     copy.layout.title = "after the move"
     calls = ns["seen"].calls
     assert len(calls) == 1 and calls[0][0] is copy.layout  # the notebook's on_change, carried, on the new layout
+
+
+def test_a_library_option_a_library_refuses_is_named_in_one_line():
+    """A saved option this node's library refuses (a plotly default naming a template it lacks): the restore's
+    line carried plotly's forty-line validation message into the notebook."""
+    pytest.importorskip("plotly.io")
+    from elastichub_kernel import libstate
+
+    problems = libstate.restore({"library_options": {"plotly.io": {"set": {"templates.default": "no_such_look"}}}})
+    assert len(problems) == 1 and "\n" not in problems[0] and len(problems[0]) < 400, problems
+    assert problems[0].startswith("the plotly.io option templates.default = 'no_such_look' was not set again "
+                                  "(ValueError: "), problems
