@@ -41,6 +41,7 @@ import sys
 import weakref
 
 from . import idioms, idioms2, idioms3, idioms6
+from .ownimports import dependency
 
 PROTOCOL = 5  # the serializer's
 
@@ -51,6 +52,8 @@ def reduce_for(kind: type):
         return _widget
     if idioms._is_class_of(kind, "comm.base_comm", "BaseComm"):
         return _comm
+    if idioms._is_class_of(kind, "pandas.core.generic", "NDFrame"):
+        return _frame_with_attributes
     if kind.__module__ != "__main__" and _delegates_attributes(kind):  # a notebook's: idioms._state_set_plainly
         return _state_past_getattr
     return None
@@ -84,6 +87,45 @@ def _set_state(obj, state):
         return idioms3.set_attrs_and_slots(obj, state)
     object.__getattribute__(obj, "__dict__").update(state)
     return obj
+
+
+# -- a pandas object with attributes set on it --------------------------------------------------------
+# pandas pickles a frame's data, its `attrs` and its class's _metadata: an attribute set on the object itself (patsy's
+# `X.design_info` on the frames dmatrices returns, a notebook's `df.source = "survey.csv"`) came back missing, without
+# a word. They are carried; one that cannot be saved is named at the restore.
+
+def _frame_with_attributes(frame, user_ns):
+    own = [name for name in object.__getattribute__(frame, "__dict__") if not name.startswith("_")]
+    if not own:
+        return None  # pandas' own pickling carries everything
+    reduced = frame.__reduce_ex__(PROTOCOL)
+    if not (isinstance(reduced, tuple) and len(reduced) >= 3 and isinstance(reduced[2], dict)):
+        return None
+    extra, lost = {}, {}
+    for name in own:
+        if name in reduced[2]:
+            continue
+        value = object.__getattribute__(frame, "__dict__")[name]
+        try:
+            dependency("cloudpickle").dumps(value, protocol=PROTOCOL)  # only such attributes: rare, and small
+        except Exception as exc:  # patsy refuses to pickle a DesignInfo: the frame still moves
+            lost[name] = f"{type(value).__module__}.{type(value).__qualname__} ({type(exc).__name__})"
+        else:
+            extra[name] = value
+    if not extra and not lost:
+        return None
+    return reduced[0], reduced[1], (reduced[2], extra, lost), None, None, _set_frame_state
+
+
+def _set_frame_state(frame, state):
+    pandas_state, extra, lost = state
+    frame.__setstate__(pandas_state)
+    for name, value in extra.items():
+        object.__setattr__(frame, name, value)
+    for name, what in lost.items():
+        idioms._note(f"its attribute .{name} (a {what}) cannot be saved and is missing: run the cell that made "
+                     "it again to have it")
+    return frame
 
 
 # -- widgets and comms ---------------------------------------------------------------------------

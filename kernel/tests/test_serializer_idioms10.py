@@ -87,3 +87,23 @@ def test_a_library_option_a_library_refuses_is_named_in_one_line():
     assert len(problems) == 1 and "\n" not in problems[0] and len(problems[0]) < 400, problems
     assert problems[0].startswith("the plotly.io option templates.default = 'no_such_look' was not set again "
                                   "(ValueError: "), problems
+
+
+def test_attributes_set_on_a_pandas_frame_are_carried_or_named():
+    """patsy's `X.design_info` on the frames `dmatrices` returns, a notebook's `df.source = "survey.csv"`: pandas
+    pickles a frame's data, `attrs` and its class's _metadata only, so they came back missing, without a word."""
+    import threading
+
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [1.0, 2.0]})
+    object.__setattr__(frame, "source", "survey.csv")  # as patsy sets its design_info (pandas warns on df.x = ...)
+    object.__setattr__(frame, "guard", threading.Lock())  # as patsy's DesignInfo, it refuses to be pickled
+    series = pd.Series([3, 4], name="s")
+    object.__setattr__(series, "units", "cm")
+    dumped = serializer.dump_namespace({"X": frame, "s": series}, ["X", "s"])
+    assert dumped.failed == {}
+    ns, failed, notes = _load(dumped)
+    assert failed == {}
+    assert ns["X"].equals(frame) and ns["X"].source == "survey.csv" and not hasattr(ns["X"], "guard")
+    assert ns["s"].equals(series) and ns["s"].units == "cm" and "s" not in notes
+    assert "guard" in notes["X"] and "_thread.lock" in notes["X"] and "cannot be saved" in notes["X"], notes
