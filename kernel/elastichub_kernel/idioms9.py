@@ -23,7 +23,10 @@ rebuild):
   over its pre-copy) takes the ids of the copies the first one made over,
   closing them; beside a widget of the notebook's own (``%elastic_restore``)
   a restored one gets an id of its own;
+- a widget its library pickles itself (plotly's FigureWidget): made by that library's rebuild, the callbacks
+  its parts held set on them again;
 - any other object holding a comm is named in plain words;
+- an attribute set on a pandas object itself (patsy's ``X.design_info``): carried, or named;
 - a notebook class over traitlets (a widget class of the notebook's: a
   panel of sliders, a ``HasTraits`` model): traitlets keeps what the
   class inherits (its traits, handlers, defaults) in lists on the class,
