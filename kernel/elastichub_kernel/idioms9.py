@@ -23,6 +23,7 @@ rebuild):
   over its pre-copy) takes the ids of the copies the first one made over,
   closing them; beside a widget of the notebook's own (``%elastic_restore``)
   a restored one gets an id of its own;
+- a part of a plotly figure kept in a variable (``bar = fig.data[0]``): saved as its figure and place in it;
 - a widget its library pickles itself (plotly's FigureWidget): made by that library's rebuild, the callbacks
   its parts held set on them again;
 - any other object holding a comm is named in plain words;
@@ -57,6 +58,8 @@ def reduce_for(kind: type):
         return _comm
     if idioms._is_class_of(kind, "pandas.core.generic", "NDFrame"):
         return _frame_with_attributes
+    if idioms._is_class_of(kind, "plotly.basedatatypes", "BasePlotlyType"):
+        return _plotly_part
     if kind.__module__ != "__main__" and _delegates_attributes(kind):  # a notebook's: idioms._state_set_plainly
         return _state_past_getattr
     return None
@@ -129,6 +132,63 @@ def _set_frame_state(frame, state):
         idioms._note(f"its attribute .{name} (a {what}) cannot be saved and is missing: run the cell that made "
                      "it again to have it")
     return frame
+
+
+# -- a part of a plotly figure ------------------------------------------------------------------------
+# plotly pickles a trace, a layout or any part of a figure as a copy of its JSON: kept in a variable (`bar =
+# fig.data[0]`, `lay = fig.layout`), it came back detached, and `bar.marker.color = "red"` no longer changed
+# the figure, without a word. It is saved as its figure and its place in it, as a numpy view is saved as its base.
+
+def _plotly_part(part, user_ns):
+    path, child = [], part
+    for _ in range(32):  # a figure is a few levels deep
+        parent = vars(child).get("_parent")
+        if parent is None:
+            return None  # a part of no figure: plotly's own copy is the whole of it
+        step = _plotly_step(parent, child)
+        if step is None:
+            return None
+        path[:0] = step
+        if not idioms._is_class_of(type(parent), "plotly.basedatatypes", "BasePlotlyType"):
+            root = parent
+            break
+        child = parent
+    else:
+        return None
+    try:
+        if _plotly_find(root, path) is not part:
+            return None
+    except Exception:  # a figure that does not give its parts back by name: plotly's copy, as before
+        return None
+    return _plotly_find, (root, path)
+
+
+def _plotly_step(parent, child) -> list | None:
+    """Where `child` is in `parent`: ["data", index] (a trace of a figure), [name] or [name, index] (a part of a
+    tuple of parts: layout.annotations); None if it cannot be found by identity."""
+    if idioms._is_class_of(type(parent), "plotly.basedatatypes", "BaseFigure"):
+        traces = vars(parent).get("_data_objs", ())
+        for index, trace in enumerate(traces):
+            if trace is child:
+                return ["data", index]
+        return ["layout"] if vars(parent).get("_layout_obj") is child else None
+    name = getattr(child, "plotly_name", None)
+    try:
+        held = parent[name]
+    except Exception:
+        return None
+    if held is child:
+        return [name]
+    if isinstance(held, tuple):
+        return next(([name, index] for index, item in enumerate(held) if item is child), None)
+    return None
+
+
+def _plotly_find(root, path):
+    """The part of `root` (a figure) at `path`."""
+    for step in path:
+        root = root[step]
+    return root
 
 
 # -- widgets and comms ---------------------------------------------------------------------------

@@ -107,3 +107,36 @@ def test_attributes_set_on_a_pandas_frame_are_carried_or_named():
     assert ns["X"].equals(frame) and ns["X"].source == "survey.csv" and not hasattr(ns["X"], "guard")
     assert ns["s"].equals(series) and ns["s"].units == "cm" and "s" not in notes
     assert "guard" in notes["X"] and "_thread.lock" in notes["X"] and "cannot be saved" in notes["X"], notes
+
+
+def test_a_part_of_a_plotly_figure_kept_in_a_variable_is_still_the_figures():
+    """`bar = fig.data[0]`, `lay = fig.layout`, `note = fig.layout.annotations[0]`: plotly pickles each as a copy of
+    its JSON, so after the move `bar.marker.color = "red"` no longer changed `fig`, without a word."""
+    go = pytest.importorskip("plotly.graph_objects")
+
+    fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
+    fig.update_layout(annotations=[{"text": "peak"}], xaxis_title="day")
+    parts = {"bar": fig.data[0], "lay": fig.layout, "note": fig.layout.annotations[0], "title": fig.layout.xaxis.title}
+    alone = go.Scatter(y=[1])  # a part of no figure: a copy, as plotly makes it
+    dumped = serializer.dump_namespace({"fig": fig, **parts, "alone": alone}, ["fig", *parts, "alone"])
+    assert dumped.failed == {}
+    ns, failed, notes = _load(dumped)
+    assert failed == {} and notes == {}, notes
+    copy = ns["fig"]
+    assert ns["bar"] is copy.data[0] and ns["lay"] is copy.layout and ns["note"] is copy.layout.annotations[0]
+    assert ns["title"] is copy.layout.xaxis.title and ns["title"].text == "day"
+    ns["bar"].marker.color = "red"
+    assert copy.to_dict()["data"][0]["marker"]["color"] == "red"
+    assert list(ns["alone"].y) == [1] and ns["alone"].to_plotly_json() == alone.to_plotly_json()
+
+
+def test_a_trace_of_a_figure_widget_kept_in_a_variable_is_still_the_widgets():
+    go = pytest.importorskip("plotly.graph_objects")
+    pytest.importorskip("anywidget")
+
+    fw = go.FigureWidget(go.Figure(go.Bar(x=[1, 2], y=[3, 4])))
+    dumped = serializer.dump_namespace({"fw": fw, "bar": fw.data[0]}, ["fw", "bar"])
+    fw.close()
+    ns, failed, notes = _load(dumped)
+    assert failed == {} and notes == {}, notes
+    assert ns["bar"] is ns["fw"].data[0]
