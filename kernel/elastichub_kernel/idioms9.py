@@ -118,6 +118,10 @@ def _frame_with_attributes(frame, user_ns):
             lost[name] = f"{type(value).__module__}.{type(value).__qualname__} ({type(exc).__name__})"
         else:
             extra[name] = value
+    if lost and not any(held is frame for held in (user_ns or {}).values()):
+        # inside a library's object (statsmodels keeps patsy's frames and makes its design info again when it
+        # loads): left out, as that library's pickling leaves it; named only on a frame the notebook holds
+        lost = {}
     if not extra and not lost:
         return None
     return reduced[0], reduced[1], (reduced[2], extra, lost), None, None, _set_frame_state

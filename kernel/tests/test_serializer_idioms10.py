@@ -140,3 +140,21 @@ def test_a_trace_of_a_figure_widget_kept_in_a_variable_is_still_the_widgets():
     ns, failed, notes = _load(dumped)
     assert failed == {} and notes == {}, notes
     assert ns["bar"] is ns["fw"].data[0]
+
+
+def test_a_statsmodels_formula_result_moves_without_a_note_of_patsys_frames():
+    """statsmodels keeps patsy's frames (each with a design_info patsy will not pickle) inside a formula model and
+    makes its own design info again when it loads: naming theirs told the student of a loss that is not one."""
+    pd = pytest.importorskip("pandas")
+    smf = pytest.importorskip("statsmodels.formula.api")
+    x = [float(i) for i in range(24)]
+    offsets = {"a": 0.0, "b": 3.0, "c": -2.0}
+    data = pd.DataFrame({"x": x, "g": list("abc" * 8)})
+    data["y"] = [2 * v + offsets[g] + (0.3 if i % 2 else -0.4) for i, (v, g) in enumerate(zip(x, data.g))]
+    mixed = smf.mixedlm("y ~ x", data, groups=data["g"]).fit()
+    dumped = serializer.dump_namespace({"mixed": mixed}, ["mixed"])
+    assert dumped.failed == {}
+    ns, failed, notes = _load(dumped)
+    assert failed == {} and notes == {}, notes
+    assert ns["mixed"].params.round(6).tolist() == mixed.params.round(6).tolist()
+    assert ns["mixed"].predict(data.head(2)).round(6).tolist() == mixed.predict(data.head(2)).round(6).tolist()
