@@ -25,6 +25,7 @@ from .spawnerchecks import (AdminChecks, bad_choice, bad_configuration, configur
                             typed_choices)
 from .spawnerevents import (STILL_STARTING, STILL_STARTING_NO_EVENTS, EventIndex, NotStartedInTime, page_message,
                             pod_waiting, spawn_age)
+from .spawneroptions import options_problem
 from .spawnerroute import RouteSwitch
 from .spawnertls import InternalSSLProblem, hub_client_ssl
 from .spawnertypes import CpuAmount, MemorySize, cpu_help, memory_help, setting_copy, with_model_preferences
@@ -227,6 +228,14 @@ class ElasticSpawner(AdminChecks, PodInTheWay, RouteSwitch, KubeSpawner):
     async def load_user_options(self):
         self._profile_applied = True
         await super().load_user_options()
+
+    def _validate_user_options(self, profile_list):
+        # Options sent through the REST API can be anything: each KubeSpawner cannot take is named (400),
+        # not its ValueError/KeyError/TypeError (a traceback, a 500) (spawneroptions.py).
+        problem = options_problem(self.user_options or {}, profile_list)
+        if problem is not None:
+            raise bad_choice(*problem)
+        super()._validate_user_options(profile_list)
 
     async def _profile_of_the_running_server(self) -> None:
         """After a hub restart JupyterHub builds a running server's spawner

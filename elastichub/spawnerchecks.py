@@ -40,16 +40,17 @@ def bad_configuration(problem: str) -> web.HTTPError:
     return error
 
 
-def bad_choice(option: str, typed: str, problem: str) -> web.HTTPError:
+def bad_choice(option: str, typed, problem: str, typing: bool = True) -> web.HTTPError:
     """The error for a value the user typed into a profile option's free-form
-    field ("Other...", KubeSpawner's unlisted_choice): the user's mistake (400)."""
+    field ("Other...", KubeSpawner's unlisted_choice), or sent through the REST API: the user's mistake
+    (400). `typing`: the option takes a typed value (else the advice is to pick a listed one)."""
     error = web.HTTPError(400, "Your choice %r for %s cannot be used: %s", typed, option, problem)
     # The user reads what is wrong with the value, from where the problem names it: not the setting it
     # went into ("The 'mem_limit' trait of an ElasticSpawner instance: ..."), which the log keeps.
     at = problem.find(repr(typed))
     said = (problem[at:] if at >= 0 else problem).rstrip(".")
-    error.jupyterhub_message = (f"Your choice {typed!r} for {option} cannot be used: {said}. Pick one of the "
-                                "listed choices, or type another value.")
+    then = "Pick one of the listed choices, or type another value." if typing else "Pick one of the listed choices."
+    error.jupyterhub_message = f"Your choice {typed!r} for {option} cannot be used: {said}. {then}"
     return error
 
 
