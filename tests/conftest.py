@@ -52,7 +52,7 @@ async def wire(tmp_path):
     from elastichub.orchestrator.cloud import CloudPool
     from elastichub.orchestrator.controller import Controller, Settings
     from elastichub.orchestrator.drain import DrainTimeouts
-    from elastichub.orchestrator.kube import Informer, KubeNodes, KubePods, object_key, object_name
+    from elastichub.orchestrator.kube import UNFINISHED_PODS, Informer, KubeNodes, KubePods, object_key, object_name
     from elastichub.orchestrator.records import node_record, pod_record
 
     opened, tasks = [], []
@@ -65,7 +65,8 @@ async def wire(tmp_path):
         core = client.CoreV1Api(api)
         nodes = Informer("nodes", core.list_node, node_record, object_name, watch_timeout=5,
                          label_selector="elastichub.io/tier")
-        pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key, watch_timeout=5)
+        pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key, watch_timeout=5,
+                        field_selector=UNFINISHED_PODS)  # as the orchestrator's (app.py)
         for informer in (nodes, pods):
             tasks.append(asyncio.create_task(informer.run()))
         await asyncio.wait_for(asyncio.gather(nodes.synced.wait(), pods.synced.wait()), 10)

@@ -389,7 +389,7 @@ class ElasticOrchestrator(Application):
     async def build_controller(self) -> tuple[Controller, list]:
         """Every adapter, checked once: an unreachable API fails here, in one line."""
         from .hub import HubClient, HubError
-        from .kube import Informer, KubeNodes, KubePods, object_key, object_name
+        from .kube import UNFINISHED_PODS, Informer, KubeNodes, KubePods, object_key, object_name
         from .records import node_record, pod_record
 
         strategy = self.build_strategy()
@@ -449,7 +449,7 @@ class ElasticOrchestrator(Application):
         nodes = Informer("nodes", core.list_node, lambda o: node_record(o, self.tier_label), object_name,
                          watch_timeout=self.watch_timeout, label_selector=self.tier_label)
         pods = Informer("pods", core.list_pod_for_all_namespaces, pod_record, object_key,
-                        watch_timeout=self.watch_timeout)
+                        watch_timeout=self.watch_timeout, field_selector=UNFINISHED_PODS)
         controller = Controller(strategy, nodes, pods, KubeNodes(core), hub, cloud, settings,
                                 kube_pods=KubePods(core), timetable=self.timetable_file, history=history)
         return controller, closers + [hub.close]

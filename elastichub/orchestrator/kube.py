@@ -36,6 +36,13 @@ REQUEST_TIMEOUT = 60.0
 WATCH_SILENCE_MARGIN = 30.0
 
 
+# The pods the orchestrator watches: every pod not finished, of any namespace (each counts towards its
+# node's usage). A finished one (a batch job's, Succeeded or Failed) holds nothing; watched, a shared
+# cluster's thousands of them cost memory and events for nothing. One that finishes leaves the selection:
+# the API server sends it as DELETED, as a deleted pod.
+UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
 
