@@ -40,7 +40,7 @@ from .metrics import Metrics
 from .movable import Movability
 from .notices import REASON, boot_estimate, notices
 from .observe import ObserveConfig, Observation, cloud_only_unserved_problem, observe
-from .records import forget_gone
+from .records import forget_gone, stale_marks
 from .status import status_of
 from .timetable import TimetableFile
 
@@ -492,6 +492,9 @@ class Controller(BootWatch):
                     self._dry_run_says(f"would uncordon {name} (our taint, no drain recorded)")
                 else:
                     self._spawn(f"boot:{name}", self.kube.uncordon(name))
+        stale = stale_marks(self.pods.records.values(), self.nodes.records, lambda n: self._busy(f"drain:{n}"))
+        if stale and self.kube_pods is not None and not self.settings.dry_run and not self._busy("unmark"):
+            self._spawn("unmark", self.kube_pods.unmark_moving(stale))
 
     # -- act -----------------------------------------------------------------------------
 

@@ -346,6 +346,19 @@ class KubePods:
         await self.core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": annotations}},
                                              _request_timeout=REQUEST_TIMEOUT)
 
+    async def unmark_moving(self, keys: list[str]) -> None:
+        """Take a drain's mark (podmeta.MOVING_ANNOTATION) off the pods `keys` (namespace/name); one gone
+        meanwhile has nothing left to take off."""
+        for key in keys:
+            namespace, name = key.split("/", 1)
+            try:
+                await self.annotate(namespace, name, {podmeta.MOVING_ANNOTATION: None})
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+            else:
+                log.info("took the mark of a move off pod %s: no drain stops it", key)
+
     async def swap_annotation(self, namespace: str, name: str, key: str, expected: str, value: str) -> bool:
         """Set annotation `key` to `value` only while it is `expected`; False
         when it is not (the API server refuses the patch's test: 422)."""

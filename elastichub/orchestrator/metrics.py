@@ -17,7 +17,7 @@ from ..policy import ClusterSnapshot, NodeStatus, Tier, occupancy
 ACTIONS = ("scale-out", "scale-in")
 MOVE_OUTCOMES = ("moved", "skipped", "aborted", "failed", "interrupted")
 MOVE_METHODS = ("live", "restart")
-CYCLE_STAGES = ("cycle", "cloud", "boot", "drain", "tell", "movable")
+CYCLE_STAGES = ("cycle", "cloud", "boot", "drain", "tell", "movable", "unmark")
 
 
 class Metrics:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import podmeta
@@ -61,6 +62,7 @@ class PodRecord:
     needs: Constraints | None = None  # a server's node constraints (nodefit); None for a pod not ElasticHub's
     uid: str = ""  # what an Event about the pod names (the spawner follows a pod's events by uid)
     unlabelled: bool = False  # a server KubeSpawner started before ElasticSpawner ran the hub: counted, never moved
+    moving: bool = False  # a drain marked it, just before its stop (podmeta.MOVING_ANNOTATION)
 
 
 def parse_time(text: str | None) -> float | None:
@@ -181,6 +183,7 @@ def pod_record(obj: dict) -> PodRecord:
         needs=pod_constraints(spec) if managed else None,
         uid=str(meta.get("uid") or ""),
         unlabelled=unlabelled,
+        moving=managed and bool(annotations.get(podmeta.MOVING_ANNOTATION)),
     )
 
 
@@ -243,6 +246,15 @@ def drained_servers(drains) -> set[str]:
     for text in drains:
         named |= drain_view(text).servers
     return named
+
+
+def stale_marks(pods, nodes: dict, draining: Callable[[str], bool]) -> list[str]:
+    """The pods (keys) a drain marked as moving off their node, just before its stop, that still run on a node
+    no drain records or runs: that drain ended without their stop (its record removed by hand, `kubectl
+    annotate node NODE elastichub.io/drain-`). Left marked, their user's own stop would be told as a move.
+    A node with a record (one this version cannot read too) is its drain's: it clears its own marks."""
+    return [p.key for p in pods if p.moving and not p.terminating and p.holds_resources
+            and getattr(nodes.get(p.node), "drain", None) is None and not (p.node and draining(p.node))]
 
 
 def forget_gone(by_server: dict, pods, drains) -> None:
