@@ -29,12 +29,10 @@ effects in docs/strategies.md):
 - **Scale-in hysteresis:** a node goes only if the reserve left behind is
   the one of `theta_out - theta_in` (a gap of theta_in % of on-prem), with
   no queue, nothing booting and no drain still running; optionally only
-  once that has held for `unneeded_s` (Cluster Autoscaler's
-  `scale-down-unneeded-time`) and `delay_after_add_s` after a scale-out
-  (its `scale-down-delay-after-add`: the cooldown gates scale-in, never
-  scale-out). Both default to 0: waiting for booting nodes and the
-  arrivals reserve already keep a fresh node, and the delays only cost
-  node-hours in the simulations.
+  once that has held for `unneeded_s` and `delay_after_add_s` after a
+  scale-out (Cluster Autoscaler's scale-down-unneeded-time and
+  -delay-after-add). Both default to 0: they only cost node-hours in the
+  simulations (booting nodes and the arrivals reserve keep a fresh node).
 - **Lifetime-aware scale-in:** a server of age `a` has an expected remaining
   lifetime E[L - a | L > a] under the lifetime distribution (normal,
   `lifetime_mean_s`, `lifetime_sd_s`). A node whose servers will all be gone
@@ -52,8 +50,9 @@ effects in docs/strategies.md):
   departures on both sides, or a node drained now starts again a cycle
   later) plan the reserve against the demand that stays. A new request may
   wait up to `queue_patience_s` (default one boot times the thrift share)
-  for room that sessions likely (p >= 1/2) to end soon free on its node,
-  each session's room on its own (the scheduler hands freed room to
+  for room that sessions likely (p >= 1/2) to end soon free on its node
+  (without migration: before the queue's patience left, on average, runs
+  out), each session's room on its own (the scheduler hands freed room to
   whatever fits); past its patience, and for a moved server at once, it
   counts only on room that exists or boots. So nobody waits on purpose
   longer than the patience (1.5 patiences under `min_fill`) plus a boot.
@@ -430,10 +429,9 @@ class ElasticStrategy:
         pool = t.stopped
 
         # 1. queued servers must find a slot on nodes up or coming up. One
-        # that may still wait (patience) may also count on the sessions
-        # likely to end within the scale-out horizon; past it, only on room
-        # that exists or boots, or a session that outlives its odds would
-        # keep it waiting with no bound.
+        # that may still wait (patience) may also count on sessions likely to
+        # end soon; past it only on room that exists or boots (a session that
+        # outlives its odds would keep it waiting with no bound).
         horizon = self.scale_out_horizon_s
         if snapshot.pending:
             nodes = t.active + t.booting
@@ -449,10 +447,10 @@ class ElasticStrategy:
                 bound = first_fit(by_size(only_cloud), slots)
                 for i, slot in zip(cloud, slots):
                     free[i] = slot
-            urgent, patient = self._split_queue([srv for srv in snapshot.pending if not srv.cloud_only], now)
+            urgent, patient, waited = self._split_queue([srv for srv in snapshot.pending if not srv.cloud_only], now)
             left = first_fit(by_size(urgent), free) if urgent else []
             if patient:  # a patience > 0, so a horizon > 0
-                free = departure_slots(free, nodes, self._outflow(t, horizon)[1])
+                free = departure_slots(free, nodes, self._outflow(t, self._patient_horizon(waited / len(patient)))[1])
                 left += first_fit(by_size(patient), free)
             if left and self._small_remainder(left, snapshot.pending, t.stopped, now):
                 left = []
@@ -492,18 +490,28 @@ class ElasticStrategy:
         ram = fsum(req.ram * count for req, count in left)
         return cpu < fill * target.allocatable.cpu and ram < fill * target.allocatable.ram
 
-    def _split_queue(self, pending, now: float) -> tuple[list[Resources], list[Resources]]:
+    def _split_queue(self, pending, now: float) -> tuple[list[Resources], list[Resources], float]:
         """Requests of the queue that must not wait longer (a moved server,
-        or a new one that has waited the patience out) and those that may."""
+        or a new one that has waited the patience out), those that may, and
+        how long the latter have waited in all."""
         patience = self.patience_s
-        urgent, patient = [], []
+        urgent, patient, waited = [], [], 0.0
         for srv in pending:
             if patience > 0 and srv.started_at is None and srv.created_at is not None \
                     and now - srv.created_at < patience:
                 patient.append(srv.requests)
+                waited += now - srv.created_at
             else:
                 urgent.append(srv.requests)
-        return urgent, patient
+        return urgent, patient, waited
+
+    def _patient_horizon(self, waited: float) -> float:
+        """How far ahead the patient queue counts on departures: one boot +
+        tmon plus, without migration, the patience it has left on average,
+        with migration all of it (measured, docs/strategies.md)."""
+        if self.config.migration:
+            return self.scale_out_horizon_s
+        return self.soon_s + max(self.patience_s - waited, 0.0)
 
     # -- scale-in --------------------------------------------------------
 

@@ -123,8 +123,8 @@ def test_no_patience_at_theta_80_and_none_for_a_moved_server():
     # a moved server has run before: it is no new request and never waits on purpose
     moved = Server("moved", Resources(0.5, GiB), None, started_at=NOW - 1000, created_at=NOW - 1010)
     s = ElasticStrategy(PolicyConfig(theta_out=95))
-    urgent, patient = s._split_queue([moved] + _new(2, 60), NOW)
-    assert urgent == [moved.requests] and len(patient) == 2
+    urgent, patient, waited = s._split_queue([moved] + _new(2, 60), NOW)
+    assert urgent == [moved.requests] and len(patient) == 2 and waited == 120
     action, _ = s.decide(_full_onprem_and_queue([moved]), ControllerState(), NOW)
     assert isinstance(action, ScaleOut)
 
@@ -171,3 +171,21 @@ def test_without_migration_a_small_remainder_waits_for_departures():
         small, ControllerState(), NOW)[0] is not None
     with pytest.raises(ValueError, match="min_fill"):
         make_strategy("elastic", min_fill=2)
+
+
+def test_without_migration_the_queue_counts_on_departures_within_the_patience_it_has_left():
+    # on-prem sessions 4000 s old are likely (p ~ 0.59) to end within one
+    # boot + tmon + the whole patience (595 s), not within 345 s (p ~ 0.38).
+    # 20 x 1 GiB (over min_fill's quarter of a node) that have waited 250 s
+    # of their 290 s of patience can wait 40 s more: no departure after that
+    # comes sooner than a node started then would be Ready
+    assert ending_within(4000, 345, 3600, 900) < 0.5 <= ending_within(4000, 595, 3600, 900)
+    mig, nomig = (ElasticStrategy(PolicyConfig(theta_out=95, migration=m)) for m in (True, False))
+    late = _full_onprem_and_queue(_new(20, 250))
+    action, _ = nomig.decide(late, ControllerState(), NOW)
+    assert isinstance(action, ScaleOut) and action.nodes == ("cloud0",)
+    # just asked: nearly the whole patience left, so it still waits
+    assert nomig.decide(_full_onprem_and_queue(_new(20, 10)), ControllerState(), NOW)[0] is None
+    # with migration the queue counts on the whole patience (a node started
+    # for too little is drained as departures make room)
+    assert mig.decide(late, ControllerState(), NOW)[0] is None
