@@ -37,8 +37,7 @@ from ..quantity import QuantityError, parse_cpu, parse_memory
 from .controller import Controller, Settings
 from .drain import DrainTimeouts
 from .history import HistoryFile
-from .kube import in_cluster_environ
-from .startup import StartupError, check_names
+from .startup import StartupError, check_names, kube_client
 from .observe import ObserveConfig
 from .timetable import TimetabledStrategy, TimetableFile, classes_around
 from .tls import client_ssl, server_ssl
@@ -361,31 +360,6 @@ class ElasticOrchestrator(Application):
         return CloudPool(driver, mapping=self.cloud_node_mapping, name_prefix=self.cloud_vm_name_prefix,
                          tags=dict(self.cloud_vm_tags), timeout=self.cloud_timeout)
 
-    async def _kube(self):
-        from kubernetes_asyncio import client, config
-
-        if self.kubeconfig and not os.path.isfile(self.kubeconfig):
-            raise StartupError(f"ElasticOrchestrator.kubeconfig {self.kubeconfig}: no such file")
-        in_pod = None if self.kubeconfig or os.environ.get("KUBECONFIG") else in_cluster_environ(os.environ)
-        if not self.kubeconfig and in_pod is None:
-            # kubernetes_asyncio takes a missing file for an empty one: "Expected key current-context".
-            where = os.environ.get("KUBECONFIG") or "~/.kube/config"
-            if not any(os.path.isfile(os.path.expanduser(path)) for path in where.split(os.pathsep) if path):
-                raise StartupError(f"no Kubernetes configuration: {where} does not exist, and this is not a pod with "
-                                   "a service account; set ElasticOrchestrator.kubeconfig (--kubeconfig) or KUBECONFIG")
-        try:
-            if self.kubeconfig:
-                await config.load_kube_config(config_file=self.kubeconfig)
-            elif in_pod is not None:
-                config.load_incluster_config(environ=in_pod)
-            else:
-                await config.load_kube_config()
-        except Exception as e:
-            raise StartupError(f"cannot load the Kubernetes configuration ({self.kubeconfig or 'default'}): "
-                               f"{e}") from None
-        api = client.ApiClient()
-        return api, client.CoreV1Api(api)
-
     async def build_controller(self) -> tuple[Controller, list]:
         """Every adapter, checked once: an unreachable API fails here, in one line."""
         from .hub import HubClient, HubError
@@ -417,7 +391,7 @@ class ElasticOrchestrator(Application):
             except ValueError as e:
                 raise StartupError(f"ElasticOrchestrator.history_file: {e}") from None
         cloud = self.build_cloud()
-        api, core = await self._kube()
+        api, core = await kube_client(self.kubeconfig)
         closers = [api.close]
         try:
             await core.list_node(limit=1)

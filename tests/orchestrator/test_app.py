@@ -294,7 +294,7 @@ def test_a_managed_service_in_a_pod_reaches_the_api_server_without_the_hubs_envi
     looked for ~/.kube/config in the hub's pod and stopped."""
     from kubernetes_asyncio import client, config
 
-    from elastichub.orchestrator.app import in_cluster_environ
+    from elastichub.orchestrator.kube import in_cluster_environ
 
     token, cert = tmp_path / "token", tmp_path / "ca.crt"
     token.write_text("sa-token")
