@@ -32,6 +32,7 @@ from jupyter_client.manager import KernelManager
 from elastichub_kernel.install import KERNEL_ENV
 
 KERNEL_NAME = "elastic-python"
+STOP_WAIT_S = 60.0  # _Kernels.stop
 
 
 @pytest.fixture(scope="session")
@@ -80,8 +81,13 @@ class _Kernels:
 
     @staticmethod
     def stop(km, kc):
-        """Graceful shutdown: the kernel checkpoints in do_shutdown."""
+        """Graceful shutdown: the kernel checkpoints in do_shutdown. jupyter_client sends SIGTERM
+        after half its shutdown_wait_time (2.5 s), and a kernel SIGTERM reaches before its
+        checkpoint stops without one (shutdownguard.py): on a loaded machine the checkpoint
+        lost that race. The wait is long enough here that it always runs; the tests of that
+        race stop the kernel themselves (test_kernel_shutdown_checkpoint.py)."""
         kc.stop_channels()
+        km.shutdown_wait_time = STOP_WAIT_S
         km.shutdown_kernel(now=False)
 
     @staticmethod
