@@ -34,7 +34,9 @@ rebuild):
   which were saved as copies of the library's own descriptors, and the
   class failed to load (or made objects with a copy of ``children``). Those
   are left out and made again by traitlets once the class is loaded, as
-  the class statement made them.
+  the class statement made them;
+- a polars ``SQLContext`` (which polars cannot pickle): made again with
+  the tables registered in it, under their names, eager or lazy as it was.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def reduce_for(kind: type):
         return _frame_with_attributes
     if idioms._is_class_of(kind, "plotly.basedatatypes", "BasePlotlyType"):
         return _plotly_part
+    if idioms._is_class_of(kind, "polars.sql.context", "SQLContext"):
+        return _sql_context
     if kind.__module__ != "__main__" and _delegates_attributes(kind):  # a notebook's: idioms._state_set_plainly
         return _state_past_getattr
     return None
@@ -420,3 +424,28 @@ def _set_traitlets_class_state(setter, cls, state):
     cls = setter(cls, state)
     type(cls).setup_class(cls, dict(vars(cls)))  # the class statement's own step: the library's code, not the cell's
     return cls
+
+
+# -- polars' SQLContext -----------------------------------------------------------------------
+
+def _sql_context(ctx, user_ns):
+    """Its tables, as lazy frames (a registered scan stays a scan, nothing is collected): polars keeps them in
+    its Rust core, and `SELECT *` of a table is the one way out, the frame as registered. Catalogs hold
+    connections to outside stores: named, not guessed at."""
+    from polars import LazyFrame
+
+    if getattr(ctx, "_catalogs", None):
+        raise idioms6.refused(ctx, "a polars SQLContext with catalogs registered (register_catalog) cannot be made "
+                              "again: run the cell that made it again")
+    try:
+        tables = {name: LazyFrame._from_pyldf(ctx._ctxt.execute('SELECT * FROM "' + name.replace('"', '""') + '"'))
+                  for name in ctx.tables()}
+        eager = bool(ctx._eager_execution)
+    except AttributeError as exc:  # another polars version keeps them otherwise
+        raise idioms6.refused(ctx, f"this polars version's SQLContext cannot be read back ({exc}): run the cell "
+                              "that made it again") from None
+    return _new_sql_context, (type(ctx), tables, eager)
+
+
+def _new_sql_context(kind, tables, eager):
+    return kind(tables, eager=eager)
