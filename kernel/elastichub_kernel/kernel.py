@@ -347,6 +347,7 @@ class ElasticKernel(SessionFollowMixin, ShutdownGuardMixin, LiveMigrationMixin, 
                 shellmodes.cell_ends()
             duration = time.perf_counter() - started
             libstate.note_cells_context()
+            libstate.note_cell_code(transformed, ns)  # pl.set_random_seed: no getter, named at a move
             # which of the notebook's own modules' names this cell rebound: saved at checkpoint
             try:
                 usermodules.track(self._context())

@@ -20,7 +20,9 @@ keeps in ``POLARS_*`` variables move with the environment) and
 ``xr.set_options(...)``: a moved notebook's next figure, table or
 computation (``keep_attrs``) came out differently, without a word. These
 three keep no copy of their defaults, so all their options are saved and
-a restore sets those that differ from what the library has here.
+a restore sets those that differ from what the library has here. polars'
+random seed cannot be read back: a notebook that called
+``pl.set_random_seed`` is told its stream did not move (note_cell_code).
 
 Saved with the session's context (context.py) as the options that differ
 from the library's defaults, for the libraries the session loaded (none is
@@ -50,11 +52,13 @@ context, and sets restored ones again before the next cell
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib
 import json
 import pickle
 import sys
+import types
 import warnings
 
 from . import idioms, idioms6
@@ -68,6 +72,10 @@ IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' ex
 # in the cells' context.
 _seen_in_cells: dict | None = None
 _to_apply: dict = {}
+# polars' random stream has no getter (pl.set_random_seed only sets it): a notebook that seeded it is told a
+# move cannot carry it; one that never did draws unseeded anyway, and hears nothing.
+POLARS_SEED = "random_seed"
+_polars_seeded = False
 # decimal's current context where the cells run, as the last cell left it (a
 # variable holding it, `ctx = decimal.getcontext()`, is saved as such), and
 # the names whose restored value is to be made that context again.
@@ -101,7 +109,39 @@ def capture() -> dict:
     if backend is not None:
         saved["pyplot"] = {"set": {"backend": backend}}
     saved.update(_read(IN_CELLS_CONTEXT) if _seen_in_cells is None else _seen_in_cells)
+    if _polars_seeded and "polars" in sys.modules:
+        saved.setdefault("polars", {}).setdefault("unsaved", []).append(POLARS_SEED)
     return {"library_options": saved} if saved else {}
+
+
+def note_cell_code(code: str, ns: dict) -> None:
+    """After a cell: whether it called polars' set_random_seed (under any name it is bound to). Nothing is
+    parsed unless polars is loaded and the cell's text names the function."""
+    global _polars_seeded
+    polars = sys.modules.get("polars")
+    if _polars_seeded or polars is None or "set_random_seed" not in code:
+        return
+    target = getattr(polars, "set_random_seed", None)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return
+    _polars_seeded = target is not None and any(
+        isinstance(node, ast.Call) and _bound_to(node.func, ns) is target for node in ast.walk(tree))
+
+
+def _bound_to(node, ns: dict):
+    """What `name` or `module.attr...` names in the namespace; attributes are read of modules only (no
+    notebook code runs)."""
+    if isinstance(node, ast.Name):
+        return ns.get(node.id)
+    owner = _bound_to(node.value, ns) if isinstance(node, ast.Attribute) else None
+    if isinstance(owner, types.ModuleType):
+        try:
+            return getattr(owner, node.attr, None)
+        except Exception:  # a module's own __getattr__ refusing
+            return None
+    return None
 
 
 def note_cells_context() -> None:
@@ -461,8 +501,18 @@ def restore(saved: dict) -> list[str]:
                     problems.append(f"the {name} option {key} = {_short(value)} was not set again "
                                     f"({describe_error(exc)})")
         for key in changed.get("unsaved", []):
-            problems.append(f"the {name} option {key} is not carried (its value cannot be saved): set it again")
+            problems.append(_not_carried(name, key))
     return problems
+
+
+def _not_carried(name: str, key: str) -> str:
+    global _polars_seeded
+    if (name, key) != ("polars", POLARS_SEED):
+        return f"the {name} option {key} is not carried (its value cannot be saved): set it again"
+    _polars_seeded = True  # this session's stream is not the seeded one either: the next move says so again
+    return ("polars' random stream is not carried: the notebook seeded it (pl.set_random_seed) and polars cannot "
+            "say where the stream had got to, so a shuffle, sample or random value without a seed= of its own draws "
+            "differently than before the move; call pl.set_random_seed again (the stream starts over) or pass seed=")
 
 
 def _differing(name: str, module, options: dict) -> dict:

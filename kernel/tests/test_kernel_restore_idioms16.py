@@ -33,3 +33,32 @@ def test_a_polars_sql_context_comes_back_with_the_frames_it_registered(moved, ru
     assert expected[0] == ["big", "my table", "sales"] and expected[1] == "DataFrame", expected
     out = run_cell(kc, QUERY)
     assert out["error"] is None and json.loads(out["stdout"]) == expected, out
+
+
+SEEDED = r'''
+import polars as pl
+pl.set_random_seed(7)
+drawn = pl.Series(range(100)).shuffle().to_list()
+'''
+
+UNSEEDED = r'''
+import polars as pl
+# pl.set_random_seed(7) would make the shuffle reproducible
+note = "set_random_seed"
+drawn = pl.Series(range(100)).shuffle(seed=3).to_list()
+'''
+
+
+def test_a_polars_random_seed_the_notebook_set_is_named_after_a_move(moved, run_cell):
+    """`pl.set_random_seed(7)`: polars has no getter for its random stream, so the moved notebook's next
+    `shuffle()` drew other values than it would have, without a word. The restore now says so, and only for a
+    notebook that called it (a comment or a string naming it is no call)."""
+    reply, _, kc = moved(SESSION, SEEDED)
+    assert reply["ok"], reply
+    out = run_cell(kc, "len(drawn)")
+    assert out["error"] is None and "pl.set_random_seed" in out["stderr"], out
+
+    reply, _, kc = moved("work/unseeded.ipynb", UNSEEDED)
+    assert reply["ok"], reply
+    out = run_cell(kc, "len(drawn)")
+    assert out["error"] is None and "restored" in out["stderr"] and "set_random_seed" not in out["stderr"], out
