@@ -62,7 +62,7 @@ import types
 import warnings
 
 from . import idioms, idioms6
-from .serializer import describe_error
+from .messages import describe_error  # not serializer's module: it loads cloudpickle, a name a notebook may own
 
 LIBRARIES = ("pandas", "matplotlib", "sklearn", "tqdm", "plotly.io", "polars", "xarray")
 IN_CELLS_CONTEXT = ("numpy", "decimal")  # options read and set in the cells' execution context

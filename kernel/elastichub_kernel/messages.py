@@ -105,3 +105,10 @@ def sendable(content):
     if isinstance(content, (list, tuple)):
         return [sendable(v) for v in content]
     return content
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception in one line: its type and its message's first line, at most 200 characters."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -39,6 +39,7 @@ import types
 from dataclasses import dataclass, field
 
 from . import culprit, deepstack, idioms, idioms7, idioms8, idioms9, nans, views
+from .messages import describe_error
 from .ownimports import dependency
 
 cloudpickle = dependency("cloudpickle")  # never a cloudpickle.py of the notebook's
@@ -426,12 +427,6 @@ class _RecordFailed(Exception):
     def __init__(self, name, exc):
         self.name = name
         self.exc = exc
-
-
-def describe_error(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def dump_namespace(ns: dict, names: list, user_ns: dict | None = None, watch: frozenset = frozenset(),
