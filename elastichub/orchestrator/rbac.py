@@ -10,7 +10,7 @@ namespace. ElasticHub adds:
   the drain record on the Node) and pods list/watch in every namespace (a
   node's occupancy counts every pod on it, system pods included);
 - in the single-user namespace: pods patch (a live move's route request and
-  its answer), plus get/create/delete, so that an orchestrator run under a
+  its answer; a restart move's mark before its stop), plus get/create/delete, so that an orchestrator run under a
   service account of its own needs nothing else; events create (a waiting
   server's pod says why it waits, on the hub's spawn page).
 
